@@ -1,0 +1,69 @@
+"""One exception tree, split by who acts next.
+
+    AgentMagicsError
+    ├── RespondToModel        the model can fix it: the text goes back as the tool output
+    │   └── ArgumentError     a tool call's arguments did not decode
+    ├── UserError             a person must fix a setting: one clear sentence, no traceback
+    │   ├── ConfigError       a bad option or config value
+    │   ├── ModelError        the model server refused (no key, unknown model, bad request)
+    │   └── ConnectionFailed  the model server could not be reached (after retries)
+    ├── TurnAborted           the person stopped the turn (Abort turn, kernel interrupt)
+    └── Fatal                 a bug or a broken invariant: the turn ends with the message
+
+Nothing here logs or prints; the caller decides how to show an error.
+"""
+
+from __future__ import annotations
+
+
+class AgentMagicsError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class RespondToModel(AgentMagicsError):
+    """The model made a mistake it can correct; ``str(self)`` is sent back as the output."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ArgumentError(RespondToModel):
+    """The arguments of a function call could not be decoded."""
+
+
+class UserError(AgentMagicsError):
+    """A person must act (fix a setting, start a server); the message is one sentence."""
+
+
+class ConfigError(UserError):
+    """An option, ``-c key=value`` or config file value is invalid."""
+
+
+class ModelError(UserError):
+    """The model server answered with an error a person must fix (401, 404, 400...)."""
+
+
+class ConnectionFailed(UserError):
+    """The model server could not be reached, or kept failing, after the retries."""
+
+
+class TurnAborted(AgentMagicsError):
+    """The turn was stopped by the person (a click on Abort turn or a kernel interrupt)."""
+
+
+class Fatal(AgentMagicsError):
+    """A broken invariant, e.g. a tool called with a payload kind it cannot take."""
+
+
+__all__ = [
+    "AgentMagicsError",
+    "ArgumentError",
+    "ConfigError",
+    "ConnectionFailed",
+    "Fatal",
+    "ModelError",
+    "RespondToModel",
+    "TurnAborted",
+    "UserError",
+]

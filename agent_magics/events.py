@@ -1,0 +1,163 @@
+"""UI-neutral events a session emits; any front end (widgets, terminal, tests) renders them.
+
+Events are named as past facts. They carry plain data only, so the core never learns who
+is listening.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    prompt: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningSummary:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallProposed:
+    call_id: str
+    tool_name: str
+    arguments: str
+    kind: str = "function"
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True)
+class ApprovalDecided:
+    call_id: str
+    decision: ReviewDecision
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    call_id: str
+    tool_name: str
+
+
+@dataclass(frozen=True)
+class ToolOutputDelta:
+    call_id: str
+    chunk: str
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    call_id: str
+    tool_name: str
+    output: Any
+    success: bool
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    step: str
+    status: str
+
+
+@dataclass(frozen=True)
+class PlanUpdated:
+    call_id: str
+    explanation: str | None
+    plan: Sequence[PlanStep]
+
+
+@dataclass(frozen=True)
+class ImageViewed:
+    call_id: str
+    path: str
+    data_url: str | None
+
+
+@dataclass(frozen=True)
+class RetryScheduled:
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_output_tokens + other.reasoning_output_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    final_text: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    message: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class TurnAbortedEvent:
+    reason: str
+
+
+Event = (
+    TurnStarted
+    | TextDelta
+    | AssistantMessage
+    | ReasoningSummary
+    | ToolCallProposed
+    | ApprovalRequested
+    | ApprovalDecided
+    | ToolCallStarted
+    | ToolOutputDelta
+    | ToolCallFinished
+    | PlanUpdated
+    | ImageViewed
+    | RetryScheduled
+    | TurnFinished
+    | TurnFailed
+    | TurnAbortedEvent
+)
+
+EventSink = Callable[[Event], None]
+
+
+def ignore_events(event: Event) -> None:
+    """An event sink that drops everything."""

@@ -1,0 +1,133 @@
+"""Approval policies, sandbox modes, review decisions and the per-session approval store.
+
+Names and values are Codex's (``on-request``, ``workspace-write``, ``approved_for_session``).
+The decision of whether a call needs a person is a pure function of policy, sandbox and
+the call (:func:`exec_approval_requirement`); the orchestrator acts on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+
+class ApprovalPolicy(str, Enum):
+    """When a person is asked before a tool runs."""
+
+    UNTRUSTED = "untrusted"
+    ON_FAILURE = "on-failure"
+    ON_REQUEST = "on-request"
+    NEVER = "never"
+
+    @property
+    def rust_name(self) -> str:
+        """The name Codex prints in its messages (``UnlessTrusted``, ``Never``...)."""
+        return {
+            "untrusted": "UnlessTrusted",
+            "on-failure": "OnFailure",
+            "on-request": "OnRequest",
+            "never": "Never",
+        }[self.value]
+
+
+class SandboxMode(str, Enum):
+    """What commands may touch."""
+
+    READ_ONLY = "read-only"
+    WORKSPACE_WRITE = "workspace-write"
+    DANGER_FULL_ACCESS = "danger-full-access"
+
+
+class SandboxPermissions(str, Enum):
+    """What a shell call asks for in its ``sandbox_permissions`` argument."""
+
+    USE_DEFAULT = "use_default"
+    REQUIRE_ESCALATED = "require_escalated"
+    WITH_ADDITIONAL_PERMISSIONS = "with_additional_permissions"
+
+
+class ReviewDecision(str, Enum):
+    """A person's answer to an approval request."""
+
+    APPROVED = "approved"
+    APPROVED_FOR_SESSION = "approved_for_session"
+    DENIED = "denied"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Run without asking."""
+
+    bypass_sandbox: bool = False
+
+
+@dataclass(frozen=True)
+class NeedsApproval:
+    """Ask a person first; ``reason`` is shown with the question."""
+
+    reason: str | None = None
+    bypass_sandbox: bool = False
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """Do not run; ``reason`` goes back to the model."""
+
+    reason: str
+
+
+ApprovalRequirement = Skip | NeedsApproval | Forbidden
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the front end shows on a card when a call needs a person."""
+
+    call_id: str
+    tool_name: str
+    kind: Literal["exec", "patch", "mcp"]
+    cwd: Path
+    command: Sequence[str] = ()
+    reason: str | None = None
+    patch: str | None = None
+    paths: Sequence[Path] = ()
+    retry_without_sandbox: bool = False
+    keys: Sequence[Any] = field(default=(), compare=False)
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ReviewDecision]]
+
+
+async def deny_all(request: ApprovalRequest) -> ReviewDecision:
+    """The headless default: whatever needs a person is refused."""
+    return ReviewDecision.DENIED
+
+
+async def approve_all(request: ApprovalRequest) -> ReviewDecision:
+    """Approve every request (for scripted runs that opted into it)."""
+    return ReviewDecision.APPROVED
+
+
+class ApprovalStore:
+    """Remembers ``approved_for_session`` answers, one entry per approval key."""
+
+    def __init__(self) -> None:
+        self._approved: set[str] = set()
+
+    @staticmethod
+    def _key(key: Any) -> str:
+        return json.dumps(key, sort_keys=True, default=str)
+
+    def all_approved(self, keys: Sequence[Any]) -> bool:
+        return bool(keys) and all(self._key(k) in self._approved for k in keys)
+
+    def remember(self, keys: Sequence[Any]) -> None:
+        self._approved.update(self._key(k) for k in keys)
+
+    def clear(self) -> None:
+        self._approved.clear()

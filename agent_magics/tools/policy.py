@@ -1,0 +1,55 @@
+"""Pure decisions: does this call need a person, may it run at all?
+
+These functions look only at the policy, the sandbox mode and the call, so they are
+tested as tables. The orchestrator acts on what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_magics.tools.approval import (
+    ApprovalPolicy,
+    ApprovalRequirement,
+    Forbidden,
+    NeedsApproval,
+    SandboxMode,
+    SandboxPermissions,
+    Skip,
+)
+
+
+def exec_approval_requirement(
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    commands: Sequence[Sequence[str]],
+    permissions: SandboxPermissions = SandboxPermissions.USE_DEFAULT,
+    justification: str | None = None,
+) -> ApprovalRequirement:
+    """Codex's fallback rules for a command split into its sub-commands.
+
+    1. every sub-command known-safe -> run; 2. a dangerous one -> forbidden under
+    ``never``, else ask; 3. ``never`` / ``on-failure`` -> run (the sandbox protects);
+    4. ``untrusted`` -> ask; 5. ``on-request`` -> run under full access, else ask only
+    when the model asked for escalated permissions.
+    """
+    from agent_magics.tools.safety import is_dangerous_command, is_known_safe_command
+
+    escalate = permissions is not SandboxPermissions.USE_DEFAULT
+    shown = " ".join(" ".join(c) for c in commands)
+    if commands and all(is_known_safe_command(c) for c in commands) and not escalate:
+        return Skip()
+    if any(is_dangerous_command(c) for c in commands):
+        if policy is ApprovalPolicy.NEVER:
+            return Forbidden(f"`{shown}` rejected: blocked by policy")
+        return NeedsApproval(justification)
+    if policy in (ApprovalPolicy.NEVER, ApprovalPolicy.ON_FAILURE):
+        return Skip()
+    if policy is ApprovalPolicy.UNTRUSTED:
+        return NeedsApproval(justification)
+    if sandbox is SandboxMode.DANGER_FULL_ACCESS:
+        return Skip()
+    if escalate:
+        bypass = permissions is SandboxPermissions.REQUIRE_ESCALATED
+        return NeedsApproval(justification, bypass_sandbox=bypass)
+    return Skip()

@@ -1,0 +1,102 @@
+"""From a model's output item to a handler call, and from its result to an output item.
+
+Unknown tools and arguments the handler rejects are answered to the model (the turn goes
+on); only a payload of the wrong kind for a known tool is fatal, as in Codex.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent_magics.errors import Fatal, RespondToModel
+from agent_magics.events import ToolCallFinished, ToolCallProposed, ToolCallStarted
+from agent_magics.tools.context import (
+    CustomPayload,
+    FunctionPayload,
+    Payload,
+    SessionServices,
+    ToolInvocation,
+    ToolOutput,
+    TurnContext,
+)
+from agent_magics.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the model made: ``function_call`` or ``custom_tool_call``."""
+
+    call_id: str
+    name: str
+    payload: Payload
+
+    @property
+    def kind(self) -> Literal["function", "custom"]:
+        return "custom" if isinstance(self.payload, CustomPayload) else "function"
+
+    @property
+    def output_type(self) -> str:
+        return "custom_tool_call_output" if self.kind == "custom" else "function_call_output"
+
+    @property
+    def raw_input(self) -> str:
+        p = self.payload
+        return p.input if isinstance(p, CustomPayload) else p.arguments
+
+
+def tool_call_from_item(item: dict[str, Any]) -> ToolCall | None:
+    """The call in a response item, or ``None`` when the item is not a tool call."""
+    kind = item.get("type")
+    call_id = str(item.get("call_id") or item.get("id") or "")
+    name = str(item.get("name") or "")
+    if kind == "function_call":
+        return ToolCall(call_id, name, FunctionPayload(str(item.get("arguments") or "")))
+    if kind == "custom_tool_call":
+        return ToolCall(call_id, name, CustomPayload(str(item.get("input") or "")))
+    return None
+
+
+def output_item(call: ToolCall, output: ToolOutput) -> dict[str, Any]:
+    return {"type": call.output_type, "call_id": call.call_id, "output": output.content}
+
+
+class ToolRouter:
+    """Dispatches calls to the registry's handlers and reports them as events."""
+
+    def __init__(self, registry: ToolRegistry, services: SessionServices) -> None:
+        self.registry = registry
+        self.services = services
+
+    def is_parallel(self, call: ToolCall) -> bool:
+        tool = self.registry.get(call.name)
+        return bool(tool and tool.parallel)
+
+    def announce(self, call: ToolCall) -> None:
+        self.services.emit(ToolCallProposed(call.call_id, call.name, call.raw_input, call.kind))
+
+    async def dispatch(self, call: ToolCall, turn: TurnContext) -> ToolOutput:
+        started = time.monotonic()
+        self.services.emit(ToolCallStarted(call.call_id, call.name))
+        output = await self._dispatch(call, turn)
+        self.services.emit(
+            ToolCallFinished(
+                call.call_id, call.name, output.content, output.success,
+                time.monotonic() - started,
+            )
+        )
+        return output
+
+    async def _dispatch(self, call: ToolCall, turn: TurnContext) -> ToolOutput:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            what = "unsupported custom tool call" if call.kind == "custom" else "unsupported call"
+            return ToolOutput(f"{what}: {call.name}", success=False)
+        if tool.handler.payload_kind != call.kind:
+            raise Fatal(f"tool {call.name} invoked with incompatible payload")
+        inv = ToolInvocation(call.call_id, call.name, call.payload, turn, self.services)
+        try:
+            return await tool.handler.handle(inv)
+        except RespondToModel as exc:
+            return ToolOutput(exc.message, success=False)

@@ -1,0 +1,117 @@
+"""Running the tool calls of one model response: parallel-safe calls together, the rest alone.
+
+All calls of a response share one reader/writer lock, taken in call order: a call whose
+tool is parallel-safe takes it shared, any other call exclusively. Outputs come back in
+call order whatever order the calls finish in. Cancelling the turn cancels every call;
+unfinished calls get Codex's "aborted" text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+
+from agent_magics.tools.context import ToolOutput
+
+SHELL_LIKE = frozenset({"shell", "container.exec", "local_shell", "shell_command", "unified_exec"})
+
+
+def aborted_output(tool_name: str, elapsed_s: float) -> ToolOutput:
+    """The text the model sees for a call cut short by the person."""
+    secs = max(elapsed_s, 0.1)
+    if tool_name in SHELL_LIKE:
+        return ToolOutput(f"Wall time: {secs:.1f} seconds\naborted by user", success=False)
+    return ToolOutput(f"aborted by user after {secs:.1f}s", success=False)
+
+
+class FifoRWLock:
+    """A reader/writer lock granted strictly in request order (no overtaking)."""
+
+    def __init__(self) -> None:
+        self._readers = 0
+        self._writer = False
+        self._queue: deque[tuple[bool, asyncio.Future[None]]] = deque()
+
+    async def acquire(self, exclusive: bool) -> None:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._queue.append((exclusive, fut))
+        self._grant()
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release(exclusive)
+            else:
+                self._queue = deque(e for e in self._queue if e[1] is not fut)
+                self._grant()
+            raise
+
+    def release(self, exclusive: bool) -> None:
+        if exclusive:
+            self._writer = False
+        else:
+            self._readers -= 1
+        self._grant()
+
+    def _grant(self) -> None:
+        while self._queue and not self._writer:
+            exclusive, fut = self._queue[0]
+            if exclusive and self._readers:
+                return
+            self._queue.popleft()
+            if fut.cancelled():
+                continue
+            if exclusive:
+                self._writer = True
+            else:
+                self._readers += 1
+            fut.set_result(None)
+            if exclusive:
+                return
+
+
+Job = Callable[[], Awaitable[ToolOutput]]
+
+
+async def run_calls(jobs: Sequence[tuple[str, bool, Job]]) -> list[ToolOutput]:
+    """Run ``(tool_name, parallel_safe, job)`` triples; results in the same order.
+
+    If the surrounding task is cancelled, the calls are cancelled, and the cancellation
+    propagates after each unfinished call got its aborted output (see ``outputs_so_far``).
+    """
+    lock = FifoRWLock()
+    started = time.monotonic()
+
+    async def guarded(parallel: bool, job: Job) -> ToolOutput:
+        await lock.acquire(exclusive=not parallel)
+        try:
+            return await job()
+        finally:
+            lock.release(exclusive=not parallel)
+
+    tasks = [asyncio.ensure_future(guarded(p, job)) for _, p, job in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        elapsed = time.monotonic() - started
+        raise CallsCancelled(
+            [
+                t.result() if t.done() and not t.cancelled() and t.exception() is None
+                else aborted_output(name, elapsed)
+                for (name, _, _), t in zip(jobs, tasks, strict=True)
+            ]
+        ) from None
+
+
+class CallsCancelled(asyncio.CancelledError):
+    """The turn was cancelled while calls ran; ``outputs`` pairs every call with an output."""
+
+    def __init__(self, outputs: list[ToolOutput]) -> None:
+        super().__init__("tool calls cancelled")
+        self.outputs = outputs

@@ -1,0 +1,40 @@
+"""Sandboxes: how a command is confined to the writable roots and cut from the network.
+
+A :class:`SandboxSpec` turns an argv into a confined argv. ``NO_SANDBOX`` runs it as is.
+:func:`platform_sandbox` answers which mechanism this machine offers for a turn, or
+``None`` when none works (the orchestrator then fails closed and asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+SandboxKind = Literal["none", "bwrap", "landlock", "seatbelt"]
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """One way of running a command: unconfined, or confined by a mechanism."""
+
+    kind: SandboxKind
+    writable_roots: tuple[Path, ...] = ()
+    read_only_subpaths: tuple[Path, ...] = ()
+    network: bool = True
+
+    @property
+    def confined(self) -> bool:
+        return self.kind != "none"
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The argv to spawn so that ``argv`` runs under this sandbox."""
+        if self.kind == "none":
+            return list(argv)
+        from agent_magics.tools.sandbox.wrap import wrap_argv
+
+        return wrap_argv(self, list(argv))
+
+
+NO_SANDBOX = SandboxSpec("none")
