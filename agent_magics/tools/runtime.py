@@ -79,8 +79,8 @@ Job = Callable[[], Awaitable[ToolOutput]]
 async def run_calls(jobs: Sequence[tuple[str, bool, Job]]) -> list[ToolOutput]:
     """Run ``(tool_name, parallel_safe, job)`` triples; results in the same order.
 
-    If the surrounding task is cancelled, the calls are cancelled, and the cancellation
-    propagates after each unfinished call got its aborted output (see ``outputs_so_far``).
+    If the surrounding task is cancelled or one call ends the turn, the other calls are
+    cancelled and :class:`CallsInterrupted` carries an output for every call.
     """
     lock = FifoRWLock()
     started = time.monotonic()
@@ -95,23 +95,25 @@ async def run_calls(jobs: Sequence[tuple[str, bool, Job]]) -> list[ToolOutput]:
     tasks = [asyncio.ensure_future(guarded(p, job)) for _, p, job in jobs]
     try:
         return list(await asyncio.gather(*tasks))
-    except asyncio.CancelledError:
+    except BaseException as exc:  # cancellation, an aborted turn or a bug: stop the rest
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         elapsed = time.monotonic() - started
-        raise CallsCancelled(
-            [
-                t.result() if t.done() and not t.cancelled() and t.exception() is None
-                else aborted_output(name, elapsed)
-                for (name, _, _), t in zip(jobs, tasks, strict=True)
-            ]
-        ) from None
+        outputs = [
+            t.result()
+            if t.done() and not t.cancelled() and t.exception() is None
+            else aborted_output(name, elapsed)
+            for (name, _, _), t in zip(jobs, tasks, strict=True)
+        ]
+        raise CallsInterrupted(outputs, exc) from exc
 
 
-class CallsCancelled(asyncio.CancelledError):
-    """The turn was cancelled while calls ran; ``outputs`` pairs every call with an output."""
+class CallsInterrupted(Exception):
+    """The calls were stopped before all finished; ``outputs`` pairs every call with an
+    output (Codex's "aborted" text for the unfinished ones) and ``cause`` says why."""
 
-    def __init__(self, outputs: list[ToolOutput]) -> None:
-        super().__init__("tool calls cancelled")
+    def __init__(self, outputs: list[ToolOutput], cause: BaseException) -> None:
+        super().__init__("tool calls interrupted")
         self.outputs = outputs
+        self.cause = cause

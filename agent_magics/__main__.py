@@ -1,0 +1,7 @@
+"""``python -m agent_magics exec ...``."""
+
+import sys
+
+from agent_magics.cli import main
+
+sys.exit(main())

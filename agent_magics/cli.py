@@ -1,0 +1,144 @@
+"""``agent-magics exec``: one headless turn in a terminal or CI, the same session as %%agent.
+
+The final answer goes to stdout; tool activity and problems go to stderr. Exit status:
+0 when the turn finished, 1 with one sentence when a person must fix something,
+130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_magics.config import load_config
+from agent_magics.errors import TurnAborted, UserError
+from agent_magics.events import (
+    ApprovalDecided,
+    Event,
+    RetryScheduled,
+    ToolCallFinished,
+    ToolCallProposed,
+)
+from agent_magics.tools.approval import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Approver,
+    ReviewDecision,
+    SandboxMode,
+    deny_all,
+)
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-magics", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("exec", help="run one turn headlessly in the current folder")
+    ex.add_argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
+    ex.add_argument("-m", "--model", help="model name")
+    ex.add_argument("--provider", choices=["responses", "chat", "replay"])
+    ex.add_argument("-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy])
+    ex.add_argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
+    ex.add_argument("-C", "--cd", type=Path, help="work in this folder")
+    ex.add_argument(
+        "-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+        help="override a setting (VALUE read as TOML, else as a string); repeatable",
+    )
+    ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")
+    return parser
+
+
+def _terminal_approver() -> Approver:
+    async def ask(request: ApprovalRequest) -> ReviewDecision:
+        what = " ".join(request.command) or (request.patch or request.tool_name)
+        question = (
+            f"\n{request.reason or 'Run this?'}\n  {what}\n"
+            "[y] approve  [a] approve for session  [n] deny  [q] abort turn: "
+        )
+        answer = await asyncio.to_thread(_read_answer, question)
+        return {
+            "y": ReviewDecision.APPROVED,
+            "a": ReviewDecision.APPROVED_FOR_SESSION,
+            "q": ReviewDecision.ABORT,
+        }.get(answer, ReviewDecision.DENIED)
+
+    return ask
+
+
+def _read_answer(question: str) -> str:
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    try:
+        return sys.stdin.readline().strip().lower()[:1]
+    except (OSError, ValueError):
+        return "n"
+
+
+def _report(event: Event) -> None:
+    if isinstance(event, ToolCallProposed):
+        args = event.arguments if len(event.arguments) <= 200 else event.arguments[:200] + "…"
+        print(f"tool {event.tool_name} {args}", file=sys.stderr)
+    elif isinstance(event, ToolCallFinished):
+        status = "ok" if event.success else "failed"
+        print(f"tool {event.tool_name} {status} in {event.duration_s:.2f}s", file=sys.stderr)
+    elif isinstance(event, ApprovalDecided):
+        how = " (remembered for the session)" if event.cached else ""
+        print(f"approval {event.decision.value}{how}", file=sys.stderr)
+    elif isinstance(event, RetryScheduled):
+        print(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}", file=sys.stderr)
+
+
+async def run_exec(args: argparse.Namespace, prompt: str) -> int:
+    from agent_magics.session import Session
+
+    options: dict[str, Any] = {
+        "base_url": args.base_url,
+        "model": args.model,
+        "provider": args.provider,
+        "approval_policy": args.approval_policy,
+        "sandbox_mode": args.sandbox,
+        "cwd": str(args.cd.resolve()) if args.cd else os.getcwd(),
+    }
+    config = load_config(options=options, overrides=args.config)
+    interactive = sys.stdin.isatty() and prompt_from_args(args)
+    session = Session(config, approver=_terminal_approver() if interactive else deny_all)
+    session.subscribe(_report)
+    try:
+        result = await session.run_turn(prompt)
+    finally:
+        await session.aclose()
+    if result.final_text:
+        print(result.final_text)
+    return EXIT_OK
+
+
+def prompt_from_args(args: argparse.Namespace) -> bool:
+    return bool(args.prompt) and args.prompt != "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    prompt = args.prompt if prompt_from_args(args) else sys.stdin.read()
+    if not prompt.strip():
+        print("agent-magics: the prompt is empty.", file=sys.stderr)
+        return EXIT_USER_ERROR
+    try:
+        return asyncio.run(run_exec(args, prompt))
+    except UserError as exc:
+        print(f"agent-magics: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except TurnAborted as exc:
+        print(f"agent-magics: turn aborted: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("agent-magics: interrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""SessionConfig: every setting of a session, frozen, built from defaults, files, env and flags.
+
+Precedence, lowest first: built-in defaults, ``~/.agent_magics/config.toml``,
+``./.agent_magics/config.toml``, environment variables, front-end options (traitlets,
+command-line flags), then ``-c key=value`` overrides. The API key is a secret: it is
+never printed, dumped or saved.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from agent_magics.errors import ConfigError
+from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
+from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig
+from agent_magics.tools.truncate import TruncationPolicy
+
+DEFAULT_MODEL = "gpt-5.1-codex"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CONFIG_DIR = ".agent_magics"
+CONFIG_FILE = "config.toml"
+
+ENV_VARS = {
+    "OPENAI_API_KEY": "api_key",
+    "OPENAI_BASE_URL": "base_url",
+    "AGENT_MAGICS_MODEL": "model",
+    "AGENT_MAGICS_PROVIDER": "provider",
+    "AGENT_MAGICS_APPROVAL_POLICY": "approval_policy",
+    "AGENT_MAGICS_SANDBOX": "sandbox_mode",
+}
+
+
+class SessionConfig(BaseModel):
+    """Settings of one agent session (one conversation)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+    model: str = DEFAULT_MODEL
+    """Model name sent with every request."""
+    provider: Literal["responses", "chat", "replay"] = "responses"
+    """Wire protocol: the Responses API, Chat Completions, or an offline recording."""
+    base_url: str = DEFAULT_BASE_URL
+    """Where the model server listens (``.../v1``)."""
+    api_key: SecretStr | None = Field(default=None, repr=False, exclude=True)
+    """The key sent as a bearer token; never shown or saved."""
+    approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
+    """When a person is asked before a tool runs."""
+    sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    """What commands may write and reach."""
+    cwd: Path = Field(default_factory=Path.cwd)
+    """The folder the agent works in."""
+    apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"
+    """apply_patch as a grammar-constrained freeform tool, a JSON function, or absent."""
+    experimental_supported_tools: tuple[str, ...] = ()
+    """Opt-in file tools: any of read_file, list_dir, grep_files."""
+    shell_type: Literal["auto", "unified_exec", "shell_command", "shell", "disabled"] = "auto"
+    """Shell tool flavour; ``auto`` picks exec_command, or shell_command with the file tools."""
+    allow_login_shell: bool = True
+    """Whether commands may run in login shells."""
+    instructions: str | None = None
+    """Replaces the built-in system instructions when set."""
+    tool_output_token_limit: int | None = None
+    """Budget of tool output kept in history, in tokens (default: 10 000)."""
+    parallel_tool_calls: bool = True
+    """Let the model emit several tool calls in one response."""
+    reasoning_effort: str | None = None
+    """Reasoning effort for reasoning models (``low``, ``medium``, ``high``...)."""
+    request_max_retries: int = Field(default=4, ge=0, le=100)
+    """Re-sends of a request after 5xx, 429 or transport errors."""
+    stream_max_retries: int = Field(default=5, ge=0, le=100)
+    """Re-sends of a turn's request after a dropped, idle or failed stream."""
+    stream_idle_timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds without a stream event before the stream counts as dropped."""
+    supports_images: bool = True
+    """Whether the model takes images (view_image)."""
+
+    @field_validator("experimental_supported_tools", mode="before")
+    @classmethod
+    def _split_tools(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        unknown = [v for v in value if v not in EXPERIMENTAL_TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; known: {', '.join(EXPERIMENTAL_TOOLS)}")
+        return tuple(value)
+
+    @field_validator("cwd", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    def tools_config(self) -> ToolsConfig:
+        shell = self.shell_type
+        if shell == "auto":
+            # Codex offered the file tools only with models whose shell tool was
+            # shell_command; keep that pairing so recorded sessions replay as they ran.
+            shell = "shell_command" if self.experimental_supported_tools else "unified_exec"
+        return ToolsConfig(
+            shell_type=shell,
+            apply_patch_tool_type=self.apply_patch_tool_type,
+            experimental_supported_tools=frozenset(self.experimental_supported_tools),
+            allow_login_shell=self.allow_login_shell,
+            supports_images=self.supports_images,
+        )
+
+    def truncation(self) -> TruncationPolicy:
+        return TruncationPolicy.tokens(self.tool_output_token_limit or 10_000)
+
+    def key(self) -> str | None:
+        return self.api_key.get_secret_value() if self.api_key else None
+
+    def replace(self, **changes: Any) -> SessionConfig:
+        return build_config(self.model_dump() | {"api_key": self.key()}, changes)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``key=value`` with the value read as TOML, else taken as a plain string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"-c takes key=value, got {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def load_files(cwd: Path, home: Path | None = None) -> dict[str, Any]:
+    """Settings from the user's and the project's config.toml, project winning."""
+    merged: dict[str, Any] = {}
+    home = home if home is not None else Path.home()
+    for path in (home / CONFIG_DIR / CONFIG_FILE, cwd / CONFIG_DIR / CONFIG_FILE):
+        if path.is_file():
+            try:
+                merged |= tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, OSError) as exc:
+                raise ConfigError(f"Cannot read {path}: {exc}") from None
+    return merged
+
+
+def from_env(env: dict[str, str] | None = None) -> dict[str, Any]:
+    env = dict(os.environ) if env is None else env
+    return {field: env[var] for var, field in ENV_VARS.items() if env.get(var)}
+
+
+def build_config(
+    base: dict[str, Any], *layers: dict[str, Any], overrides: list[str] = ()  # type: ignore[assignment]
+) -> SessionConfig:
+    """Merge ``base`` and ``layers`` (later wins; ``None`` values skipped) and ``-c`` items."""
+    merged = dict(base)
+    for layer in layers:
+        merged |= {k: v for k, v in layer.items() if v is not None}
+    for item in overrides:
+        key, value = parse_override(item)
+        merged[key] = value
+    extras = {k: merged.pop(k) for k in list(merged) if k not in SessionConfig.model_fields}
+    nested = _nest(extras)
+    if nested:
+        known = ", ".join(sorted(nested))
+        raise ConfigError(f"Unknown setting(s): {known}.")
+    try:
+        return SessionConfig.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"]) or "config"
+        raise ConfigError(f"Invalid value for {where}: {err['msg']}.") from None
+
+
+def load_config(
+    cwd: Path | None = None,
+    options: dict[str, Any] | None = None,
+    overrides: list[str] = (),  # type: ignore[assignment]
+    env: dict[str, str] | None = None,
+    home: Path | None = None,
+) -> SessionConfig:
+    """The full precedence chain: files < env < options < ``-c`` overrides."""
+    options = dict(options or {})
+    folder = Path(options.get("cwd") or cwd or Path.cwd())
+    files = load_files(folder, home)
+    files.pop("mcp_servers", None)  # read by the MCP layer
+    return build_config({"cwd": folder}, files, from_env(env), options, overrides=overrides)

@@ -1,0 +1,261 @@
+"""A conversation with a coding agent: history, and turns of model <-> tools.
+
+One turn: send instructions + the whole history + the tools; run the tool calls the
+model makes; append their outputs; repeat until the model answers with no tool call.
+Everything a front end needs to show arrives as events (:mod:`agent_magics.events`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent_magics.config import SessionConfig
+from agent_magics.errors import TurnAborted
+from agent_magics.events import (
+    AssistantMessage,
+    Event,
+    EventSink,
+    ReasoningSummary,
+    RetryScheduled,
+    TextDelta,
+    TurnAbortedEvent,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+)
+from agent_magics.instructions import BASE_INSTRUCTIONS, environment_context, project_docs
+from agent_magics.models.base import (
+    Completed,
+    ItemDone,
+    ModelClient,
+    ModelRequest,
+    OutputTextDelta,
+    ReasoningDelta,
+    StreamFailed,
+)
+from agent_magics.models.retry import backoff
+from agent_magics.protocol import Message, Reasoning, parse_item
+from agent_magics.tools.approval import Approver, deny_all
+from agent_magics.tools.build import build_registry
+from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
+from agent_magics.tools.router import ToolCall, ToolRouter, output_item, tool_call_from_item
+from agent_magics.tools.runtime import CallsInterrupted, run_calls
+from agent_magics.tools.history import history_output, reserialized_input
+
+Item = Any  # a protocol item model
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    final_text: str
+    usage: Usage
+
+
+class Session:
+    """One conversation. Consecutive :meth:`run_turn` calls continue it."""
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        client: ModelClient | None = None,
+        approver: Approver = deny_all,
+    ) -> None:
+        self.config = config
+        self.thread_id = str(uuid.uuid4())
+        self._sinks: list[EventSink] = []
+        self.services = SessionServices(approver=approver, emit=self._emit)
+        self.registry = build_registry(config.tools_config())
+        self.router = ToolRouter(self.registry, self.services)
+        self._client = client
+        self.history: list[Item] = []
+        self.usage = Usage()
+        self.shell = ShellInfo.detect()
+
+    # -- events -------------------------------------------------------------------------
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        """Call ``sink`` with every event; returns a function that unsubscribes."""
+        self._sinks.append(sink)
+        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
+
+    def _emit(self, event: Event) -> None:
+        for sink in list(self._sinks):
+            sink(event)
+
+    @property
+    def approver(self) -> Approver:
+        return self.services.approver
+
+    @approver.setter
+    def approver(self, approver: Approver) -> None:
+        self.services.approver = approver
+
+    # -- model --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> ModelClient:
+        if self._client is None:
+            from agent_magics.models import create_client
+
+            self._client = create_client(self.config, on_retry=self._on_retry)
+        return self._client
+
+    def _on_retry(self, attempt: int, delay: float, reason: str) -> None:
+        self._emit(RetryScheduled(attempt, delay, reason))
+
+    def turn_context(self) -> TurnContext:
+        c = self.config
+        return TurnContext(
+            cwd=c.cwd,
+            approval_policy=c.approval_policy,
+            sandbox_mode=c.sandbox_mode,
+            truncation=c.truncation(),
+            shell=self.shell,
+            allow_login_shell=c.allow_login_shell,
+            supports_images=c.supports_images,
+            thread_id=self.thread_id,
+        )
+
+    def _opening_messages(self, turn: TurnContext) -> list[Item]:
+        items: list[Item] = []
+        docs = project_docs(turn.cwd)
+        if docs:
+            items.append(Message.user(docs))
+        items.append(
+            Message.user(
+                environment_context(
+                    turn.cwd, turn.approval_policy.value, turn.sandbox_mode.value,
+                    turn.network_access, turn.shell.kind,
+                )
+            )
+        )
+        return items
+
+    def request(self) -> ModelRequest:
+        c = self.config
+        tools = self.registry.wire_specs()
+        return ModelRequest(
+            model=c.model,
+            instructions=c.instructions if c.instructions is not None else BASE_INSTRUCTIONS,
+            input=reserialized_input(self.history, tools),
+            tools=tools,
+            parallel_tool_calls=c.parallel_tool_calls,
+            reasoning={"effort": c.reasoning_effort, "summary": "auto"}
+            if c.reasoning_effort else None,
+            prompt_cache_key=self.thread_id,
+        )
+
+    # -- turns --------------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        """Run one turn to its end. Raises UserError for problems a person must fix and
+        TurnAborted when the person stopped it; the history stays well-formed either way."""
+        turn = self.turn_context()
+        if not self.history:
+            self.history.extend(self._opening_messages(turn))
+        self.history.append(Message.user(prompt))
+        self._emit(TurnStarted(prompt))
+        usage = Usage()
+        final_text = ""
+        try:
+            while True:
+                items, step_usage = await self._sample()
+                usage = usage + step_usage
+                self.history.extend(items)
+                calls = [c for c in (tool_call_from_item(i.wire()) for i in items) if c]
+                texts = [i.text for i in items if isinstance(i, Message) and i.role == "assistant"]
+                if texts:
+                    final_text = texts[-1]
+                if not calls:
+                    break
+                await self._run_calls(calls, turn)
+        except (asyncio.CancelledError, TurnAborted) as exc:
+            self.usage = self.usage + usage
+            self._emit(TurnAbortedEvent("interrupted" if isinstance(exc, asyncio.CancelledError)
+                                        else str(exc)))
+            raise
+        self.usage = self.usage + usage
+        self._emit(TurnFinished(final_text, usage))
+        return TurnResult(final_text, usage)
+
+    async def _sample(self) -> tuple[list[Item], Usage]:
+        """One model response, re-sent after retryable stream failures."""
+        retries = 0
+        while True:
+            try:
+                return await self._sample_once()
+            except StreamFailed as exc:
+                if not exc.retryable or retries >= self.config.stream_max_retries:
+                    from agent_magics.errors import ConnectionFailed
+
+                    raise ConnectionFailed(
+                        f"The model's answer failed: {exc.message}"
+                        + (f" (after {retries} retries)." if retries else ".")
+                    ) from None
+                retries += 1
+                delay = exc.delay_s if exc.delay_s is not None else backoff(retries)
+                self._emit(RetryScheduled(retries, delay, exc.message))
+                await asyncio.sleep(delay)
+
+    async def _sample_once(self) -> tuple[list[Item], Usage]:
+        items: list[Item] = []
+        usage = Usage()
+        async for event in self.client.stream(self.request()):
+            if isinstance(event, OutputTextDelta):
+                self._emit(TextDelta(event.item_id, event.delta))
+            elif isinstance(event, ReasoningDelta):
+                pass
+            elif isinstance(event, ItemDone):
+                item = parse_item(event.item)
+                items.append(item)
+                if isinstance(item, Message) and item.role == "assistant":
+                    self._emit(AssistantMessage(item.text))
+                elif isinstance(item, Reasoning) and item.summary_text:
+                    self._emit(ReasoningSummary(item.summary_text))
+            elif isinstance(event, Completed):
+                usage = event.usage
+        return items, usage
+
+    async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
+        for call in calls:
+            self.router.announce(call)
+
+        def job(call: ToolCall) -> Callable[[], Any]:
+            return lambda: self.router.dispatch(call, turn)
+
+        jobs = [(c.name, self.router.is_parallel(c), job(c)) for c in calls]
+        try:
+            outputs = await run_calls(jobs)
+        except CallsInterrupted as stopped:
+            self._record(calls, stopped.outputs, turn)
+            raise stopped.cause from None
+        self._record(calls, outputs, turn)
+
+    def _record(self, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext) -> None:
+        for call, output in zip(calls, outputs, strict=True):
+            item = output_item(call, history_output(output, turn.truncation))
+            self.history.append(parse_item(item))
+        while self.services.pending_user_messages:
+            self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the conversation (tools and approvals for the session are kept)."""
+        self.history.clear()
+        self.usage = Usage()
+        self.thread_id = str(uuid.uuid4())
+
+    async def aclose(self) -> None:
+        """End the session: stop every process its tools started, close the client."""
+        for state in self.services.all_state():
+            close = getattr(state, "close", None)
+            if close is not None:
+                await close()
+        if self._client is not None:
+            await self._client.aclose()
