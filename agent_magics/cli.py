@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a setting (VALUE read as TOML, else as a string); repeatable",
     )
     ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")
+    sub.add_parser("demo", help="one offline turn: a scripted model drives the real tools")
     return parser
 
 
@@ -123,6 +124,10 @@ def prompt_from_args(args: argparse.Namespace) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        from agent_magics.demo import main as demo_main
+
+        return demo_main()
     prompt = args.prompt if prompt_from_args(args) else sys.stdin.read()
     if not prompt.strip():
         print("agent-magics: the prompt is empty.", file=sys.stderr)

@@ -67,6 +67,7 @@ class Orchestrator:
         rejection: str,
         is_sandbox_denial: Callable[[T], bool] = lambda _: False,
         can_retry_unsandboxed: bool = False,
+        confinement: SandboxSpec | None = None,
     ) -> T:
         """Run ``attempt`` once (or twice, after a sandbox denial) as the policy says.
 
@@ -75,7 +76,7 @@ class Orchestrator:
         policy = inv.turn.approval_policy
         if isinstance(requirement, Forbidden):
             raise RespondToModel(requirement.reason)
-        sandbox = self.sandbox_for(inv, requirement)
+        sandbox = self.sandbox_for(inv, requirement, confinement)
         approved_by_person = False
         if isinstance(requirement, NeedsApproval) or sandbox is None:
             if policy is ApprovalPolicy.NEVER:
@@ -106,12 +107,22 @@ class Orchestrator:
         if decision is ReviewDecision.DENIED:
             raise RespondToModel(rejection)
 
-    def sandbox_for(self, inv: ToolInvocation, requirement: ApprovalRequirement) -> SandboxSpec | None:
-        """The first attempt's sandbox; ``None`` when one is needed but none works here."""
+    def sandbox_for(
+        self,
+        inv: ToolInvocation,
+        requirement: ApprovalRequirement,
+        confinement: SandboxSpec | None = None,
+    ) -> SandboxSpec | None:
+        """The first attempt's sandbox; ``None`` when one is needed but none works here.
+
+        ``confinement`` is a tool's own way of staying inside the writable roots (the
+        in-process path check of apply_patch); otherwise the platform's mechanism."""
         if inv.turn.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
             return NO_SANDBOX
         if isinstance(requirement, (Skip, NeedsApproval)) and requirement.bypass_sandbox:
             return NO_SANDBOX
+        if confinement is not None:
+            return confinement
         from agent_magics.tools.sandbox.platform import platform_sandbox
 
         return platform_sandbox(inv.turn)

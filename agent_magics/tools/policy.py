@@ -53,3 +53,26 @@ def exec_approval_requirement(
         bypass = permissions is SandboxPermissions.REQUIRE_ESCALATED
         return NeedsApproval(justification, bypass_sandbox=bypass)
     return Skip()
+
+
+PATCH_OUTSIDE = "writing outside of the project; rejected by user approval settings"
+
+
+def patch_approval_requirement(
+    policy: ApprovalPolicy, sandbox: SandboxMode, all_writable: bool
+) -> ApprovalRequirement:
+    """Codex's patch safety: ask under ``untrusted``; run when every touched path is
+    writable (or under ``on-failure``); otherwise refuse under ``never``, else ask.
+
+    Patches are applied in-process after a path check against the writable roots, so
+    that check is the patch's sandbox on every platform.
+    """
+    if policy is ApprovalPolicy.UNTRUSTED:
+        return NeedsApproval()
+    if sandbox is SandboxMode.DANGER_FULL_ACCESS:
+        return Skip(bypass_sandbox=True)
+    if all_writable or policy is ApprovalPolicy.ON_FAILURE:
+        return Skip()
+    if policy is ApprovalPolicy.NEVER:
+        return Forbidden(f"patch rejected: {PATCH_OUTSIDE}")
+    return NeedsApproval()

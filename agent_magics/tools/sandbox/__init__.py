@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-SandboxKind = Literal["none", "bwrap", "landlock", "seatbelt"]
+SandboxKind = Literal["none", "bwrap", "landlock", "seatbelt", "path_check"]
+"""``path_check``: writes done in-process after checking each path (apply_patch)."""
 
 
 @dataclass(frozen=True)

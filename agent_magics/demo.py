@@ -1,0 +1,84 @@
+"""``agent-magics demo``: one real turn, offline, driven by a scripted model.
+
+A small sample project is copied into a temporary folder; a scripted Responses server on
+127.0.0.1 plays the model's part (plan, look, patch, test, answer), while everything else
+is real: the HTTP client, the session loop, the tools, approvals and the patch applier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agent_magics.config import SessionConfig
+from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
+
+SAMPLE = {
+    "stats.py": (
+        "def mean(values):\n"
+        "    return sum(values) / len(values) + 1\n"
+    ),
+    "test_stats.py": (
+        "from stats import mean\n\n"
+        "assert mean([1, 2, 3]) == 2\n"
+        "print('all tests passed')\n"
+    ),
+}
+
+FIX = """*** Begin Patch
+*** Update File: stats.py
+@@
+ def mean(values):
+-    return sum(values) / len(values) + 1
++    return sum(values) / len(values)
+*** End Patch
+"""
+
+
+def script() -> list[Any]:
+    plan = [
+        {"step": "Read the code and the test", "status": "in_progress"},
+        {"step": "Fix mean()", "status": "pending"},
+        {"step": "Run the test", "status": "pending"},
+    ]
+    done = [dict(s, status="completed") for s in plan]
+    return [
+        [function_call("update_plan", {"plan": plan})],
+        [function_call("exec_command", {"cmd": "cat stats.py test_stats.py"})],
+        [custom_tool_call("apply_patch", FIX)],
+        [function_call("exec_command", {"cmd": f"{sys.executable} test_stats.py"})],
+        [function_call("update_plan", {"plan": done})],
+        [message("`mean()` added 1 to every result; I removed the `+ 1` in `stats.py` and "
+                 "`test_stats.py` now passes.")],
+    ]
+
+
+async def run_demo() -> int:
+    from agent_magics.cli import _report
+    from agent_magics.session import Session
+    from agent_magics.tools.approval import approve_all
+
+    with tempfile.TemporaryDirectory(prefix="agent-magics-demo-") as folder:
+        root = Path(folder)
+        for name, text in SAMPLE.items():
+            (root / name).write_text(text, encoding="utf-8")
+        with ScriptedResponsesServer(script()) as server:
+            config = SessionConfig(model="scripted-demo", base_url=server.base_url, cwd=root)
+            session = Session(config, approver=approve_all)
+            session.subscribe(_report)
+            print("Offline demo: a scripted model on 127.0.0.1 drives real tools in a "
+                  "temporary copy of a sample project.", file=sys.stderr)
+            try:
+                result = await session.run_turn("mean() gives wrong results; fix it.")
+            finally:
+                await session.aclose()
+        print(result.final_text)
+        print("\n--- stats.py after the turn ---\n" + (root / "stats.py").read_text())
+    return 0
+
+
+def main() -> int:
+    return asyncio.run(run_demo())

@@ -1,0 +1,181 @@
+"""apply_patch: edit files with a patch, checked whole before anything is written.
+
+Two forms, chosen by ``apply_patch_tool_type``: a freeform tool whose input is the raw
+patch (constrained by a Lark grammar), or a JSON function with one ``input`` string.
+The result is reported like an exec of Codex's apply_patch program (structured JSON;
+shown as text when the freeform tool is offered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from agent_magics.apply_patch import (
+    LARK_GRAMMAR,
+    PatchApplyError,
+    PatchVerificationError,
+    VerifiedPatch,
+    verify_patch,
+)
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.tools.args import decode_args
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import CustomPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.policy import patch_approval_requirement
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.sandbox.roots import is_writable, writable_roots
+from agent_magics.tools.spec import FreeformSpec, FunctionSpec, ToolSpec, obj, string
+from agent_magics.tools.truncate import formatted_truncate_text
+
+FREEFORM_DESCRIPTION = (
+    "Edit files by sending a patch in the apply_patch format as raw text (not JSON)."
+)
+
+FUNCTION_DESCRIPTION = """\
+Edit files with a patch. Put the whole patch in `input`.
+
+A patch is framed by `*** Begin Patch` and `*** End Patch`. Between them come file
+operations, each starting with a header line:
+- `*** Add File: <path>` followed by the new file's lines, each prefixed with `+`.
+- `*** Delete File: <path>` with nothing after it.
+- `*** Update File: <path>`, optionally followed by `*** Move to: <new path>`, then one
+  or more change blocks.
+
+A change block starts with `@@` (optionally followed by a line that locates the change,
+such as a class or function header) and lists lines prefixed with ` ` (unchanged
+context), `-` (removed) or `+` (added). Give about three lines of context above and
+below each change so the place is unambiguous. `*** End of File` after a block anchors
+it at the end of the file.
+
+Paths are relative to the working folder. Example:
+
+*** Begin Patch
+*** Add File: notes/todo.txt
++first item
+*** Update File: src/app.py
+@@ def main():
+-    print("hi")
++    print("hello")
+*** Delete File: old.txt
+*** End Patch
+"""
+
+REJECTED_BY_USER = "patch rejected by user"
+EMPTY_PATCH = "patch rejected: empty patch"
+VERIFICATION_FAILED = "apply_patch verification failed: "
+
+
+class ApplyPatchArgs(BaseModel):
+    input: str
+
+
+def rust_float(value: float) -> str:
+    """A duration rounded to one decimal, printed the way Rust prints an f32 (``0``,
+    ``1.5``, ``12``)."""
+    rounded = round(value, 1)
+    return str(int(rounded)) if rounded == int(rounded) else str(rounded)
+
+
+def structured_output(output: str, exit_code: int, duration_s: float) -> str:
+    """The JSON an exec reports: output (already truncated), exit code, duration."""
+    return json.dumps(
+        {
+            "output": output,
+            "metadata": {"exit_code": exit_code, "duration_seconds": round(duration_s, 1)},
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> ToolOutput:
+    """Verify, approve and apply ``patch_text`` relative to ``cwd``; used by the tool and
+    by shell calls that turn out to be apply_patch invocations."""
+    try:
+        verified = verify_patch(patch_text, cwd)
+    except PatchVerificationError as exc:
+        raise RespondToModel(VERIFICATION_FAILED + str(exc)) from None
+    if verified.is_empty:
+        raise RespondToModel(EMPTY_PATCH)
+    turn = inv.turn
+    roots = writable_roots(turn.cwd, turn.sandbox_mode)
+    paths = verified.touched_paths
+    inside = all(is_writable(p, roots) for p in paths)
+    requirement = patch_approval_requirement(turn.approval_policy, turn.sandbox_mode, inside)
+    request = ApprovalRequest(
+        call_id=inv.call_id,
+        tool_name=inv.tool_name,
+        kind="patch",
+        cwd=cwd,
+        patch=verified.patch,
+        paths=tuple(paths),
+        keys=[str(p) for p in paths],
+    )
+
+    async def attempt(sandbox: SandboxSpec) -> tuple[str, int, float]:
+        started = time.monotonic()
+        if sandbox.confined and not inside:
+            denied = "".join(
+                f"Failed to write file {p}: Operation not permitted (os error 1)\n"
+                for p in paths if not is_writable(p, roots)
+            )
+            return denied, 1, time.monotonic() - started
+        text, code = await asyncio.to_thread(_apply, verified)
+        return text, code, time.monotonic() - started
+
+    text, code, duration = await inv.services.orchestrator.run(
+        inv,
+        request,
+        requirement,
+        attempt,
+        rejection=REJECTED_BY_USER,
+        is_sandbox_denial=lambda r: r[1] != 0 and "not permitted" in r[0],
+        can_retry_unsandboxed=turn.approval_policy.value != "never",
+        confinement=SandboxSpec("path_check", tuple(roots)),
+    )
+    body = structured_output(formatted_truncate_text(text, turn.truncation), code, duration)
+    return ToolOutput(body, success=code == 0)
+
+
+def _apply(verified: VerifiedPatch) -> tuple[str, int]:
+    try:
+        return verified.apply(), 0
+    except PatchApplyError as exc:
+        return f"{exc.message}\n", 1
+
+
+class ApplyPatchHandler:
+    """The apply_patch tool in its freeform or function form."""
+
+    name = "apply_patch"
+    supports_parallel = False
+
+    def __init__(self, tool_type: Literal["freeform", "function"] = "freeform") -> None:
+        self.tool_type = tool_type
+        self.payload_kind: Literal["function", "custom"] = (
+            "custom" if tool_type == "freeform" else "function"
+        )
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        if self.tool_type == "freeform":
+            return FreeformSpec(self.name, FREEFORM_DESCRIPTION, "lark", LARK_GRAMMAR)
+        params = obj({"input": string("The whole patch, from *** Begin Patch to *** End Patch.")},
+                     ["input"])
+        return FunctionSpec(self.name, FUNCTION_DESCRIPTION, params)
+
+    def is_mutating(self, inv: ToolInvocation) -> bool:
+        return True
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        if isinstance(inv.payload, CustomPayload):
+            patch = inv.payload.input
+        else:
+            patch = decode_args(ApplyPatchArgs, inv.payload.arguments).input
+        return await run_apply_patch(inv, patch, inv.turn.cwd)

@@ -1,0 +1,62 @@
+"""Writable roots of a turn, and the question "may this path be written?".
+
+``workspace-write`` lets commands write in the working folder, ``/tmp`` and ``$TMPDIR``;
+under each root, ``.git`` (a folder, or a file plus the git dir it names), ``.agents``
+and ``.codex`` stay read-only. ``read-only`` has no writable roots.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agent_magics.tools.approval import SandboxMode
+
+PROTECTED_NAMES = (".git", ".agents", ".codex")
+
+
+def real(path: Path) -> Path:
+    """``path`` with symlinks resolved, also when its last parts do not exist yet."""
+    return Path(os.path.realpath(path))
+
+
+def writable_roots(cwd: Path, mode: SandboxMode, extra: tuple[Path, ...] = ()) -> list[Path]:
+    if mode is not SandboxMode.WORKSPACE_WRITE:
+        return []
+    roots = [cwd, *extra]
+    if Path("/tmp").is_dir():
+        roots.append(Path("/tmp"))
+    tmpdir = os.environ.get("TMPDIR")
+    if tmpdir and Path(tmpdir).is_dir():
+        roots.append(Path(tmpdir))
+    unique: dict[Path, None] = {}
+    for root in roots:
+        unique[real(root)] = None
+    return list(unique)
+
+
+def read_only_subpaths(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for name in PROTECTED_NAMES:
+        path = root / name
+        if path.is_dir():
+            out.append(path)
+        elif name == ".git" and path.is_file():
+            out.append(path)
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+            if text.startswith("gitdir:"):
+                target = Path(text.removeprefix("gitdir:").strip())
+                out.append(real(target if target.is_absolute() else root / target))
+    return out
+
+
+def is_writable(path: Path, roots: list[Path]) -> bool:
+    """Whether ``path`` (absolute) lies inside a root and outside its protected parts."""
+    target = real(path)
+    for root in roots:
+        if target == root or root in target.parents:
+            protected = read_only_subpaths(root)
+            if any(target == p or p in target.parents for p in protected):
+                return False
+            return True
+    return False
