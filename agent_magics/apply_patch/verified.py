@@ -1,0 +1,203 @@
+"""The model-facing tool's path: verify every hunk first, then apply all or nothing.
+
+:func:`verify_patch` parses the patch, resolves its paths against the turn's working
+directory, reads the files and computes their new text without writing anything; any
+problem raises :class:`PatchVerificationError`, whose ``str()`` is what Codex puts after
+``apply_patch verification failed: ``. :meth:`VerifiedPatch.apply` then writes the
+changes in patch order and, if a write fails, puts back what it had already changed.
+Updates keep each line's ending (CRLF files stay CRLF) and leave context lines as they
+are in the file, as the tool in Codex 0.169.0 does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .apply import NO_FILES_MODIFIED, summary_for
+from .content import PatchApplyError, derive_new_contents, unified_diff
+from .fsops import read_utf8, resolve_patch_path, write_text
+from .oserror import io_error_text
+from .parser import AddFile, DeleteFile, Hunk, PatchError, PatchParseError, parse_patch
+from .rollback import Journal
+
+__all__ = ["FileChange", "PatchVerificationError", "VerifiedPatch", "verify_patch"]
+
+
+class PatchVerificationError(PatchError):
+    """The patch cannot be applied; nothing was written.
+
+    ``str()`` is the text Codex shows after ``apply_patch verification failed: ``.
+    """
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """What one hunk will do, with absolute paths (for approval cards and events)."""
+
+    kind: Literal["add", "delete", "update"]
+    path: Path
+    """The file added, deleted or updated (for a move: the source)."""
+    patch_path: str
+    """``path`` as the patch writes it."""
+    old_content: str | None
+    """Current text: the deleted or updated file, or the file an Add overwrites."""
+    new_content: str | None
+    """Text after the change (``None`` for a delete)."""
+    unified_diff: str = ""
+    """For an update: unified diff with 1 line of context."""
+    move_path: Path | None = None
+    patch_move_path: str | None = None
+
+
+@dataclass
+class VerifiedPatch:
+    """A patch whose every hunk was checked against the files on disk."""
+
+    patch: str
+    """The normalized patch text (trimmed, heredoc wrapper removed)."""
+    cwd: Path
+    hunks: list[Hunk]
+    changes: list[FileChange] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the patch has no hunks (Codex answers ``patch rejected: empty patch``)."""
+        return not self.hunks
+
+    @property
+    def touched_paths(self) -> list[Path]:
+        """Every absolute path the patch writes or removes, move destinations included."""
+        seen: dict[Path, None] = {}
+        for change in self.changes:
+            seen[change.path] = None
+            if change.move_path is not None:
+                seen[change.move_path] = None
+        return list(seen)
+
+    def summary(self) -> str:
+        """The text :meth:`apply` returns on success."""
+        return summary_for(self.hunks)
+
+    def apply(self) -> str:
+        """Write every change in patch order and return the summary.
+
+        On a failure everything already changed is restored and :class:`PatchApplyError`
+        is raised.
+        """
+        if not self.hunks:
+            raise PatchApplyError(NO_FILES_MODIFIED)
+        journal = Journal()
+        try:
+            for hunk, change in zip(self.hunks, self.changes, strict=True):
+                _apply_change(hunk, change, journal)
+        except (PatchApplyError, OSError, ValueError) as error:
+            message = error.message if isinstance(error, PatchApplyError) else io_error_text(error)
+            problems = journal.rollback()
+            if problems:
+                message += "\nRollback incomplete: " + "; ".join(problems)
+            raise PatchApplyError(message) from error
+        return self.summary()
+
+
+def verify_patch(patch_text: str, cwd: str | os.PathLike[str]) -> VerifiedPatch:
+    """Parse ``patch_text`` and check every hunk against the files under ``cwd``."""
+    try:
+        patch = parse_patch(patch_text)
+    except PatchParseError as error:
+        raise PatchVerificationError(str(error)) from error
+    base = Path(os.path.abspath(os.fspath(cwd)))
+    sources = [resolve_patch_path(base, hunk.path) for hunk in patch.hunks]
+    seen: set[Path] = set()
+    for source in sources:
+        if source in seen:
+            raise PatchVerificationError(f"invalid patch: multiple operations target {source}")
+        seen.add(source)
+    verified = VerifiedPatch(patch=patch.text, cwd=base, hunks=patch.hunks)
+    for hunk, source in zip(patch.hunks, sources, strict=True):
+        verified.changes.append(_verify_hunk(hunk, source, base))
+    return verified
+
+
+def _verify_hunk(hunk: Hunk, source: Path, base: Path) -> FileChange:
+    if isinstance(hunk, AddFile):
+        try:
+            overwritten: str | None = read_utf8(source)
+        except (OSError, ValueError):
+            overwritten = None
+        return FileChange("add", source, hunk.path, overwritten, hunk.contents)
+    if isinstance(hunk, DeleteFile):
+        try:
+            content = read_utf8(source)
+        except (OSError, ValueError) as exc:
+            raise PatchVerificationError(f"Failed to read {source}: {io_error_text(exc)}") from None
+        return FileChange("delete", source, hunk.path, content, None)
+    original = _read_for_update(source, PatchVerificationError)
+    try:
+        new_text = derive_new_contents(
+            str(source), original, hunk.chunks, preserve_line_endings=True
+        )
+    except PatchApplyError as error:
+        raise PatchVerificationError(error.message) from None
+    move = None if hunk.move_path is None else resolve_patch_path(base, hunk.move_path)
+    return FileChange(
+        "update",
+        source,
+        hunk.path,
+        original,
+        new_text,
+        unified_diff(original, new_text),
+        move,
+        hunk.move_path,
+    )
+
+
+def _read_for_update(path: Path, error_type: type[PatchError]) -> str:
+    try:
+        return read_utf8(path)
+    except (OSError, ValueError) as exc:
+        raise error_type(f"Failed to read file to update {path}: {io_error_text(exc)}") from None
+
+
+def _apply_change(hunk: Hunk, change: FileChange, journal: Journal) -> None:
+    path = str(change.path)
+    if isinstance(hunk, AddFile):
+        _write_new(path, hunk.contents, journal)
+    elif isinstance(hunk, DeleteFile):
+        journal.remember(path)
+        try:
+            os.remove(path)
+        except (OSError, ValueError):
+            raise PatchApplyError(f"Failed to delete file {path}") from None
+    else:
+        # Read again: an earlier hunk (a move) may have written this file.
+        current = _read_for_update(change.path, PatchApplyError)
+        new_text = derive_new_contents(path, current, hunk.chunks, preserve_line_endings=True)
+        if change.move_path is None:
+            journal.remember(path)
+            _write(path, new_text)
+            return
+        _write_new(str(change.move_path), new_text, journal)
+        journal.remember(path)
+        try:
+            os.remove(path)
+        except (OSError, ValueError):
+            raise PatchApplyError(f"Failed to remove original {path}") from None
+
+
+def _write_new(path: str, text: str, journal: Journal) -> None:
+    journal.remember(path)
+    try:
+        journal.make_parents(path)
+    except (OSError, ValueError):
+        raise PatchApplyError(f"Failed to create parent directories for {path}") from None
+    _write(path, text)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        write_text(path, text)
+    except (OSError, ValueError):
+        raise PatchApplyError(f"Failed to write file {path}") from None
