@@ -6,40 +6,58 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.registry import ToolHandler, ToolRegistry
 
 
-def _add(registry: ToolRegistry, config: ToolsConfig, handler: ToolHandler) -> None:
-    registry.register(handler.name, handler, handler.spec(config))
+def _shell_handlers(config: ToolsConfig) -> list[ToolHandler]:
+    if config.shell_type == "unified_exec":
+        from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+
+        return [ExecCommandHandler(), WriteStdinHandler()]
+    if config.shell_type == "shell_command":
+        from agent_magics.tools.handlers.shell import ShellCommandHandler
+
+        return [ShellCommandHandler()]
+    if config.shell_type == "shell":
+        from agent_magics.tools.handlers.shell import ShellHandler
+
+        return [ShellHandler()]
+    return []
+
+
+def _file_handlers(config: ToolsConfig) -> list[ToolHandler]:
+    wanted = config.experimental_supported_tools
+    out: list[ToolHandler] = []
+    if "grep_files" in wanted:
+        from agent_magics.tools.handlers.grep_files import GrepFilesHandler
+
+        out.append(GrepFilesHandler())
+    if "read_file" in wanted:
+        from agent_magics.tools.handlers.read_file import ReadFileHandler
+
+        out.append(ReadFileHandler())
+    if "list_dir" in wanted:
+        from agent_magics.tools.handlers.list_dir import ListDirHandler
+
+        out.append(ListDirHandler())
+    return out
 
 
 def build_registry(config: ToolsConfig) -> ToolRegistry:
     """Shell tool, update_plan, request_user_input, apply_patch, opt-in file tools,
-    view_image — the order Codex offers them in."""
+    view_image: the order Codex offers them in."""
     from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
-    from agent_magics.tools.handlers.grep_files import GrepFilesHandler
-    from agent_magics.tools.handlers.list_dir import ListDirHandler
     from agent_magics.tools.handlers.plan import UpdatePlanHandler
-    from agent_magics.tools.handlers.read_file import ReadFileHandler
     from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
-    from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
-    from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
     from agent_magics.tools.handlers.view_image import ViewImageHandler
 
-    registry = ToolRegistry()
-    if config.shell_type == "unified_exec":
-        _add(registry, config, ExecCommandHandler())
-        _add(registry, config, WriteStdinHandler())
-    elif config.shell_type == "shell_command":
-        _add(registry, config, ShellCommandHandler())
-    elif config.shell_type == "shell":
-        _add(registry, config, ShellHandler())
+    handlers = _shell_handlers(config)
     if config.update_plan:
-        _add(registry, config, UpdatePlanHandler())
+        handlers.append(UpdatePlanHandler())
     if config.request_user_input:
-        _add(registry, config, RequestUserInputHandler())
+        handlers.append(RequestUserInputHandler())
     if config.apply_patch_tool_type is not None:
-        _add(registry, config, ApplyPatchHandler(config.apply_patch_tool_type))
-    experimental = config.experimental_supported_tools
-    for handler in (GrepFilesHandler(), ReadFileHandler(), ListDirHandler()):
-        if handler.name in experimental:
-            _add(registry, config, handler)
-    _add(registry, config, ViewImageHandler())
+        handlers.append(ApplyPatchHandler(config.apply_patch_tool_type))
+    handlers += _file_handlers(config)
+    handlers.append(ViewImageHandler())
+    registry = ToolRegistry()
+    for handler in handlers:
+        registry.register(handler.name, handler, handler.spec(config))
     return registry

@@ -1,7 +1,7 @@
 """From a model's output item to a handler call, and from its result to an output item.
 
-Unknown tools and arguments the handler rejects are answered to the model (the turn goes
-on); only a payload of the wrong kind for a known tool is fatal, as in Codex.
+Unknown tools, calls of the wrong kind and arguments the handler rejects are all answered
+to the model; the turn goes on.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent_magics.errors import Fatal, RespondToModel
+from agent_magics.errors import RespondToModel
 from agent_magics.events import ToolCallFinished, ToolCallProposed, ToolCallStarted
 from agent_magics.tools.context import (
     CustomPayload,
@@ -22,6 +22,9 @@ from agent_magics.tools.context import (
     TurnContext,
 )
 from agent_magics.tools.registry import ToolRegistry
+
+
+INCOMPATIBLE_PAYLOAD = "aborted"
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,10 @@ class ToolRouter:
         output = await self._dispatch(call, turn)
         self.services.emit(
             ToolCallFinished(
-                call.call_id, call.name, output.content, output.success,
+                call.call_id,
+                call.name,
+                output.content,
+                output.success,
                 time.monotonic() - started,
             )
         )
@@ -94,7 +100,9 @@ class ToolRouter:
             what = "unsupported custom tool call" if call.kind == "custom" else "unsupported call"
             return ToolOutput(f"{what}: {call.name}", success=False)
         if tool.handler.payload_kind != call.kind:
-            raise Fatal(f"tool {call.name} invoked with incompatible payload")
+            # Codex 0.169.0 answers a call of the wrong kind (a JSON call to the freeform
+            # apply_patch, say) with "aborted" and carries on with the turn.
+            return ToolOutput(INCOMPATIBLE_PAYLOAD, success=False)
         inv = ToolInvocation(call.call_id, call.name, call.payload, turn, self.services)
         try:
             return await tool.handler.handle(inv)

@@ -76,13 +76,6 @@ class ApplyPatchArgs(BaseModel):
     input: str
 
 
-def rust_float(value: float) -> str:
-    """A duration rounded to one decimal, printed the way Rust prints an f32 (``0``,
-    ``1.5``, ``12``)."""
-    rounded = round(value, 1)
-    return str(int(rounded)) if rounded == int(rounded) else str(rounded)
-
-
 def structured_output(output: str, exit_code: int, duration_s: float) -> str:
     """The JSON an exec reports: output (already truncated), exit code, duration."""
     return json.dumps(
@@ -124,7 +117,8 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         if sandbox.confined and not inside:
             denied = "".join(
                 f"Failed to write file {p}: Operation not permitted (os error 1)\n"
-                for p in paths if not is_writable(p, roots)
+                for p in paths
+                if not is_writable(p, roots)
             )
             return denied, 1, time.monotonic() - started
         text, code = await asyncio.to_thread(_apply, verified)
@@ -166,8 +160,9 @@ class ApplyPatchHandler:
     def spec(self, config: ToolsConfig) -> ToolSpec:
         if self.tool_type == "freeform":
             return FreeformSpec(self.name, FREEFORM_DESCRIPTION, "lark", LARK_GRAMMAR)
-        params = obj({"input": string("The whole patch, from *** Begin Patch to *** End Patch.")},
-                     ["input"])
+        params = obj(
+            {"input": string("The whole patch, from *** Begin Patch to *** End Patch.")}, ["input"]
+        )
         return FunctionSpec(self.name, FUNCTION_DESCRIPTION, params)
 
     def is_mutating(self, inv: ToolInvocation) -> bool:
