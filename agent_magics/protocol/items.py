@@ -17,7 +17,8 @@ class _Item(BaseModel):
 
     def wire(self) -> dict[str, Any]:
         """The item as sent in a request's ``input``."""
-        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        data = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        return {"type": getattr(self, "type", None), **data}
 
 
 class InputText(BaseModel):
