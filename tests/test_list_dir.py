@@ -1,0 +1,212 @@
+"""list_dir: Codex's unit vectors, then names, kinds, sorting and error edge cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import (
+    FunctionPayload,
+    SessionServices,
+    ToolInvocation,
+    TurnContext,
+)
+from agent_magics.tools.handlers.list_dir import ListDirHandler
+
+CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+VECTORS = CONF / "vectors" / "list_dir_cases.json"
+
+
+def _vectors(section: str) -> list[Any]:
+    if not VECTORS.is_file():
+        return [pytest.param(None, id="no-vectors", marks=pytest.mark.skip("no shared dir"))]
+    data = json.loads(VECTORS.read_text())
+    return [pytest.param(case, id=case["id"]) for case in data[section]]
+
+
+async def call(cwd: Path, arguments: str | dict[str, Any]) -> tuple[str, bool]:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    inv = ToolInvocation(
+        "call-1", "list_dir", FunctionPayload(raw), TurnContext(cwd=cwd), SessionServices()
+    )
+    try:
+        out = await ListDirHandler().handle(inv)
+    except RespondToModel as exc:
+        return exc.message, False
+    return out.text, out.success
+
+
+def build_tree(root: Path, tree: list[dict[str, Any]]) -> None:
+    for item in tree:
+        path = root / item["path"]
+        if item["type"] == "dir":
+            path.mkdir(parents=True, exist_ok=True)
+        elif item["type"] == "file":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(item.get("content", ""))
+    for item in tree:
+        if item["type"] == "symlink":
+            (root / item["path"]).symlink_to(item["target"])
+
+
+@pytest.mark.parametrize("case", _vectors("cases"))
+async def test_vector(case: dict[str, Any], tmp_path: Path) -> None:
+    root = tmp_path / "listed"
+    root.mkdir()
+    build_tree(root, case["tree"])
+    text, success = await call(tmp_path, {"dir_path": str(root), **case["arguments"]})
+    expected = case["expected"]
+    if "error" in expected:
+        assert (text, success) == (expected["error"], False)
+    else:
+        want = expected["output_template"].replace("{dir_path}", str(root))
+        assert (text, success) == (want, True)
+        assert text.split("\n")[1:] == expected["entry_lines"]
+
+
+@pytest.mark.parametrize("case", _vectors("handler_validation_cases"))
+async def test_validation_vector(case: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    path = {
+        "<ABS>": str(tmp_path),
+        "<ABS_NONEXISTENT>": str(tmp_path / "missing"),
+        "<ABS_FILE>": str(tmp_path / "a-file"),
+    }.get(case["dir_path"], case["dir_path"])
+    text, success = await call(tmp_path, {"dir_path": path, **case["arguments"]})
+    expected = case["expected"]
+    if "error" in expected:
+        assert text == expected["error"]
+    else:
+        assert text.startswith(expected["error_prefix"])
+    assert not success
+
+
+@pytest.mark.parametrize(
+    ("suffix_path", "expected_header"),
+    [
+        pytest.param("", "{root}", id="plain"),
+        pytest.param("/", "{root}/", id="trailing-slash-kept"),
+        pytest.param("/./", "{root}/./", id="dot-kept"),
+    ],
+)
+async def test_header_echoes_path_as_given(
+    tmp_path: Path, suffix_path: str, expected_header: str
+) -> None:
+    (tmp_path / "f").write_text("")
+    text, _ = await call(tmp_path, {"dir_path": f"{tmp_path}{suffix_path}"})
+    header = expected_header.replace("{root}", str(tmp_path))
+    assert text == f"Absolute path: {header}\nf"
+
+
+async def test_special_files_and_odd_names(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        (tmp_path / "dir").mkdir()
+        (tmp_path / "dir" / "back\\slash").write_text("")
+        (tmp_path / os.fsdecode(b"bad\xffname")).write_text("")
+        (tmp_path / "Zeta").write_text("")
+        text, success = await call(tmp_path, {"dir_path": str(tmp_path), "depth": 2})
+    assert success
+    assert text.split("\n")[1:] == [
+        "Zeta",
+        "bad\ufffdname",
+        "dir/",
+        "  back\\slash",
+        "pipe?",
+        "sock?",
+    ]
+
+
+async def test_sort_key_is_cut_at_500_bytes_on_a_character_boundary(tmp_path: Path) -> None:
+    # Keys are relative paths cut to 500 bytes. Under a 252-byte folder name, 247 bytes
+    # of a child's name remain: "é" at bytes 246-247 is dropped whole from the first
+    # child's key, which then sorts before the second child's although "é" > "a".
+    folder = "😀" * 63
+    first, second = "y" * 246 + "é", "y" * 246 + "azz"
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / first).write_text("")
+    (tmp_path / folder / second).write_text("")
+    text, _ = await call(tmp_path, {"dir_path": str(tmp_path)})
+    assert text.split("\n")[1:] == [folder + "/", "  " + first, "  " + second]
+
+
+async def test_unreadable_subdirectory_fails_the_whole_call(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every directory")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        text = await call(tmp_path, {"dir_path": str(tmp_path)})
+    finally:
+        locked.chmod(0o755)
+    assert text == ("failed to read directory: Permission denied (os error 13)", False)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        pytest.param(
+            {"dir_path": "/tmp/a\x00b"},
+            "failed to read directory: file name contained an unexpected NUL byte",
+            id="nul-in-path",
+        ),
+        pytest.param(
+            {"dir_path": "rel", "offset": 0},
+            "offset must be a 1-indexed entry number",
+            id="offset-checked-before-path",
+        ),
+        pytest.param(
+            {"dir_path": "rel", "limit": 0, "depth": 0},
+            "limit must be greater than zero",
+            id="limit-before-depth",
+        ),
+    ],
+)
+async def test_error_order(tmp_path: Path, arguments: dict[str, Any], expected: str) -> None:
+    assert await call(tmp_path, arguments) == (expected, False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        pytest.param("{}", ["dir_path"], id="missing-dir-path"),
+        pytest.param('{"dir_path": "/", "depth": -1}', [], id="negative-depth"),
+        pytest.param('{"dir_path": "/", "limit": 2.5}', [], id="fractional-limit"),
+    ],
+)
+async def test_argument_errors(tmp_path: Path, raw: str, names: list[str]) -> None:
+    text, success = await call(tmp_path, raw)
+    assert text.startswith("failed to parse function arguments: ")
+    assert all(f"`{n}`" in text for n in names)
+    assert not success
+
+
+def _without_descriptions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
+    return schema
+
+
+def test_spec_has_codex_parameters() -> None:
+    handler = ListDirHandler()
+    ours = handler.spec(ToolsConfig()).to_wire()
+    specs = CONF / "codex_tool_specs_legacy.json"
+    if not specs.is_file():
+        pytest.skip("no shared dir")
+    codex = next(t for t in json.loads(specs.read_text())["tools"] if t["name"] == "list_dir")
+    assert _without_descriptions(ours["parameters"]) == _without_descriptions(codex["parameters"])
+    assert ours["description"] != codex["description"]
+    assert (handler.name, handler.supports_parallel, handler.payload_kind) == (
+        "list_dir",
+        True,
+        "function",
+    )
