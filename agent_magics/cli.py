@@ -46,7 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
     ex.add_argument("-C", "--cd", type=Path, help="work in this folder")
     ex.add_argument(
-        "-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a setting (VALUE read as TOML, else as a string); repeatable",
     )
     ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")

@@ -160,7 +160,9 @@ def from_env(env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def build_config(
-    base: dict[str, Any], *layers: dict[str, Any], overrides: list[str] = ()  # type: ignore[assignment]
+    base: dict[str, Any],
+    *layers: dict[str, Any],
+    overrides: list[str] = (),  # type: ignore[assignment]
 ) -> SessionConfig:
     """Merge ``base`` and ``layers`` (later wins; ``None`` values skipped) and ``-c`` items."""
     merged = dict(base)

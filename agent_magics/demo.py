@@ -17,14 +17,9 @@ from agent_magics.config import SessionConfig
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 
 SAMPLE = {
-    "stats.py": (
-        "def mean(values):\n"
-        "    return sum(values) / len(values) + 1\n"
-    ),
+    "stats.py": ("def mean(values):\n    return sum(values) / len(values) + 1\n"),
     "test_stats.py": (
-        "from stats import mean\n\n"
-        "assert mean([1, 2, 3]) == 2\n"
-        "print('all tests passed')\n"
+        "from stats import mean\n\nassert mean([1, 2, 3]) == 2\nprint('all tests passed')\n"
     ),
 }
 
@@ -51,8 +46,12 @@ def script() -> list[Any]:
         [custom_tool_call("apply_patch", FIX)],
         [function_call("exec_command", {"cmd": f"{sys.executable} test_stats.py"})],
         [function_call("update_plan", {"plan": done})],
-        [message("`mean()` added 1 to every result; I removed the `+ 1` in `stats.py` and "
-                 "`test_stats.py` now passes.")],
+        [
+            message(
+                "`mean()` added 1 to every result; I removed the `+ 1` in `stats.py` and "
+                "`test_stats.py` now passes."
+            )
+        ],
     ]
 
 
@@ -69,8 +68,11 @@ async def run_demo() -> int:
             config = SessionConfig(model="scripted-demo", base_url=server.base_url, cwd=root)
             session = Session(config, approver=approve_all)
             session.subscribe(_report)
-            print("Offline demo: a scripted model on 127.0.0.1 drives real tools in a "
-                  "temporary copy of a sample project.", file=sys.stderr)
+            print(
+                "Offline demo: a scripted model on 127.0.0.1 drives real tools in a "
+                "temporary copy of a sample project.",
+                file=sys.stderr,
+            )
             try:
                 result = await session.run_turn("mean() gives wrong results; fix it.")
             finally:

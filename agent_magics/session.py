@@ -42,9 +42,9 @@ from agent_magics.protocol import Message, Reasoning, parse_item
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
+from agent_magics.tools.history import history_output, reserialized_input
 from agent_magics.tools.router import ToolCall, ToolRouter, output_item, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
-from agent_magics.tools.history import history_output, reserialized_input
 
 Item = Any  # a protocol item model
 
@@ -129,8 +129,11 @@ class Session:
         items.append(
             Message.user(
                 environment_context(
-                    turn.cwd, turn.approval_policy.value, turn.sandbox_mode.value,
-                    turn.network_access, turn.shell.kind,
+                    turn.cwd,
+                    turn.approval_policy.value,
+                    turn.sandbox_mode.value,
+                    turn.network_access,
+                    turn.shell.kind,
                 )
             )
         )
@@ -146,7 +149,8 @@ class Session:
             tools=tools,
             parallel_tool_calls=c.parallel_tool_calls,
             reasoning={"effort": c.reasoning_effort, "summary": "auto"}
-            if c.reasoning_effort else None,
+            if c.reasoning_effort
+            else None,
             prompt_cache_key=self.thread_id,
         )
 
@@ -176,8 +180,11 @@ class Session:
                 await self._run_calls(calls, turn)
         except (asyncio.CancelledError, TurnAborted) as exc:
             self.usage = self.usage + usage
-            self._emit(TurnAbortedEvent("interrupted" if isinstance(exc, asyncio.CancelledError)
-                                        else str(exc)))
+            self._emit(
+                TurnAbortedEvent(
+                    "interrupted" if isinstance(exc, asyncio.CancelledError) else str(exc)
+                )
+            )
             raise
         self.usage = self.usage + usage
         self._emit(TurnFinished(final_text, usage))

@@ -20,32 +20,45 @@ Turn = list[dict[str, Any]] | Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 def message(text: str, item_id: str | None = None) -> dict[str, Any]:
     return {
-        "type": "message", "id": item_id or f"msg_{uuid.uuid4().hex[:8]}", "role": "assistant",
+        "type": "message",
+        "id": item_id or f"msg_{uuid.uuid4().hex[:8]}",
+        "role": "assistant",
         "status": "completed",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
     }
 
 
-def function_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
+def function_call(
+    name: str, arguments: dict[str, Any] | str, call_id: str | None = None
+) -> dict[str, Any]:
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {
-        "type": "function_call", "id": f"fc_{uuid.uuid4().hex[:8]}",
-        "call_id": call_id or f"call_{uuid.uuid4().hex[:8]}", "name": name, "arguments": args,
+        "type": "function_call",
+        "id": f"fc_{uuid.uuid4().hex[:8]}",
+        "call_id": call_id or f"call_{uuid.uuid4().hex[:8]}",
+        "name": name,
+        "arguments": args,
         "status": "completed",
     }
 
 
 def custom_tool_call(name: str, input_text: str, call_id: str | None = None) -> dict[str, Any]:
     return {
-        "type": "custom_tool_call", "id": f"ctc_{uuid.uuid4().hex[:8]}",
-        "call_id": call_id or f"call_{uuid.uuid4().hex[:8]}", "name": name, "input": input_text,
+        "type": "custom_tool_call",
+        "id": f"ctc_{uuid.uuid4().hex[:8]}",
+        "call_id": call_id or f"call_{uuid.uuid4().hex[:8]}",
+        "name": name,
+        "input": input_text,
         "status": "completed",
     }
 
 
 USAGE = {
-    "input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-    "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15,
+    "input_tokens": 10,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 5,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 15,
 }
 
 
@@ -55,8 +68,11 @@ def response_events(
     """The event sequence of one response, shaped as the Responses API streams it."""
     seq = iter(range(1_000_000))
     base = {"id": response_id, "object": "response", "model": "scripted", "output": []}
-    yield {"type": "response.created", "sequence_number": next(seq),
-           "response": {**base, "status": "in_progress"}}
+    yield {
+        "type": "response.created",
+        "sequence_number": next(seq),
+        "response": {**base, "status": "in_progress"},
+    }
     for index, item in enumerate(items):
         kind = item.get("type")
         added = dict(item)
@@ -66,35 +82,65 @@ def response_events(
             added["arguments"], added["status"] = "", "in_progress"
         elif kind == "custom_tool_call":
             added["input"] = ""
-        yield {"type": "response.output_item.added", "sequence_number": next(seq),
-               "output_index": index, "item": added}
+        yield {
+            "type": "response.output_item.added",
+            "sequence_number": next(seq),
+            "output_index": index,
+            "item": added,
+        }
         item_id = item.get("id", "")
         if kind == "message":
             text = "".join(p.get("text", "") for p in item.get("content", []))
             for start in range(0, len(text), chunk):
-                yield {"type": "response.output_text.delta", "sequence_number": next(seq),
-                       "item_id": item_id, "output_index": index, "content_index": 0,
-                       "delta": text[start:start + chunk], "logprobs": []}
-            yield {"type": "response.output_text.done", "sequence_number": next(seq),
-                   "item_id": item_id, "output_index": index, "content_index": 0,
-                   "text": text, "logprobs": []}
+                yield {
+                    "type": "response.output_text.delta",
+                    "sequence_number": next(seq),
+                    "item_id": item_id,
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": text[start : start + chunk],
+                    "logprobs": [],
+                }
+            yield {
+                "type": "response.output_text.done",
+                "sequence_number": next(seq),
+                "item_id": item_id,
+                "output_index": index,
+                "content_index": 0,
+                "text": text,
+                "logprobs": [],
+            }
         elif kind == "function_call":
-            yield {"type": "response.function_call_arguments.delta",
-                   "sequence_number": next(seq), "item_id": item_id, "output_index": index,
-                   "delta": item.get("arguments", "")}
-            yield {"type": "response.function_call_arguments.done",
-                   "sequence_number": next(seq), "item_id": item_id, "output_index": index,
-                   "arguments": item.get("arguments", ""), "name": item.get("name", "")}
-        yield {"type": "response.output_item.done", "sequence_number": next(seq),
-               "output_index": index, "item": item}
-    yield {"type": "response.completed", "sequence_number": next(seq),
-           "response": {**base, "status": "completed", "output": items, "usage": USAGE}}
+            yield {
+                "type": "response.function_call_arguments.delta",
+                "sequence_number": next(seq),
+                "item_id": item_id,
+                "output_index": index,
+                "delta": item.get("arguments", ""),
+            }
+            yield {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": next(seq),
+                "item_id": item_id,
+                "output_index": index,
+                "arguments": item.get("arguments", ""),
+                "name": item.get("name", ""),
+            }
+        yield {
+            "type": "response.output_item.done",
+            "sequence_number": next(seq),
+            "output_index": index,
+            "item": item,
+        }
+    yield {
+        "type": "response.completed",
+        "sequence_number": next(seq),
+        "response": {**base, "status": "completed", "output": items, "usage": USAGE},
+    }
 
 
 def encode_sse(events: Iterator[dict[str, Any]]) -> bytes:
-    return b"".join(
-        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
-    )
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
 class ScriptedResponsesServer:
@@ -172,6 +218,7 @@ class ScriptedResponsesServer:
         """``call_id -> output`` of the tool outputs sent in one request."""
         body = self.requests[request_index]
         return {
-            i["call_id"]: i["output"] for i in body.get("input", [])
+            i["call_id"]: i["output"]
+            for i in body.get("input", [])
             if i.get("type") in ("function_call_output", "custom_tool_call_output")
         }

@@ -34,23 +34,44 @@ class Exec(BaseModel):
     [
         pytest.param(Exec, "", "EOF while parsing a value at line 1 column 0", id="empty"),
         pytest.param(Exec, "{not json", "key must be a string at line 1 column 2", id="bad-key"),
-        pytest.param(Plan, '{"plan": []} trailing', "trailing characters at line 1 column 14",
-                     id="trailing"),
+        pytest.param(
+            Plan, '{"plan": []} trailing', "trailing characters at line 1 column 14", id="trailing"
+        ),
         pytest.param(Exec, "[1,2]", "invalid type: integer `1`, expected a string", id="array"),
         pytest.param(Exec, "{}", "missing field `cmd`", id="missing"),
-        pytest.param(Plan, '{"plan": [], "foo": 1}',
-                     "unknown field `foo`, expected `explanation` or `plan`", id="unknown-field"),
-        pytest.param(Plan, '{"plan": [{"step": "a", "status": "done"}]}',
-                     "unknown variant `done`, expected one of `pending`, `in_progress`, "
-                     "`completed`", id="variant"),
-        pytest.param(Plan, '{"plan": "x"}', 'invalid type: string "x", expected a sequence',
-                     id="not-a-list"),
-        pytest.param(Exec, '{"cmd": "a", "yield_time_ms": -5}',
-                     "invalid value: integer `-5`, expected u64", id="negative"),
-        pytest.param(Exec, '{"cmd": "a", "yield_time_ms": 1.5}',
-                     "invalid type: floating point `1.5`, expected u64", id="fraction"),
-        pytest.param(Exec, '{"cmd": "a", "tty": "yes"}',
-                     'invalid type: string "yes", expected a boolean', id="bool"),
+        pytest.param(
+            Plan,
+            '{"plan": [], "foo": 1}',
+            "unknown field `foo`, expected `explanation` or `plan`",
+            id="unknown-field",
+        ),
+        pytest.param(
+            Plan,
+            '{"plan": [{"step": "a", "status": "done"}]}',
+            "unknown variant `done`, expected one of `pending`, `in_progress`, `completed`",
+            id="variant",
+        ),
+        pytest.param(
+            Plan, '{"plan": "x"}', 'invalid type: string "x", expected a sequence', id="not-a-list"
+        ),
+        pytest.param(
+            Exec,
+            '{"cmd": "a", "yield_time_ms": -5}',
+            "invalid value: integer `-5`, expected u64",
+            id="negative",
+        ),
+        pytest.param(
+            Exec,
+            '{"cmd": "a", "yield_time_ms": 1.5}',
+            "invalid type: floating point `1.5`, expected u64",
+            id="fraction",
+        ),
+        pytest.param(
+            Exec,
+            '{"cmd": "a", "tty": "yes"}',
+            'invalid type: string "yes", expected a boolean',
+            id="bool",
+        ),
         pytest.param(Exec, "7", "invalid type: integer `7`, expected struct Exec", id="scalar"),
     ],
 )

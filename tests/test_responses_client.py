@@ -7,7 +7,13 @@ from collections.abc import Iterator
 import pytest
 
 from agent_magics.errors import ConnectionFailed, ModelError
-from agent_magics.models.base import Completed, ItemDone, ModelRequest, OutputTextDelta, StreamFailed
+from agent_magics.models.base import (
+    Completed,
+    ItemDone,
+    ModelRequest,
+    OutputTextDelta,
+    StreamFailed,
+)
 from agent_magics.models.responses import ResponsesClient
 from tests.fault_server import Answer, FaultServer, ok, status
 
@@ -35,8 +41,16 @@ async def test_body_fields_and_key_header(server: FaultServer) -> None:
     await client.aclose()
     body = server.requests[0]
     assert list(body) == [
-        "model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
-        "reasoning", "store", "stream", "include",
+        "model",
+        "instructions",
+        "input",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "reasoning",
+        "store",
+        "stream",
+        "include",
     ]
     assert body["store"] is False and body["stream"] is True
     assert server.auth == [f"Bearer {KEY}"]
@@ -66,7 +80,9 @@ async def test_5xx_and_429_are_retried(server: FaultServer) -> None:
         pytest.param(400, "rejected the request (HTTP 400)", id="400"),
     ],
 )
-async def test_client_errors_are_one_sentence(server: FaultServer, code: int, fragment: str) -> None:
+async def test_client_errors_are_one_sentence(
+    server: FaultServer, code: int, fragment: str
+) -> None:
     server.answers = [status(code, error=f"bad thing {KEY}")]
     client = ResponsesClient(server.base_url, KEY)
     with pytest.raises(ModelError) as info:

@@ -29,7 +29,10 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 
 def make_session(tmp_path: Path, base_url: str, **extra: Any) -> Session:
     settings: dict[str, Any] = {
-        "model": "m", "base_url": base_url, "cwd": tmp_path, "api_key": KEY,
+        "model": "m",
+        "base_url": base_url,
+        "cwd": tmp_path,
+        "api_key": KEY,
         "shell_type": "disabled",
     } | extra
     return Session(SessionConfig(**settings))
@@ -45,14 +48,17 @@ def pairs_are_whole(body: dict[str, Any]) -> bool:
 async def test_turn_runs_tools_until_a_plain_answer(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("Always be kind.")
     script = [
-        [function_call("update_plan", {"plan": [{"step": "s", "status": "pending"}]}, "c1"),
-         custom_tool_call("apply_patch", PATCH, "c2")],
+        [
+            function_call("update_plan", {"plan": [{"step": "s", "status": "pending"}]}, "c1"),
+            custom_tool_call("apply_patch", PATCH, "c2"),
+        ],
         [message("All done, friend.")],
     ]
     events: list[Event] = []
     with ScriptedResponsesServer(script) as server:
-        session = make_session(tmp_path, server.base_url, approval_policy="never",
-                               sandbox_mode="workspace-write")
+        session = make_session(
+            tmp_path, server.base_url, approval_policy="never", sandbox_mode="workspace-write"
+        )
         session.subscribe(events.append)
         result = await session.run_turn("make hello.txt")
         await session.aclose()
@@ -64,7 +70,10 @@ async def test_turn_runs_tools_until_a_plain_answer(tmp_path: Path) -> None:
     assert texts[1].startswith("<environment_context>") and f"<cwd>{tmp_path}</cwd>" in texts[1]
     assert texts[2] == "make hello.txt"
     assert [t["name"] for t in first["tools"]] == [
-        "update_plan", "request_user_input", "apply_patch", "view_image",
+        "update_plan",
+        "request_user_input",
+        "apply_patch",
+        "view_image",
     ]
     assert server.outputs(1)["c1"] == "Plan updated"
     assert server.outputs(1)["c2"].startswith("Exit code: 0\nWall time: ")
@@ -88,11 +97,13 @@ async def test_next_turn_continues_the_conversation(tmp_path: Path) -> None:
 
 
 async def test_bad_calls_are_answered_and_the_turn_goes_on(tmp_path: Path) -> None:
-    script = [[
-        function_call("update_plan", "{not json", "c1"),
-        function_call("nope", {}, "c2"),
-        custom_tool_call("frob", "x", "c3"),
-    ]]
+    script = [
+        [
+            function_call("update_plan", "{not json", "c1"),
+            function_call("nope", {}, "c2"),
+            custom_tool_call("frob", "x", "c3"),
+        ]
+    ]
     with ScriptedResponsesServer(script) as server:
         session = make_session(tmp_path, server.base_url)
         result = await session.run_turn("go")
@@ -127,8 +138,9 @@ async def test_denied_patch_writes_nothing(tmp_path: Path) -> None:
 
 async def test_dropped_stream_is_retried_without_duplicating_history(tmp_path: Path) -> None:
     cut = Answer(items=[function_call("update_plan", {"plan": []}, "c1")], cut_after_bytes=400)
-    server = FaultServer([cut, Answer(items=[function_call("update_plan", {"plan": []}, "c1")]),
-                          ok("finished")])
+    server = FaultServer(
+        [cut, Answer(items=[function_call("update_plan", {"plan": []}, "c1")]), ok("finished")]
+    )
     events: list[Event] = []
     try:
         session = make_session(tmp_path, server.base_url)

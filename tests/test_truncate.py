@@ -30,7 +30,10 @@ def _load(key: str) -> list[Any]:
 
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, id=f"{c['origin']['test']}-{i}") for i, c in enumerate(_load("truncation_cases"))],
+    [
+        pytest.param(c, id=f"{c['origin']['test']}-{i}")
+        for i, c in enumerate(_load("truncation_cases"))
+    ],
 )
 def test_truncation_vectors(case: dict[str, Any], conformance: Path) -> None:
     policy = TruncationPolicy(case["policy"]["mode"], case["policy"]["limit"])
@@ -40,7 +43,10 @@ def test_truncation_vectors(case: dict[str, Any], conformance: Path) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, id=f"{c['origin']['test']}-{i}") for i, c in enumerate(_load("split_string_cases"))],
+    [
+        pytest.param(c, id=f"{c['origin']['test']}-{i}")
+        for i, c in enumerate(_load("split_string_cases"))
+    ],
 )
 def test_split_string_vectors(case: dict[str, Any], conformance: Path) -> None:
     removed, head, tail = split_string(case["text"], case["prefix_bytes"], case["suffix_bytes"])

@@ -32,10 +32,16 @@ from agent_magics.models.base import (
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after, try_again_hint
 
 RETRY_STATUSES = frozenset({408, 409, 429})
-NOT_RETRYABLE_FAILURES = frozenset({
-    "context_length_exceeded", "insufficient_quota", "usage_not_included",
-    "invalid_prompt", "server_is_overloaded", "slow_down",
-})
+NOT_RETRYABLE_FAILURES = frozenset(
+    {
+        "context_length_exceeded",
+        "insufficient_quota",
+        "usage_not_included",
+        "invalid_prompt",
+        "server_is_overloaded",
+        "slow_down",
+    }
+)
 
 RetryHook = Callable[[int, float, str], None]
 
@@ -141,7 +147,10 @@ class ResponsesClient:
         status = response.status_code
         detail = _error_message(response)
         if status == 401:
-            text = "The model server rejected the API key (HTTP 401); set OPENAI_API_KEY to a valid key."
+            text = (
+                "The model server rejected the API key (HTTP 401); "
+                "set OPENAI_API_KEY to a valid key."
+            )
         elif status == 403:
             text = "The model server refused access (HTTP 403); check the API key's permissions."
         elif status == 404:
@@ -172,7 +181,9 @@ class ResponsesClient:
             except TimeoutError:
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
             except httpx.TransportError:
-                raise StreamFailed("stream disconnected before completion", retryable=True) from None
+                raise StreamFailed(
+                    "stream disconnected before completion", retryable=True
+                ) from None
             try:
                 data = json.loads(sse_event.data)
             except json.JSONDecodeError:
@@ -194,7 +205,10 @@ class ResponsesClient:
             return ItemAdded(data.get("item") or {})
         if kind == "response.output_text.delta":
             return OutputTextDelta(str(data.get("item_id", "")), str(data.get("delta", "")))
-        if kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
+        if kind in (
+            "response.function_call_arguments.delta",
+            "response.custom_tool_call_input.delta",
+        ):
             return ToolInputDelta(str(data.get("item_id", "")), str(data.get("delta", "")))
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             return ReasoningDelta(str(data.get("item_id", "")), str(data.get("delta", "")))

@@ -14,7 +14,7 @@ MAX_SERVER_DELAY_S = 120.0  # a longer Retry-After means: give up, as the offici
 
 def backoff(attempt: int) -> float:
     """Delay before retry ``attempt`` (1-based): 200 ms doubling, ±10 % jitter."""
-    return BASE_DELAY_S * (2 ** (attempt - 1)) * random.uniform(0.9, 1.1)
+    return float(BASE_DELAY_S * (2 ** (attempt - 1)) * random.uniform(0.9, 1.1))
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

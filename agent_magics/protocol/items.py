@@ -46,7 +46,8 @@ class Message(_Item):
         if isinstance(self.content, str):
             return self.content
         return "".join(
-            str(p.get("text", "")) for p in self.content
+            str(p.get("text", ""))
+            for p in self.content
             if p.get("type") in ("output_text", "input_text", "text")
         )
 
@@ -105,8 +106,12 @@ class UnknownItem(_Item):
 
 
 _KNOWN = {
-    "message", "reasoning", "function_call", "custom_tool_call",
-    "function_call_output", "custom_tool_call_output",
+    "message",
+    "reasoning",
+    "function_call",
+    "custom_tool_call",
+    "function_call_output",
+    "custom_tool_call_output",
 }
 
 
@@ -131,12 +136,23 @@ ResponseItem = Annotated[
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(ResponseItem)
 
 
-def parse_item(data: dict[str, Any]) -> Message | Reasoning | FunctionCall | CustomToolCall | FunctionCallOutput | CustomToolCallOutput | UnknownItem:  # noqa: E501
+AnyItem = (
+    Message
+    | Reasoning
+    | FunctionCall
+    | CustomToolCall
+    | FunctionCallOutput
+    | CustomToolCallOutput
+    | UnknownItem
+)
+
+
+def parse_item(data: dict[str, Any]) -> AnyItem:
     """Parse one item; unknown types come back as :class:`UnknownItem`."""
     if "type" not in data and "role" in data:
         data = {"type": "message", **data}
-    item: Any = _ADAPTER.validate_python(data)
-    return item  # type: ignore[no-any-return]
+    item: AnyItem = _ADAPTER.validate_python(data)
+    return item
 
 
 CALL_TYPES = ("function_call", "custom_tool_call")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 
-class ApprovalPolicy(str, Enum):
+class ApprovalPolicy(StrEnum):
     """When a person is asked before a tool runs."""
 
     UNTRUSTED = "untrusted"
@@ -34,7 +34,7 @@ class ApprovalPolicy(str, Enum):
         }[self.value]
 
 
-class SandboxMode(str, Enum):
+class SandboxMode(StrEnum):
     """What commands may touch."""
 
     READ_ONLY = "read-only"
@@ -42,7 +42,7 @@ class SandboxMode(str, Enum):
     DANGER_FULL_ACCESS = "danger-full-access"
 
 
-class SandboxPermissions(str, Enum):
+class SandboxPermissions(StrEnum):
     """What a shell call asks for in its ``sandbox_permissions`` argument."""
 
     USE_DEFAULT = "use_default"
@@ -50,7 +50,7 @@ class SandboxPermissions(str, Enum):
     WITH_ADDITIONAL_PERMISSIONS = "with_additional_permissions"
 
 
-class ReviewDecision(str, Enum):
+class ReviewDecision(StrEnum):
     """A person's answer to an approval request."""
 
     APPROVED = "approved"

@@ -95,14 +95,19 @@ def _submodel(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel]:
     for part in loc:
         if isinstance(part, int):
             continue
-        field = current.model_fields.get(part) if isinstance(current, type) else None
+        fields = getattr(current, "model_fields", {})
+        field = fields.get(part)
         if field is None:
             break
         ann = field.annotation
         for candidate in (ann, *getattr(ann, "__args__", ())):
             inner = getattr(candidate, "__args__", (candidate,))
             found = next(
-                (c for c in (candidate, *inner) if isinstance(c, type) and issubclass(c, BaseModel)),
+                (
+                    c
+                    for c in (candidate, *inner)
+                    if isinstance(c, type) and issubclass(c, BaseModel)
+                ),
                 None,
             )
             if found is not None:
@@ -123,7 +128,9 @@ def _validation_message(model: type[BaseModel], exc: ValidationError) -> str:
         return f"unknown field `{loc[-1]}`, expected {_expected_list(_field_names(owner))}"
     if kind in ("literal_error", "enum"):
         expected = err.get("ctx", {}).get("expected", "")
-        names = [p.strip().strip("'") for p in expected.replace(" or ", ",").split(",") if p.strip()]
+        names = [
+            p.strip().strip("'") for p in expected.replace(" or ", ",").split(",") if p.strip()
+        ]
         return f"unknown variant `{value}`, expected {_expected_list(names)}"
     if kind in ("greater_than_equal", "greater_than", "less_than_equal"):
         return f"invalid value: {describe_value(value)}, expected u64"

@@ -23,7 +23,6 @@ from agent_magics.tools.context import (
 )
 from agent_magics.tools.registry import ToolRegistry
 
-
 INCOMPATIBLE_PAYLOAD = "aborted"
 
 

@@ -7,7 +7,7 @@ A :class:`SandboxSpec` turns an argv into a confined argv. ``NO_SANDBOX`` runs i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -31,11 +31,15 @@ class SandboxSpec:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The argv to spawn so that ``argv`` runs under this sandbox."""
-        if self.kind == "none":
+        if self.kind in ("none", "path_check"):
             return list(argv)
-        from agent_magics.tools.sandbox.wrap import wrap_argv
-
-        return wrap_argv(self, list(argv))
+        wrapper = WRAPPERS.get(self.kind)
+        if wrapper is None:
+            raise RuntimeError(f"no {self.kind} sandbox is available in this process")
+        return wrapper(self, list(argv))
 
 
 NO_SANDBOX = SandboxSpec("none")
+
+WRAPPERS: dict[str, Callable[[SandboxSpec, list[str]], list[str]]] = {}
+"""Mechanisms register here how they confine an argv (see ``platform.py``)."""

@@ -56,7 +56,5 @@ def is_writable(path: Path, roots: list[Path]) -> bool:
     for root in roots:
         if target == root or root in target.parents:
             protected = read_only_subpaths(root)
-            if any(target == p or p in target.parents for p in protected):
-                return False
-            return True
+            return not any(target == p or p in target.parents for p in protected)
     return False
