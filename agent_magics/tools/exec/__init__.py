@@ -1,0 +1,27 @@
+"""Running commands for the shell tools.
+
+* :mod:`.manager` — :class:`ProcessManager`, the session's unified exec processes
+  (``exec_command`` / ``write_stdin``); ``close()`` at session end, ``kill_all()`` on stop;
+* :mod:`.process` — one PTY- or pipe-backed command;
+* :mod:`.shell_exec` — one-shot runs for ``shell`` / ``shell_command`` and
+  :func:`reserialize_shell_output`;
+* :mod:`.format` — the exact output texts; :mod:`.intercept` — apply_patch through a
+  shell; :mod:`.guard` — permission guards and approval keys; :mod:`.command` — argv and
+  environment.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_magics.tools.exec.manager import STATE_KEY, ProcessManager
+
+if TYPE_CHECKING:
+    from agent_magics.tools.context import SessionServices
+
+__all__ = ["STATE_KEY", "ProcessManager", "manager_for"]
+
+
+def manager_for(services: SessionServices) -> ProcessManager:
+    """The session's process manager (created on first use)."""
+    return services.state(STATE_KEY, ProcessManager)

@@ -1,0 +1,114 @@
+"""What the shell tools check before running a command, and how they describe it for
+approval: escalation guards, approval keys, sandbox-denial detection.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import (
+    ApprovalPolicy,
+    ApprovalRequirement,
+    SandboxMode,
+    SandboxPermissions,
+)
+from agent_magics.tools.safety import canonical_command, commands_of, is_known_safe_command
+
+EXEC_REJECTED = "exec command rejected by user"
+ADDITIONAL_DISABLED = (
+    "additional permissions are disabled; enable `features.request_permission` before using "
+    "`with_additional_permissions`"
+)
+ADDITIONAL_WITHOUT_MODE = (
+    "`additional_permissions` requires `sandbox_permissions` set to `with_additional_permissions`"
+)
+DENIAL_KEYWORDS = (
+    "operation not permitted",
+    "permission denied",
+    "read-only file system",
+    "seccomp",
+    "sandbox",
+    "landlock",
+    "failed to write file",
+)
+
+
+def sub_commands(argv: Sequence[str]) -> list[list[str]]:
+    """The commands the policy judges: a plain word-only ``bash -lc`` script split into
+    its commands, a here-document command by its prefix, anything else as one command."""
+    return commands_of(argv)
+
+
+def approval_key(
+    argv: Sequence[str], cwd: Path, permissions: SandboxPermissions, tty: bool | None = None
+) -> dict[str, Any]:
+    """A shell approval key; unified exec keys also carry ``tty``."""
+    key: dict[str, Any] = {
+        "command": canonical_command(argv),
+        "cwd": str(cwd),
+        "sandbox_permissions": permissions.value,
+        "additional_permissions": None,
+    }
+    if tty is not None:
+        key["tty"] = tty
+    return key
+
+
+def requirement_for(
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    argv: Sequence[str],
+    permissions: SandboxPermissions,
+    justification: str | None,
+) -> ApprovalRequirement:
+    from agent_magics.tools.policy import exec_approval_requirement
+
+    return exec_approval_requirement(
+        policy, sandbox, sub_commands(argv), permissions, justification
+    )
+
+
+def check_permissions(
+    policy: ApprovalPolicy,
+    permissions: SandboxPermissions,
+    additional: object,
+    tool: Literal["shell", "exec_command"],
+) -> None:
+    """Codex's guards on ``sandbox_permissions`` / ``additional_permissions``."""
+    escalating = permissions is not SandboxPermissions.USE_DEFAULT
+    if escalating and policy is not ApprovalPolicy.ON_REQUEST:
+        verb = "cannot" if tool == "exec_command" else "should not"
+        name = policy.rust_name
+        raise RespondToModel(
+            f"approval policy is {name}; reject command — you {verb} ask for escalated "
+            f"permissions if the approval policy is {name}"
+        )
+    if permissions is SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS:
+        raise RespondToModel(ADDITIONAL_DISABLED)
+    if additional is not None:
+        raise RespondToModel(ADDITIONAL_WITHOUT_MODE)
+
+
+def looks_sandbox_denied(output: str, exit_code: int, linux_sandbox: bool = True) -> bool:
+    """Codex's guess that a confined command failed because of the sandbox."""
+    if exit_code == 0:
+        return False
+    lowered = output.lower()
+    if any(word in lowered for word in DENIAL_KEYWORDS):
+        return True
+    if exit_code in (2, 126, 127):
+        return False
+    return linux_sandbox and exit_code == 128 + signal.SIGSYS
+
+
+def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
+    """Whether a person may be asked to re-run a command outside the sandbox."""
+    return policy in (ApprovalPolicy.UNTRUSTED, ApprovalPolicy.ON_FAILURE)
+
+
+def is_mutating(argv: Sequence[str]) -> bool:
+    return not is_known_safe_command(argv)

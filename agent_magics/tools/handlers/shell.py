@@ -1,0 +1,213 @@
+"""shell and shell_command: run one command to completion and report its output.
+
+``shell`` takes an argv (run directly, as execvp would) and answers in Codex's
+structured JSON form; ``shell_command`` takes a script for the user's shell and answers
+in plain text. Both time out after ``timeout_ms`` (10 s by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, Field
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
+from agent_magics.tools.args import decode_args
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput, TurnContext
+from agent_magics.tools.exec import manager_for
+from agent_magics.tools.exec.command import command_env, shell_argv, use_login
+from agent_magics.tools.exec.guard import (
+    EXEC_REJECTED,
+    approval_key,
+    can_retry_unsandboxed,
+    check_permissions,
+    is_mutating,
+    looks_sandbox_denied,
+    requirement_for,
+)
+from agent_magics.tools.exec.intercept import apply_intercepted, find_apply_patch
+from agent_magics.tools.exec.shell_exec import (
+    DEFAULT_TIMEOUT_MS,
+    ExecOutput,
+    decode_output,
+    exec_output_text,
+    run_oneshot,
+    spawn_error_text,
+)
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.spec import (
+    FunctionSpec,
+    JsonSchema,
+    ToolSpec,
+    array,
+    boolean,
+    number,
+    obj,
+    string,
+)
+
+PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
+
+SHELL_DESCRIPTION = (
+    "Run a command and return its output.\n"
+    '- `command` is an argv handed to execvp(); wrap shell syntax as ["bash", "-lc", "..."].\n'
+    "- Set `workdir` rather than using `cd`, unless there is no other way."
+)
+SHELL_COMMAND_DESCRIPTION = (
+    "Run a shell script in the user's shell and return its output.\n"
+    "- Set `workdir` rather than using `cd`, unless there is no other way."
+)
+
+
+class _CommonArgs(BaseModel):
+    workdir: str | None = None
+    timeout_ms: int | None = Field(
+        default=None, ge=0, validation_alias=AliasChoices("timeout_ms", "timeout")
+    )
+    sandbox_permissions: PermissionName = "use_default"
+    additional_permissions: dict[str, Any] | None = None
+    justification: str | None = None
+    prefix_rule: list[str] | None = None
+
+
+class ShellArgs(_CommonArgs):
+    command: list[str]
+
+
+class ShellCommandArgs(_CommonArgs):
+    command: str
+    login: bool | None = None
+
+
+def _common_props() -> dict[str, JsonSchema]:
+    return {
+        "workdir": string("Folder to run in; the turn's working folder when omitted."),
+        "timeout_ms": number("Stop the command after this many milliseconds (default 10000)."),
+        "sandbox_permissions": string(
+            'Set to "require_escalated" to ask for running outside the sandbox; the default '
+            'is "use_default".'
+        ),
+        "justification": string(
+            "Only with `require_escalated`: the question to show the user when asking."
+        ),
+        "prefix_rule": array(
+            string(),
+            "Only with `require_escalated`: a command prefix the user may approve for later "
+            'calls too, e.g. ["git", "pull"].',
+        ),
+    }
+
+
+def _arguments(inv: ToolInvocation) -> str:
+    if not isinstance(inv.payload, FunctionPayload):
+        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
+    return inv.payload.arguments
+
+
+def _user_shell_argv(turn: TurnContext, script: str, login: bool) -> list[str]:
+    return shell_argv(turn.shell.path, "posix", script, login)
+
+
+async def run_shell_call(
+    inv: ToolInvocation, argv: Sequence[str], args: _CommonArgs, structured: bool
+) -> ToolOutput:
+    """The part shell and shell_command share: guards, apply_patch, approval, the run."""
+    turn = inv.turn
+    permissions = SandboxPermissions(args.sandbox_permissions)
+    check_permissions(turn.approval_policy, permissions, args.additional_permissions, "shell")
+    cwd: Path = inv.resolve(args.workdir) if args.workdir else turn.cwd
+    found = find_apply_patch(argv, cwd)
+    if found is not None:
+        return await apply_intercepted(inv, found)
+    manager = manager_for(inv.services)
+    env = command_env(turn.thread_id)
+    timeout = DEFAULT_TIMEOUT_MS if args.timeout_ms is None else args.timeout_ms
+
+    async def attempt(sandbox: SandboxSpec) -> ExecOutput:
+        try:
+            return await run_oneshot(sandbox.wrap(argv), cwd, env, timeout, manager)
+        except (OSError, ValueError) as exc:
+            raise RespondToModel(spawn_error_text(exc)) from None
+
+    def denied(result: ExecOutput) -> bool:
+        text = decode_output(result.aggregated)
+        return not result.timed_out and looks_sandbox_denied(text, result.exit_code)
+
+    request = ApprovalRequest(
+        call_id=inv.call_id,
+        tool_name=inv.tool_name,
+        kind="exec",
+        cwd=cwd,
+        command=tuple(argv),
+        reason=args.justification,
+        keys=[approval_key(argv, cwd, permissions)],
+    )
+    requirement = requirement_for(
+        turn.approval_policy, turn.sandbox_mode, argv, permissions, args.justification
+    )
+    result = await inv.services.orchestrator.run(
+        inv,
+        request,
+        requirement,
+        attempt,
+        rejection=EXEC_REJECTED,
+        is_sandbox_denial=denied,
+        can_retry_unsandboxed=can_retry_unsandboxed(turn.approval_policy),
+    )
+    text, ok = exec_output_text(result, structured, turn.truncation)
+    return ToolOutput(text, success=ok)
+
+
+class ShellHandler:
+    name = "shell"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = True
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        props = _common_props()
+        props["command"] = array(string(), "The command and its arguments.")
+        return FunctionSpec(self.name, SHELL_DESCRIPTION, obj(props, ["command"]))
+
+    def is_mutating(self, inv: ToolInvocation) -> bool:
+        try:
+            args = decode_args(ShellArgs, _arguments(inv))
+        except RespondToModel:
+            return True
+        return is_mutating(args.command)
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_args(ShellArgs, _arguments(inv))
+        return await run_shell_call(inv, args.command, args, structured=True)
+
+
+class ShellCommandHandler:
+    name = "shell_command"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = True
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        props = _common_props()
+        props["command"] = string("The script to run in the user's shell.")
+        if config.allow_login_shell:
+            props["login"] = boolean(
+                "Run the shell as a login shell (true, the default) or not (false)."
+            )
+        return FunctionSpec(self.name, SHELL_COMMAND_DESCRIPTION, obj(props, ["command"]))
+
+    def is_mutating(self, inv: ToolInvocation) -> bool:
+        try:
+            args = decode_args(ShellCommandArgs, _arguments(inv))
+        except RespondToModel:
+            return True
+        login = inv.turn.allow_login_shell if args.login is None else args.login
+        return is_mutating(_user_shell_argv(inv.turn, args.command, login))
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_args(ShellCommandArgs, _arguments(inv))
+        login = use_login(args.login, inv.turn.allow_login_shell)
+        argv = _user_shell_argv(inv.turn, args.command, login)
+        return await run_shell_call(inv, argv, args, structured=False)

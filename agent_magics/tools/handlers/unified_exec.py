@@ -1,0 +1,310 @@
+"""exec_command and write_stdin: commands in a PTY or pipes, kept alive between calls.
+
+``exec_command`` runs a shell command and waits up to ``yield_time_ms`` for it; if it is
+still running the answer carries a session id, and ``write_stdin`` sends input to it
+(PTY sessions only) or polls it for more output.
+"""
+
+from __future__ import annotations
+
+import codecs
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent_magics.apply_patch.oserror import rust_os_error
+from agent_magics.errors import RespondToModel
+from agent_magics.events import ToolOutputDelta
+from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
+from agent_magics.tools.args import decode_args
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput, TurnContext
+from agent_magics.tools.exec import manager_for
+from agent_magics.tools.exec.command import command_env, resolve_shell, shell_argv, use_login
+from agent_magics.tools.exec.format import (
+    create_process_failed,
+    intercepted_response,
+    new_chunk_id,
+    reserialize_shell_output,
+    sandbox_denied_failure,
+    unified_response,
+)
+from agent_magics.tools.exec.guard import (
+    EXEC_REJECTED,
+    approval_key,
+    can_retry_unsandboxed,
+    check_permissions,
+    is_mutating,
+    looks_sandbox_denied,
+    requirement_for,
+)
+from agent_magics.tools.exec.intercept import PatchCall, apply_intercepted, find_apply_patch
+from agent_magics.tools.exec.manager import StdinClosed, UnknownSession
+from agent_magics.tools.exec.process import ExecProcess
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, array, boolean, number, obj, string
+
+DEFAULT_MAX_OUTPUT_TOKENS = 10_000
+PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
+
+EXEC_DESCRIPTION = (
+    "Run a shell command in a terminal-like session. Returns its output, or a session ID "
+    "to keep talking to it when it is still running."
+)
+STDIN_DESCRIPTION = (
+    "Send characters to a running exec_command session and return the output it produced."
+)
+BUDGET = "Most tokens of output to return (default 10000)."
+
+
+class ExecCommandArgs(BaseModel):
+    cmd: str
+    workdir: str | None = None
+    shell: str | None = None
+    tty: bool = False
+    yield_time_ms: int = Field(default=10_000, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+    login: bool | None = None
+    sandbox_permissions: PermissionName = "use_default"
+    additional_permissions: dict[str, Any] | None = None
+    justification: str | None = None
+    prefix_rule: list[str] | None = None
+
+
+class WriteStdinArgs(BaseModel):
+    session_id: int = Field(ge=-(2**31), le=2**31 - 1)
+    chars: str = ""
+    yield_time_ms: int = Field(default=250, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+
+
+def _budget(value: int | None) -> int:
+    return DEFAULT_MAX_OUTPUT_TOKENS if value is None else value
+
+
+def exec_argv(args: ExecCommandArgs, turn: TurnContext, login: bool) -> list[str]:
+    """The argv exec_command runs: the named shell (or the person's) with the script."""
+    if args.shell is not None:
+        shell, family = resolve_shell(args.shell)
+    else:
+        shell, family = turn.shell.path, "posix"
+    return shell_argv(shell, family, args.cmd, login)
+
+
+def _delta_emitter(inv: ToolInvocation) -> Callable[[bytes], None]:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def emit(chunk: bytes) -> None:
+        text = decoder.decode(chunk)
+        if text:
+            inv.emit(ToolOutputDelta(inv.call_id, text))
+
+    return emit
+
+
+def _arguments(inv: ToolInvocation) -> str:
+    if not isinstance(inv.payload, FunctionPayload):
+        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
+    return inv.payload.arguments
+
+
+class ExecCommandHandler:
+    name = "exec_command"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = True
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        props = {
+            "cmd": string("The shell command to run."),
+            "workdir": string("Folder to run in; the turn's working folder when omitted."),
+            "shell": string("Shell program to run the command with; the user's shell by default."),
+            "tty": boolean(
+                "Give the command a pseudo-terminal (needed for interactive input); "
+                "plain pipes when false or omitted."
+            ),
+            "yield_time_ms": number(
+                "How long to wait for output before returning (default 10000 ms; 250-30000)."
+            ),
+            "max_output_tokens": number(BUDGET),
+            "sandbox_permissions": {
+                "type": "string",
+                "description": (
+                    "`use_default` (the default) runs in the sandbox; `require_escalated` "
+                    "asks to run outside it."
+                ),
+                "enum": ["use_default", "require_escalated"],
+            },
+            "justification": string(
+                "Only with `require_escalated`: the question to show the user when asking."
+            ),
+            "prefix_rule": array(
+                string(),
+                "Only with `require_escalated`: a command prefix the user may approve for "
+                'later calls too, e.g. ["git", "pull"].',
+            ),
+        }
+        if config.allow_login_shell:
+            props["login"] = boolean(
+                "Run the shell as a login shell (true, the default) or not (false)."
+            )
+        return FunctionSpec(self.name, EXEC_DESCRIPTION, obj(props, ["cmd"]))
+
+    def is_mutating(self, inv: ToolInvocation) -> bool:
+        try:
+            args = decode_args(ExecCommandArgs, _arguments(inv))
+        except RespondToModel:
+            return True
+        login = inv.turn.allow_login_shell if args.login is None else args.login
+        return is_mutating(exec_argv(args, inv.turn, login))
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_args(ExecCommandArgs, _arguments(inv))
+        turn = inv.turn
+        argv = exec_argv(args, turn, use_login(args.login, turn.allow_login_shell))
+        permissions = SandboxPermissions(args.sandbox_permissions)
+        check_permissions(
+            turn.approval_policy, permissions, args.additional_permissions, "exec_command"
+        )
+        cwd = inv.resolve(args.workdir) if args.workdir else turn.cwd
+        found = find_apply_patch(argv, cwd)
+        if found is not None:
+            return await self._apply_patch(inv, found)
+        return await self._exec(inv, args, argv, cwd, permissions)
+
+    async def _apply_patch(self, inv: ToolInvocation, call: PatchCall) -> ToolOutput:
+        started = time.monotonic()
+        result = await apply_intercepted(inv, call)
+        inner = reserialize_shell_output(result.text)
+        text = intercepted_response(time.monotonic() - started, inner)
+        return ToolOutput(text, success=result.success)
+
+    async def _exec(
+        self,
+        inv: ToolInvocation,
+        args: ExecCommandArgs,
+        argv: list[str],
+        cwd: Path,
+        permissions: SandboxPermissions,
+    ) -> ToolOutput:
+        turn = inv.turn
+        manager = manager_for(inv.services)
+        session_id = manager.reserve_id()
+        env = command_env(turn.thread_id, unified=True, call_id=inv.call_id)
+        spawned: list[ExecProcess] = []
+        confined: list[bool] = []
+
+        async def attempt(sandbox: SandboxSpec) -> ExecProcess:
+            for old in spawned:
+                manager.discard(old)
+            spawned.clear()
+            confined[:] = [sandbox.confined]
+            try:
+                process = await manager.spawn(sandbox.wrap(argv), cwd, env, args.tty)
+            except OSError as exc:
+                raise RespondToModel(
+                    f"Failed to create unified exec process: {rust_os_error(exc)}"
+                ) from None
+            spawned.append(process)
+            return process
+
+        def denied(process: ExecProcess) -> bool:
+            text = process.snapshot().decode("utf-8", errors="replace")
+            return process.exit_code is not None and looks_sandbox_denied(text, process.exit_code)
+
+        request = ApprovalRequest(
+            call_id=inv.call_id,
+            tool_name=inv.tool_name,
+            kind="exec",
+            cwd=cwd,
+            command=tuple(argv),
+            reason=args.justification,
+            keys=[approval_key(argv, cwd, permissions, tty=args.tty)],
+        )
+        requirement = requirement_for(
+            turn.approval_policy, turn.sandbox_mode, argv, permissions, args.justification
+        )
+        try:
+            try:
+                process = await inv.services.orchestrator.run(
+                    inv,
+                    request,
+                    requirement,
+                    attempt,
+                    rejection=EXEC_REJECTED,
+                    is_sandbox_denial=denied,
+                    can_retry_unsandboxed=can_retry_unsandboxed(turn.approval_policy),
+                )
+            except RespondToModel as exc:
+                raise RespondToModel(create_process_failed(exc.message)) from None
+            if confined and confined[0] and denied(process):
+                text = process.snapshot().decode("utf-8", errors="replace")
+                raise RespondToModel(sandbox_denied_failure(text, process.exit_code or 0))
+            result = await manager.start(
+                process,
+                session_id=session_id,
+                command=argv,
+                yield_time_ms=args.yield_time_ms,
+                warn=lambda message: inv.services.pending_user_messages.append(
+                    f"Warning: {message}"
+                ),
+                on_output=_delta_emitter(inv),
+            )
+        except BaseException:
+            for p in spawned:
+                if not manager.is_session(p):
+                    manager.discard(p)
+            if session_id not in manager.session_ids:
+                manager.release_id(session_id)
+            raise
+        text = unified_response(
+            chunk_id=new_chunk_id(),
+            wall_time=result.wall_time,
+            exit_code=result.exit_code,
+            session_id=result.session_id,
+            output=result.output,
+            max_tokens=_budget(args.max_output_tokens),
+        )
+        return ToolOutput(text)
+
+
+class WriteStdinHandler:
+    name = "write_stdin"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = False
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        props = {
+            "session_id": number("The session ID exec_command returned."),
+            "chars": string("Characters to type into the session; empty (default) just polls."),
+            "yield_time_ms": number(
+                "How long to wait for output: 250 ms by default for input (at most 30000); "
+                "an empty poll waits 5000-300000 ms."
+            ),
+            "max_output_tokens": number(BUDGET),
+        }
+        return FunctionSpec(self.name, STDIN_DESCRIPTION, obj(props, ["session_id"]))
+
+    def is_mutating(self, inv: ToolInvocation) -> bool:
+        return True
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_args(WriteStdinArgs, _arguments(inv))
+        manager = manager_for(inv.services)
+        try:
+            result = await manager.write_stdin(
+                args.session_id, args.chars, args.yield_time_ms, _delta_emitter(inv)
+            )
+        except (UnknownSession, StdinClosed) as exc:
+            raise RespondToModel(f"write_stdin failed: {exc}") from None
+        text = unified_response(
+            chunk_id=new_chunk_id(),
+            wall_time=result.wall_time,
+            exit_code=result.exit_code,
+            session_id=result.session_id,
+            output=result.output,
+            max_tokens=_budget(args.max_output_tokens),
+        )
+        return ToolOutput(text)

@@ -1,0 +1,194 @@
+"""The Codex goldens of exec_command, write_stdin, shell_command (and the parallel and
+error cases that call them), run through the real tool registry and router.
+
+Each case's workspace is built with the conformance harness; the scripted calls of one
+turn run together under the runtime's reader/writer lock, ``{{sid:CALL_ID}}`` tokens are
+resolved from earlier outputs, and ``compare.compare_case`` must report no difference
+for the calls of our shell tools (and for the workspace).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
+from agent_magics.tools.build import build_registry
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import SessionServices, ShellInfo, TurnContext
+from agent_magics.tools.exec import manager_for
+from agent_magics.tools.handlers.shell import ShellCommandHandler
+from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+from agent_magics.tools.registry import ToolHandler
+from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
+from agent_magics.tools.runtime import run_calls
+from agent_magics.tools.truncate import TruncationPolicy
+
+CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+
+pytestmark = pytest.mark.skipif(not CONF.is_dir(), reason=f"no conformance folder at {CONF}")
+
+if CONF.is_dir():
+    sys.path.insert(0, str(CONF))
+    import compare  # type: ignore[import-not-found]
+    import harness  # type: ignore[import-not-found]
+
+OURS = {"exec_command", "write_stdin", "shell_command", "shell"}
+GROUPS = ("exec_command", "write_stdin", "shell_command", "parallel", "errors")
+
+
+def _calls_ours(case: dict[str, Any]) -> bool:
+    return any(call["name"] in OURS for turn in case["turns"] for call in turn)
+
+
+def _case_ids() -> list[Any]:
+    if not CONF.is_dir():
+        return []
+    params = []
+    for group in GROUPS:
+        for path in sorted((CONF / "cases" / group).glob("*.json")):
+            if _calls_ours(json.loads(path.read_text())):
+                rel = f"{group}/{path.name}"
+                params.append(pytest.param(rel, id=rel.removesuffix(".json")))
+    return params
+
+
+@pytest.fixture
+def codex_like_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment the harness gives the agent: empty HOME, UTF-8 locale, UTC."""
+    for key in list(os.environ):
+        if key.startswith(("CODEX_", "OPENAI_")) or key in ("TERM", "NO_COLOR", "COLORTERM"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    home.mkdir()
+    for key, value in {
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+    }.items():
+        monkeypatch.setenv(key, value)
+
+
+def _config(case: dict[str, Any]) -> tuple[ToolsConfig, dict[str, Any]]:
+    cfg = dict(harness.DEFAULT_CONFIG)
+    cfg.update(case.get("config") or {})
+    legacy = case.get("binary") == "legacy"
+    tools = ToolsConfig(
+        shell_type="shell_command" if legacy else "unified_exec",
+        apply_patch_tool_type=cfg.get("apply_patch_tool_type"),
+        experimental_supported_tools=frozenset(cfg.get("experimental_supported_tools") or ()),
+    )
+    return tools, cfg
+
+
+def _with_sids(call: ToolCall, outputs: dict[str, Any]) -> ToolCall:
+    if "{{sid:" not in call.raw_input:
+        return call
+    from agent_magics.tools.context import FunctionPayload
+
+    text = harness.resolve_sid_tokens(call.raw_input, outputs)
+    return ToolCall(call.call_id, call.name, FunctionPayload(text))
+
+
+async def _run(case: dict[str, Any], ws: Path) -> dict[str, Any]:
+    tools, cfg = _config(case)
+    services = SessionServices()
+    router = ToolRouter(build_registry(tools), services)
+    turn = TurnContext(
+        cwd=ws,
+        approval_policy=ApprovalPolicy.NEVER,
+        sandbox_mode=SandboxMode.DANGER_FULL_ACCESS,
+        truncation=TruncationPolicy.tokens(10_000),
+        shell=ShellInfo("/bin/bash", "bash"),
+        thread_id=str(uuid.uuid4()),
+    )
+    outputs: dict[str, Any] = {}
+    try:
+        for items in harness.build_turns(case, str(ws), cfg):
+            seen = {cid: out["output"] for cid, out in outputs.items()}
+            calls = [_with_sids(c, seen) for c in map(tool_call_from_item, items) if c]
+            jobs = [
+                (c.name, router.is_parallel(c), (lambda c=c: router.dispatch(c, turn)))
+                for c in calls
+            ]
+            results = await run_calls(jobs)
+            outputs.update(
+                {c.call_id: {"output": r.content} for c, r in zip(calls, results, strict=True)}
+            )
+    finally:
+        await manager_for(services).close()
+    return outputs
+
+
+@pytest.fixture
+def ws() -> Iterator[Path]:
+    """A workspace made as the harness makes it (``<tmp>/codexpeer-XXXXXXXX/ws``): paths
+    in outputs have the recorded length, so token counts match."""
+    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="codexpeer-")))
+    (root / "ws").mkdir()
+    yield root / "ws"
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("codex_like_env")
+@pytest.mark.parametrize("rel", _case_ids())
+async def test_golden(ws: Path, rel: str) -> None:
+    case = json.loads((CONF / "cases" / rel).read_text())
+    golden = json.loads((CONF / "goldens" / rel).read_text())
+    harness.materialize_files(str(ws), case.get("files") or {})
+    for command in case.get("setup") or []:
+        subprocess.run(command, shell=True, cwd=ws, check=True)
+    outputs = await _run(case, ws)
+    ours = {c["call_id"] for t in case["turns"] for c in t if c["name"] in OURS}
+    with warnings.catch_warnings():  # the harness reads files without closing them
+        warnings.simplefilter("ignore", ResourceWarning)
+        workspace = harness.snapshot_tree(str(ws))
+    candidate = {"outputs": {k: v for k, v in outputs.items() if k in ours}, "workspace": workspace}
+    golden = {**golden, "outputs": {k: v for k, v in golden["outputs"].items() if k in ours}}
+    assert compare.compare_case(golden, candidate, ws=str(ws)) == []
+
+
+def _without_descriptions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
+    if isinstance(schema, list):
+        return [_without_descriptions(v) for v in schema]
+    return schema
+
+
+def _descriptions(schema: Any) -> list[str]:
+    if isinstance(schema, dict):
+        own = [schema["description"]] if isinstance(schema.get("description"), str) else []
+        return own + [d for v in schema.values() for d in _descriptions(v)]
+    if isinstance(schema, list):
+        return [d for v in schema for d in _descriptions(v)]
+    return []
+
+
+@pytest.mark.parametrize(
+    ("handler", "specs"),
+    [
+        pytest.param(ExecCommandHandler(), "codex_tool_specs.json", id="exec_command"),
+        pytest.param(WriteStdinHandler(), "codex_tool_specs.json", id="write_stdin"),
+        pytest.param(ShellCommandHandler(), "codex_tool_specs_legacy.json", id="shell_command"),
+    ],
+)
+def test_spec_matches_codex_schema_in_our_own_words(handler: ToolHandler, specs: str) -> None:
+    codex = json.loads((CONF / specs).read_text())
+    [theirs] = [t for t in codex["tools"] if t.get("name") == handler.name]
+    ours = handler.spec(ToolsConfig()).to_wire()
+    assert _without_descriptions(ours) == _without_descriptions(theirs)
+    assert len(_descriptions(ours)) == len(_descriptions(theirs))
+    assert not set(_descriptions(ours)) & set(_descriptions(theirs))
