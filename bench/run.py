@@ -1,0 +1,324 @@
+"""The project's benchmarks: each one against a baseline measured in the same run.
+
+    python bench/run.py                 # a table
+    python bench/run.py --json          # one JSON object per line
+    python bench/run.py --quick         # smaller data, fewer repetitions (smoke test)
+    python bench/run.py --only NAME     # one benchmark (repeatable)
+
+Benchmarks print, they never fail on a target: the exit status is 1 only when one
+crashed. All data is generated into a temporary folder that is deleted afterwards.
+
+Adding a benchmark: write ``def bench_x(ctx: Ctx) -> Result`` below and decorate it
+with ``@benchmark("name", "target")``. A target with a unit (``"<= 100 us"``) bounds the
+value; one without (``"<= 1.15"``) bounds the ratio candidate / baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench helpers
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the package, if not installed
+
+import _cases
+import _gen
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Result:
+    value: float
+    unit: str
+    ratio: float | None = None
+    baseline: float | None = None  # in ``unit``; shown in the table only
+    note: str = ""
+
+
+@dataclass
+class Ctx:
+    """What a benchmark gets: the mode, a scratch folder, and shared generated data."""
+
+    quick: bool
+    tmp: Path
+    _fixtures: dict[str, Any] = field(default_factory=dict)
+
+    def fixture(self, key: str, make: Callable[[], T]) -> T:
+        """Data several benchmarks share, generated on first use."""
+        if key not in self._fixtures:
+            self._fixtures[key] = make()
+        value: T = self._fixtures[key]
+        return value
+
+    def pick(self, full: T, quick: T) -> T:
+        return quick if self.quick else full
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    target: str
+    run: Callable[[Ctx], Result]
+
+
+BENCHMARKS: list[Benchmark] = []
+
+
+def benchmark(
+    name: str, target: str
+) -> Callable[[Callable[[Ctx], Result]], Callable[[Ctx], Result]]:
+    def register(fn: Callable[[Ctx], Result]) -> Callable[[Ctx], Result]:
+        BENCHMARKS.append(Benchmark(name, target, fn))
+        return fn
+
+    return register
+
+
+# -- the benchmarks ---------------------------------------------------------------------
+
+
+@benchmark("noop_tool_call_overhead", "<= 100 us")
+def bench_noop(ctx: Ctx) -> Result:
+    """Added µs per call of router + runtime + orchestrator around a handler that returns
+    at once, vs awaiting the handler's attempt coroutine directly."""
+    calls, batches = ctx.pick((20_000, 7), (2_000, 3))
+    full_us, direct_us = _cases.noop_overhead(ctx.tmp, calls, batches)
+    return Result(
+        full_us - direct_us,
+        "us",
+        _ratio(full_us, direct_us),
+        direct_us,
+        f"{full_us:.1f} us per call through the stack",
+    )
+
+
+@benchmark("grep_files_50k", "<= 1.15")
+def bench_grep(ctx: Ctx) -> Result:
+    """GrepFilesHandler vs ``rg --files-with-matches PATTERN DIR`` on >= 50k small files."""
+    tree = _tree(ctx)
+    runs = ctx.pick(7, 3)
+    candidate, baseline, same_args = _cases.grep_files(tree, runs)
+    return Result(
+        candidate * 1e3,
+        "ms",
+        _ratio(candidate, baseline),
+        baseline * 1e3,
+        f"{tree.files} files, {tree.matching} match; median of {runs};"
+        f" rg with the handler's own arguments: {same_args * 1e3:.1f} ms",
+    )
+
+
+@benchmark("read_file_1gb_slice", "<= 1.5")
+def bench_read_slice(ctx: Ctx) -> Result:
+    """read_file: 200 lines from 90% into a ~1 GB file vs ``sed -n 'A,Bp;Bq'``."""
+    big = _big_file(ctx)
+    runs = ctx.pick(5, 3)
+    candidate, baseline, offset = _cases.read_slice(big, runs)
+    return Result(
+        candidate * 1e3,
+        "ms",
+        _ratio(candidate, baseline),
+        baseline * 1e3,
+        f"{big.path.stat().st_size >> 20} MiB, lines {offset}..{offset + 199}; median of {runs}",
+    )
+
+
+@benchmark("read_file_peak_rss_growth", "<= 2.0")
+def bench_read_rss(ctx: Ctx) -> Result:
+    """Peak RSS growth of a child process reading the big file vs a 10 MB one (growths
+    under 1 MB count as 1 MB in the ratio: that much is allocator noise)."""
+    big = _big_file(ctx)
+    small = ctx.fixture("small_file", lambda: _gen.make_text_file(ctx.tmp / "small.txt", 10 << 20))
+    growth_big = _cases.read_rss_growth_mb(big)
+    growth_small = _cases.read_rss_growth_mb(small)
+    ratio = max(growth_big, 1.0) / max(growth_small, 1.0)
+    return Result(
+        growth_big,
+        "MB",
+        ratio,
+        growth_small,
+        f"{big.path.stat().st_size >> 20} MiB file vs 10 MiB file",
+    )
+
+
+@benchmark("parallel_8x200ms", "<= 0.25")
+def bench_parallel(ctx: Ctx) -> Result:
+    """Tool phase of one response with 8 parallel-safe 200 ms calls, vs 8 x 200 ms."""
+    return _sleepers(ctx, parallel=True, turns=ctx.pick(5, 2))
+
+
+@benchmark("exclusive_8x200ms", ">= 0.95")
+def bench_exclusive(ctx: Ctx) -> Result:
+    """The same with a handler that is not parallel-safe: the calls stay serial."""
+    return _sleepers(ctx, parallel=False, turns=ctx.pick(3, 1))
+
+
+def _sleepers(ctx: Ctx, parallel: bool, turns: int) -> Result:
+    calls, seconds = 8, 0.2
+    phase = _cases.session_tool_phase(ctx.tmp, parallel, calls, seconds, turns)
+    serial = calls * seconds
+    return Result(
+        phase * 1e3,
+        "ms",
+        phase / serial,
+        serial * 1e3,
+        f"tool phase in a real Session; median of {turns} turns",
+    )
+
+
+def _tree(ctx: Ctx) -> _gen.Tree:
+    files = ctx.pick(50_000, 5_000)
+    return ctx.fixture("tree", lambda: _gen.make_tree(ctx.tmp / "tree", files))
+
+
+def _big_file(ctx: Ctx) -> _gen.TextFile:
+    size = ctx.pick(1 << 30, 128 << 20)
+    return ctx.fixture("big_file", lambda: _gen.make_text_file(ctx.tmp / "big.txt", size))
+
+
+def _ratio(candidate: float, baseline: float) -> float | None:
+    return candidate / baseline if baseline > 0 else None
+
+
+# -- running and reporting --------------------------------------------------------------
+
+
+def meets(target: str, value: float, ratio: float | None) -> bool | None:
+    """Whether ``target`` holds: with a unit it bounds the value, without one the ratio."""
+    op, bound, *unit = target.split()
+    subject = value if unit else ratio
+    if subject is None:
+        return None
+    return subject <= float(bound) if op == "<=" else subject >= float(bound)
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) < 10 else f"{x:.1f}"
+
+
+COLUMNS = (
+    ("benchmark", 26),
+    ("value", 10),
+    ("unit", 4),
+    ("baseline", 10),
+    ("ratio", 7),
+    ("target", 10),
+    ("status", 7),
+    ("secs", 6),
+)
+
+
+def _row(cells: list[str]) -> str:
+    return "  ".join(c.ljust(w) for c, (_, w) in zip(cells, COLUMNS, strict=True)).rstrip()
+
+
+def report(
+    b: Benchmark, result: Result | None, secs: float, as_json: bool, error: str = ""
+) -> None:
+    if as_json:
+        line: dict[str, Any] = {
+            "name": b.name,
+            "value": round(result.value, 4) if result else None,
+            "unit": result.unit if result else None,
+            "ratio": round(result.ratio, 4) if result and result.ratio is not None else None,
+            "target": b.target,
+        }
+        if error:
+            line["error"] = error
+        print(json.dumps(line), flush=True)
+        return
+    if result is None:
+        print(
+            _row([b.name, "-", "", "-", "-", b.target, "CRASHED", f"{secs:.1f}"]) + f"  {error}",
+            flush=True,
+        )
+        return
+    ok = meets(b.target, result.value, result.ratio)
+    status = "?" if ok is None else ("ok" if ok else "MISSED")
+    cells = [
+        b.name,
+        _fmt(result.value),
+        result.unit,
+        _fmt(result.baseline),
+        _fmt(result.ratio),
+        b.target,
+        status,
+        f"{secs:.1f}",
+    ]
+    print(_row(cells) + (f"  ({result.note})" if result.note else ""), flush=True)
+
+
+def scratch_parent(quick: bool) -> str | None:
+    """Where to generate the data: a RAM-backed folder when one has room (creating and
+    deleting 50,000 files on a slow disk takes minutes, and disk writeback adds noise),
+    else the system's temporary folder (``None``)."""
+    need = (512 << 20) if quick else (3 << 30)
+    shm = "/dev/shm"
+    try:
+        room = shutil.disk_usage(shm).free
+        ram = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if room >= need and ram >= 2 * need and os.access(shm, os.W_OK):
+        return shm
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run the agent_magics benchmarks.")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--quick", action="store_true", help="smaller data, fewer runs")
+    parser.add_argument(
+        "--only", action="append", metavar="NAME", help="run only this benchmark (repeatable)"
+    )
+    parser.add_argument("--tmpdir", metavar="DIR", help="where to generate the data")
+    args = parser.parse_args(argv)
+    names = [b.name for b in BENCHMARKS]
+    unknown = [n for n in args.only or () if n not in names]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(names)}")
+    chosen = [b for b in BENCHMARKS if not args.only or b.name in args.only]
+
+    crashed = False
+    started = time.monotonic()
+    parent = args.tmpdir or scratch_parent(args.quick)
+    tmp = Path(tempfile.mkdtemp(prefix="agent_magics_bench_", dir=parent))
+    try:
+        ctx = Ctx(quick=args.quick, tmp=tmp)
+        if not args.json:
+            print(_row([name for name, _ in COLUMNS]), flush=True)
+            print(_row(["-" * w for _, w in COLUMNS]), flush=True)
+        for b in chosen:
+            t0 = time.monotonic()
+            try:
+                result = b.run(ctx)
+            except Exception as exc:
+                crashed = True
+                traceback.print_exc(file=sys.stderr)
+                report(b, None, time.monotonic() - t0, args.json, f"{type(exc).__name__}: {exc}")
+                continue
+            report(b, result, time.monotonic() - t0, args.json)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not args.json:
+        mode = "quick" if args.quick else "full"
+        took = time.monotonic() - started
+        print(f"\n{len(chosen)} benchmark(s), {mode} run, data in {tmp.parent}, {took:.1f} s")
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
