@@ -1,0 +1,208 @@
+"""Codex's command heuristics: known-safe commands, dangerous commands, approval keys.
+
+* :func:`is_known_safe_command` — read-only commands that may run without asking.
+* :func:`is_dangerous_command` — forced ``rm`` (also behind ``sudo``), which must be
+  asked about (or refused under ``never``).
+* :func:`commands_of` / :func:`exec_policy_commands` — the sub-commands the approval
+  policy judges one by one.
+* :func:`canonical_command` — the argv stored in approval keys, so that
+  ``/bin/bash -lc "cargo   test"`` and ``bash -lc "cargo test"`` share a key.
+
+The shell-script parsing they rely on lives in :mod:`agent_magics.tools.shell_parse`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from agent_magics.tools.shell_parse import (
+    executable_name,
+    extract_powershell_script,
+    extract_shell_script,
+    parse_heredoc_command,
+    parse_shell_script,
+    shell_heredoc_command,
+    shell_script_commands,
+)
+
+__all__ = [
+    "canonical_command",
+    "commands_of",
+    "exec_policy_commands",
+    "is_dangerous_command",
+    "is_known_safe_command",
+    "parse_heredoc_command",
+    "parse_shell_script",
+]
+
+SHELL_SCRIPT_KEY = "__codex_shell_script__"
+POWERSHELL_SCRIPT_KEY = "__codex_powershell_script__"
+
+_ALWAYS_SAFE = frozenset(
+    {"cat", "cd", "cut", "echo", "expr", "false", "grep", "head", "id", "ls", "nl", "paste"}
+    | {"pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "uniq", "wc", "which"}
+    | {"whoami"}
+)
+_LINUX_ONLY_SAFE = frozenset({"numfmt", "tac"})
+_FIND_UNSAFE = frozenset(
+    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"}
+)
+_RG_UNSAFE_FLAGS = frozenset({"--search-zip", "-z"})
+_RG_UNSAFE_WITH_VALUE = ("--pre", "--hostname-bin")
+_GIT_READ_ONLY = frozenset({"status", "log", "diff", "show", "branch"})
+_GIT_OPTION_WITH_VALUE = frozenset(
+    {"-C", "-c", "--config-env", "--exec-path", "--git-dir", "--namespace"}
+    | {"--super-prefix", "--work-tree"}
+)
+_GIT_INLINE_PREFIXES = (
+    "--config-env=", "--exec-path=", "--git-dir=", "--namespace=", "--super-prefix=",
+    "--work-tree=",
+)  # fmt: skip
+_GIT_UNSAFE_FLAGS = frozenset({"--output", "--ext-diff", "--textconv", "--exec", "--paginate"})
+_GIT_BRANCH_LISTING = frozenset(
+    {"--list", "-l", "--show-current", "-a", "--all", "-r", "--remotes", "-v", "-vv"}
+    | {"--verbose"}
+)
+
+
+def is_known_safe_command(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` only reads: a safe command, or a ``bash -lc`` script of them.
+
+    Every element equal to ``zsh`` counts as ``bash`` first, as in Codex.
+    """
+    command = ["bash" if arg == "zsh" else arg for arg in argv]
+    if _is_safe_exec(command):
+        return True
+    commands = shell_script_commands(command)
+    return bool(commands) and all(_is_safe_exec(c) for c in commands or ())
+
+
+def _is_safe_exec(command: Sequence[str]) -> bool:
+    if not command:
+        return False
+    name = executable_name(command[0])
+    args = command[1:]
+    if name in _ALWAYS_SAFE:
+        return True
+    if name in _LINUX_ONLY_SAFE:
+        return sys.platform.startswith("linux")
+    if name == "base64":
+        # `-o`, `-oFILE`, `--output`, `--output=FILE` write a file.
+        return not any(
+            a.startswith("-o") or a == "--output" or a.startswith("--output=") for a in args
+        )
+    if name == "find":
+        return not any(a in _FIND_UNSAFE for a in command)
+    if name == "rg":
+        return not any(
+            a in _RG_UNSAFE_FLAGS
+            or any(a == o or a.startswith(f"{o}=") for o in _RG_UNSAFE_WITH_VALUE)
+            for a in command
+        )
+    if name == "git":
+        return _is_safe_git(command)
+    if name == "sed":
+        return len(command) <= 4 and _arg(command, 1) == "-n" and _is_sed_print(_arg(command, 2))
+    return False
+
+
+def _arg(command: Sequence[str], i: int) -> str | None:
+    return command[i] if i < len(command) else None
+
+
+def _is_sed_print(arg: str | None) -> bool:
+    """``<N>p`` or ``<M>,<N>p`` with ASCII digits."""
+    if arg is None or not arg.endswith("p"):
+        return False
+    parts = arg[:-1].split(",")
+    return len(parts) <= 2 and all(p and p.isascii() and p.isdigit() for p in parts)
+
+
+def _is_safe_git(command: Sequence[str]) -> bool:
+    if any(
+        a in ("-c", "--config-env")
+        or (a.startswith("-c") and len(a) > 2)
+        or a.startswith("--config-env=")
+        for a in command
+    ):
+        return False  # config overrides can make git run arbitrary programs
+    found = _git_subcommand(command)
+    if found is None:
+        return False
+    index, sub = found
+    sub_args = command[index + 1 :]
+    if any(
+        a in _GIT_UNSAFE_FLAGS or a.startswith("--output=") or a.startswith("--exec=")
+        for a in sub_args
+    ):
+        return False
+    if sub != "branch" or not sub_args:
+        return True
+    return all(a in _GIT_BRANCH_LISTING or a.startswith("--format=") for a in sub_args)
+
+
+def _git_subcommand(command: Sequence[str]) -> tuple[int, str] | None:
+    """The first non-option argument after git's global options, if read-only."""
+    skip = False
+    for index in range(1, len(command)):
+        arg = command[index]
+        if skip:
+            skip = False
+            continue
+        inline = arg.startswith(_GIT_INLINE_PREFIXES) or (arg[:2] in ("-C", "-c") and len(arg) > 2)
+        if inline:
+            continue
+        if arg in _GIT_OPTION_WITH_VALUE:
+            skip = True
+            continue
+        if arg.startswith("-"):
+            continue
+        return (index, arg) if arg in _GIT_READ_ONLY else None
+    return None
+
+
+def is_dangerous_command(argv: Sequence[str]) -> bool:
+    """``rm -f`` / ``rm -rf`` (also after ``sudo``), directly or in a plain script."""
+    if _is_dangerous_exec(argv):
+        return True
+    commands = shell_script_commands(argv)
+    return commands is not None and any(_is_dangerous_exec(c) for c in commands)
+
+
+def _is_dangerous_exec(command: Sequence[str]) -> bool:
+    # Codex compares the literal argv[0] here (not the file name) and only argv[1].
+    while command and command[0] == "sudo":
+        command = command[1:]
+    return bool(command) and command[0] == "rm" and _arg(command, 1) in ("-f", "-rf")
+
+
+def exec_policy_commands(argv: Sequence[str]) -> tuple[list[list[str]], bool]:
+    """The sub-commands the approval policy judges, and whether "complex parsing"
+    (a here-document prefix) produced them; known-safe never applies to those."""
+    commands = shell_script_commands(argv)
+    if commands:
+        return commands, False
+    heredoc = shell_heredoc_command(argv)
+    if heredoc is not None:
+        return [heredoc], True
+    return [list(argv)], False
+
+
+def commands_of(argv: Sequence[str]) -> list[list[str]]:
+    """The sub-commands of ``argv`` (see :func:`exec_policy_commands`)."""
+    return exec_policy_commands(argv)[0]
+
+
+def canonical_command(argv: Sequence[str]) -> list[str]:
+    """The argv used in approval keys (Codex's ``canonicalize_command_for_approval``)."""
+    commands = shell_script_commands(argv)
+    if commands is not None and len(commands) == 1:
+        return commands[0]
+    script = extract_shell_script(argv)
+    if script is not None:
+        return [SHELL_SCRIPT_KEY, argv[1], script]
+    script = extract_powershell_script(argv)
+    if script is not None:
+        return [POWERSHELL_SCRIPT_KEY, script]
+    return list(argv)

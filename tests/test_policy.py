@@ -1,0 +1,211 @@
+"""The command approval decision (codex-tools.md §9.4) as a truth table.
+
+Each row is written out by hand from §9.4 (Codex's ``render_decision_for_unmatched_command``
+plus ``sandbox_override_for_first_attempt``), not computed:
+
+1. known-safe -> run; 2. dangerous -> refused under ``never``, else ask;
+3. ``never`` / ``on-failure`` -> run; 4. ``untrusted`` -> ask;
+5. ``on-request``: full access -> run; read-only / workspace-write -> ask only when
+   ``sandbox_permissions`` is not ``use_default``.
+
+``require_escalated`` also makes the first attempt run outside the sandbox, whatever the
+decision ("+bypass"); under ``danger-full-access`` there is no sandbox, so the flag is
+not compared there. Rows where ``policy.py`` disagrees are strict xfails naming why:
+GUARDED rows cannot happen through the shell tools, which refuse escalation requests
+unless the policy is ``on-request`` (§7.4).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent_magics.tools.approval import (
+    ApprovalPolicy,
+    ApprovalRequirement,
+    Forbidden,
+    NeedsApproval,
+    SandboxMode,
+    SandboxPermissions,
+    Skip,
+)
+from agent_magics.tools.policy import exec_approval_requirement
+from agent_magics.tools.safety import commands_of
+
+COMMANDS = {
+    "safe": ["ls", "-la"],
+    "unsafe": ["cargo", "build"],
+    "dangerous": ["rm", "-rf", "/tmp/x"],
+}
+PERMISSIONS = {
+    "default": SandboxPermissions.USE_DEFAULT,
+    "escalated": SandboxPermissions.REQUIRE_ESCALATED,
+}
+REACHABLE = (
+    "policy.py asks / keeps the sandbox where Codex runs known-safe commands without asking "
+    "and bypasses the sandbox for every require_escalated request"
+)
+GUARDED = REACHABLE + " (row unreachable behind the §7.4 escalation guard)"
+
+# policy      sandbox             command    permissions  expected      policy.py
+TABLE = """
+untrusted     read-only           safe       default      skip
+untrusted     read-only           safe       escalated    skip+bypass   GUARDED
+untrusted     read-only           unsafe     default      ask
+untrusted     read-only           unsafe     escalated    ask+bypass    GUARDED
+untrusted     read-only           dangerous  default      ask
+untrusted     read-only           dangerous  escalated    ask+bypass    GUARDED
+untrusted     workspace-write     safe       default      skip
+untrusted     workspace-write     safe       escalated    skip+bypass   GUARDED
+untrusted     workspace-write     unsafe     default      ask
+untrusted     workspace-write     unsafe     escalated    ask+bypass    GUARDED
+untrusted     workspace-write     dangerous  default      ask
+untrusted     workspace-write     dangerous  escalated    ask+bypass    GUARDED
+untrusted     danger-full-access  safe       default      skip
+untrusted     danger-full-access  safe       escalated    skip          GUARDED
+untrusted     danger-full-access  unsafe     default      ask
+untrusted     danger-full-access  unsafe     escalated    ask
+untrusted     danger-full-access  dangerous  default      ask
+untrusted     danger-full-access  dangerous  escalated    ask
+on-failure    read-only           safe       default      skip
+on-failure    read-only           safe       escalated    skip+bypass   GUARDED
+on-failure    read-only           unsafe     default      skip
+on-failure    read-only           unsafe     escalated    skip+bypass   GUARDED
+on-failure    read-only           dangerous  default      ask
+on-failure    read-only           dangerous  escalated    ask+bypass    GUARDED
+on-failure    workspace-write     safe       default      skip
+on-failure    workspace-write     safe       escalated    skip+bypass   GUARDED
+on-failure    workspace-write     unsafe     default      skip
+on-failure    workspace-write     unsafe     escalated    skip+bypass   GUARDED
+on-failure    workspace-write     dangerous  default      ask
+on-failure    workspace-write     dangerous  escalated    ask+bypass    GUARDED
+on-failure    danger-full-access  safe       default      skip
+on-failure    danger-full-access  safe       escalated    skip
+on-failure    danger-full-access  unsafe     default      skip
+on-failure    danger-full-access  unsafe     escalated    skip
+on-failure    danger-full-access  dangerous  default      ask
+on-failure    danger-full-access  dangerous  escalated    ask
+on-request    read-only           safe       default      skip
+on-request    read-only           safe       escalated    skip+bypass   REACHABLE
+on-request    read-only           unsafe     default      skip
+on-request    read-only           unsafe     escalated    ask+bypass
+on-request    read-only           dangerous  default      ask
+on-request    read-only           dangerous  escalated    ask+bypass    REACHABLE
+on-request    workspace-write     safe       default      skip
+on-request    workspace-write     safe       escalated    skip+bypass   REACHABLE
+on-request    workspace-write     unsafe     default      skip
+on-request    workspace-write     unsafe     escalated    ask+bypass
+on-request    workspace-write     dangerous  default      ask
+on-request    workspace-write     dangerous  escalated    ask+bypass    REACHABLE
+on-request    danger-full-access  safe       default      skip
+on-request    danger-full-access  safe       escalated    skip
+on-request    danger-full-access  unsafe     default      skip
+on-request    danger-full-access  unsafe     escalated    skip
+on-request    danger-full-access  dangerous  default      ask
+on-request    danger-full-access  dangerous  escalated    ask
+never         read-only           safe       default      skip
+never         read-only           safe       escalated    skip+bypass   GUARDED
+never         read-only           unsafe     default      skip
+never         read-only           unsafe     escalated    skip+bypass   GUARDED
+never         read-only           dangerous  default      forbid
+never         read-only           dangerous  escalated    forbid
+never         workspace-write     safe       default      skip
+never         workspace-write     safe       escalated    skip+bypass   GUARDED
+never         workspace-write     unsafe     default      skip
+never         workspace-write     unsafe     escalated    skip+bypass   GUARDED
+never         workspace-write     dangerous  default      forbid
+never         workspace-write     dangerous  escalated    forbid
+never         danger-full-access  safe       default      skip
+never         danger-full-access  safe       escalated    skip
+never         danger-full-access  unsafe     default      skip
+never         danger-full-access  unsafe     escalated    skip
+never         danger-full-access  dangerous  default      forbid
+never         danger-full-access  dangerous  escalated    forbid
+"""
+
+
+def _rows() -> list[Any]:
+    rows = []
+    for line in TABLE.strip().splitlines():
+        policy, sandbox, kind, perms, expected, *note = line.split()
+        marks = [pytest.mark.xfail(strict=True, reason=globals()[note[0]])] if note else []
+        row = (ApprovalPolicy(policy), SandboxMode(sandbox), kind, perms, expected)
+        rows.append(pytest.param(*row, id=f"{policy}-{sandbox}-{kind}-{perms}", marks=marks))
+    return rows
+
+
+def _summary(requirement: ApprovalRequirement, sandbox: SandboxMode) -> str:
+    if isinstance(requirement, Forbidden):
+        return "forbid"
+    kind = "skip" if isinstance(requirement, Skip) else "ask"
+    if requirement.bypass_sandbox and sandbox is not SandboxMode.DANGER_FULL_ACCESS:
+        kind += "+bypass"
+    return kind
+
+
+@pytest.mark.parametrize(("policy", "sandbox", "kind", "perms", "expected"), _rows())
+def test_exec_approval_truth_table(
+    policy: ApprovalPolicy, sandbox: SandboxMode, kind: str, perms: str, expected: str
+) -> None:
+    requirement = exec_approval_requirement(policy, sandbox, [COMMANDS[kind]], PERMISSIONS[perms])
+    assert _summary(requirement, sandbox) == expected
+    if isinstance(requirement, Forbidden):
+        assert requirement.reason == "`rm -rf /tmp/x` rejected: blocked by policy"
+
+
+HEREDOC_WRITE = ["bash", "-lc", "cat <<'EOF' > notes.txt\nhi\nEOF"]
+SCRIPT_RM = ["bash", "-lc", "ls && rm -rf /tmp/x"]
+
+# Whole argvs, split the way the shell handlers split them (commands_of).
+COMPOUND = [
+    pytest.param(
+        "untrusted", ["bash", "-lc", "ls && cat README.md | wc -l"], "skip", id="safe-script"
+    ),
+    pytest.param("untrusted", ["bash", "-lc", "ls && cargo build"], "ask", id="mixed-script"),
+    pytest.param("on-request", SCRIPT_RM, "ask", id="dangerous-part-asks"),
+    pytest.param("never", SCRIPT_RM, "forbid", id="dangerous-part-forbidden"),
+    pytest.param("never", ["bash", "-lc", "rm -rf x <<EOF\nEOF"], "forbid", id="heredoc-rm"),
+    pytest.param("on-request", ["bash", "-lc", "echo hi > out.txt"], "skip", id="redirect"),
+    pytest.param("untrusted", ["bash", "-lc", ""], "ask", id="empty-script"),
+    pytest.param(
+        "untrusted",
+        HEREDOC_WRITE,
+        "ask",
+        id="heredoc-prefix-is-never-known-safe",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="policy.py cannot tell a here-document prefix (['cat']) from a plain "
+            "command: Codex skips the known-safe rule for complex-parsed commands",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("policy", "argv", "expected"), COMPOUND)
+def test_compound_commands(policy: str, argv: list[str], expected: str) -> None:
+    sandbox = SandboxMode.WORKSPACE_WRITE
+    requirement = exec_approval_requirement(ApprovalPolicy(policy), sandbox, commands_of(argv))
+    assert _summary(requirement, sandbox) == expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Codex shows the whole argv, shlex-joined, in the refusal; policy.py only "
+    "receives the sub-commands and joins them with spaces",
+)
+def test_forbidden_reason_names_the_whole_command() -> None:
+    requirement = exec_approval_requirement(
+        ApprovalPolicy.NEVER, SandboxMode.WORKSPACE_WRITE, commands_of(SCRIPT_RM)
+    )
+    assert requirement == Forbidden("`bash -lc 'ls && rm -rf /tmp/x'` rejected: blocked by policy")
+
+
+def test_needs_approval_carries_the_justification() -> None:
+    requirement = exec_approval_requirement(
+        ApprovalPolicy.UNTRUSTED,
+        SandboxMode.WORKSPACE_WRITE,
+        [["cargo", "build"]],
+        justification="build it",
+    )
+    assert requirement == NeedsApproval("build it")
