@@ -10,9 +10,9 @@ plus ``sandbox_override_for_first_attempt``), not computed:
 
 ``require_escalated`` also makes the first attempt run outside the sandbox, whatever the
 decision ("+bypass"); under ``danger-full-access`` there is no sandbox, so the flag is
-not compared there. Rows where ``policy.py`` disagrees are strict xfails naming why:
-GUARDED rows cannot happen through the shell tools, which refuse escalation requests
-unless the policy is ``on-request`` (§7.4).
+not compared there. Rows with ``require_escalated`` under a policy other than
+``on-request`` cannot happen through the shell tools, which refuse such requests first
+(§7.4); the table still pins the pure function.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from agent_magics.tools.approval import (
     Skip,
 )
 from agent_magics.tools.policy import exec_approval_requirement
-from agent_magics.tools.safety import commands_of
+from agent_magics.tools.safety import commands_of, exec_policy_commands
 
 COMMANDS = {
     "safe": ["ls", "-la"],
@@ -42,44 +42,39 @@ PERMISSIONS = {
     "default": SandboxPermissions.USE_DEFAULT,
     "escalated": SandboxPermissions.REQUIRE_ESCALATED,
 }
-REACHABLE = (
-    "policy.py asks / keeps the sandbox where Codex runs known-safe commands without asking "
-    "and bypasses the sandbox for every require_escalated request"
-)
-GUARDED = REACHABLE + " (row unreachable behind the §7.4 escalation guard)"
 
-# policy      sandbox             command    permissions  expected      policy.py
+# policy      sandbox             command    permissions  expected
 TABLE = """
 untrusted     read-only           safe       default      skip
-untrusted     read-only           safe       escalated    skip+bypass   GUARDED
+untrusted     read-only           safe       escalated    skip+bypass
 untrusted     read-only           unsafe     default      ask
-untrusted     read-only           unsafe     escalated    ask+bypass    GUARDED
+untrusted     read-only           unsafe     escalated    ask+bypass
 untrusted     read-only           dangerous  default      ask
-untrusted     read-only           dangerous  escalated    ask+bypass    GUARDED
+untrusted     read-only           dangerous  escalated    ask+bypass
 untrusted     workspace-write     safe       default      skip
-untrusted     workspace-write     safe       escalated    skip+bypass   GUARDED
+untrusted     workspace-write     safe       escalated    skip+bypass
 untrusted     workspace-write     unsafe     default      ask
-untrusted     workspace-write     unsafe     escalated    ask+bypass    GUARDED
+untrusted     workspace-write     unsafe     escalated    ask+bypass
 untrusted     workspace-write     dangerous  default      ask
-untrusted     workspace-write     dangerous  escalated    ask+bypass    GUARDED
+untrusted     workspace-write     dangerous  escalated    ask+bypass
 untrusted     danger-full-access  safe       default      skip
-untrusted     danger-full-access  safe       escalated    skip          GUARDED
+untrusted     danger-full-access  safe       escalated    skip
 untrusted     danger-full-access  unsafe     default      ask
 untrusted     danger-full-access  unsafe     escalated    ask
 untrusted     danger-full-access  dangerous  default      ask
 untrusted     danger-full-access  dangerous  escalated    ask
 on-failure    read-only           safe       default      skip
-on-failure    read-only           safe       escalated    skip+bypass   GUARDED
+on-failure    read-only           safe       escalated    skip+bypass
 on-failure    read-only           unsafe     default      skip
-on-failure    read-only           unsafe     escalated    skip+bypass   GUARDED
+on-failure    read-only           unsafe     escalated    skip+bypass
 on-failure    read-only           dangerous  default      ask
-on-failure    read-only           dangerous  escalated    ask+bypass    GUARDED
+on-failure    read-only           dangerous  escalated    ask+bypass
 on-failure    workspace-write     safe       default      skip
-on-failure    workspace-write     safe       escalated    skip+bypass   GUARDED
+on-failure    workspace-write     safe       escalated    skip+bypass
 on-failure    workspace-write     unsafe     default      skip
-on-failure    workspace-write     unsafe     escalated    skip+bypass   GUARDED
+on-failure    workspace-write     unsafe     escalated    skip+bypass
 on-failure    workspace-write     dangerous  default      ask
-on-failure    workspace-write     dangerous  escalated    ask+bypass    GUARDED
+on-failure    workspace-write     dangerous  escalated    ask+bypass
 on-failure    danger-full-access  safe       default      skip
 on-failure    danger-full-access  safe       escalated    skip
 on-failure    danger-full-access  unsafe     default      skip
@@ -87,17 +82,17 @@ on-failure    danger-full-access  unsafe     escalated    skip
 on-failure    danger-full-access  dangerous  default      ask
 on-failure    danger-full-access  dangerous  escalated    ask
 on-request    read-only           safe       default      skip
-on-request    read-only           safe       escalated    skip+bypass   REACHABLE
+on-request    read-only           safe       escalated    skip+bypass
 on-request    read-only           unsafe     default      skip
 on-request    read-only           unsafe     escalated    ask+bypass
 on-request    read-only           dangerous  default      ask
-on-request    read-only           dangerous  escalated    ask+bypass    REACHABLE
+on-request    read-only           dangerous  escalated    ask+bypass
 on-request    workspace-write     safe       default      skip
-on-request    workspace-write     safe       escalated    skip+bypass   REACHABLE
+on-request    workspace-write     safe       escalated    skip+bypass
 on-request    workspace-write     unsafe     default      skip
 on-request    workspace-write     unsafe     escalated    ask+bypass
 on-request    workspace-write     dangerous  default      ask
-on-request    workspace-write     dangerous  escalated    ask+bypass    REACHABLE
+on-request    workspace-write     dangerous  escalated    ask+bypass
 on-request    danger-full-access  safe       default      skip
 on-request    danger-full-access  safe       escalated    skip
 on-request    danger-full-access  unsafe     default      skip
@@ -105,15 +100,15 @@ on-request    danger-full-access  unsafe     escalated    skip
 on-request    danger-full-access  dangerous  default      ask
 on-request    danger-full-access  dangerous  escalated    ask
 never         read-only           safe       default      skip
-never         read-only           safe       escalated    skip+bypass   GUARDED
+never         read-only           safe       escalated    skip+bypass
 never         read-only           unsafe     default      skip
-never         read-only           unsafe     escalated    skip+bypass   GUARDED
+never         read-only           unsafe     escalated    skip+bypass
 never         read-only           dangerous  default      forbid
 never         read-only           dangerous  escalated    forbid
 never         workspace-write     safe       default      skip
-never         workspace-write     safe       escalated    skip+bypass   GUARDED
+never         workspace-write     safe       escalated    skip+bypass
 never         workspace-write     unsafe     default      skip
-never         workspace-write     unsafe     escalated    skip+bypass   GUARDED
+never         workspace-write     unsafe     escalated    skip+bypass
 never         workspace-write     dangerous  default      forbid
 never         workspace-write     dangerous  escalated    forbid
 never         danger-full-access  safe       default      skip
@@ -128,10 +123,9 @@ never         danger-full-access  dangerous  escalated    forbid
 def _rows() -> list[Any]:
     rows = []
     for line in TABLE.strip().splitlines():
-        policy, sandbox, kind, perms, expected, *note = line.split()
-        marks = [pytest.mark.xfail(strict=True, reason=globals()[note[0]])] if note else []
+        policy, sandbox, kind, perms, expected = line.split()
         row = (ApprovalPolicy(policy), SandboxMode(sandbox), kind, perms, expected)
-        rows.append(pytest.param(*row, id=f"{policy}-{sandbox}-{kind}-{perms}", marks=marks))
+        rows.append(pytest.param(*row, id=f"{policy}-{sandbox}-{kind}-{perms}"))
     return rows
 
 
@@ -168,35 +162,23 @@ COMPOUND = [
     pytest.param("never", ["bash", "-lc", "rm -rf x <<EOF\nEOF"], "forbid", id="heredoc-rm"),
     pytest.param("on-request", ["bash", "-lc", "echo hi > out.txt"], "skip", id="redirect"),
     pytest.param("untrusted", ["bash", "-lc", ""], "ask", id="empty-script"),
-    pytest.param(
-        "untrusted",
-        HEREDOC_WRITE,
-        "ask",
-        id="heredoc-prefix-is-never-known-safe",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="policy.py cannot tell a here-document prefix (['cat']) from a plain "
-            "command: Codex skips the known-safe rule for complex-parsed commands",
-        ),
-    ),
+    pytest.param("untrusted", HEREDOC_WRITE, "ask", id="heredoc-prefix-is-never-known-safe"),
 ]
 
 
 @pytest.mark.parametrize(("policy", "argv", "expected"), COMPOUND)
 def test_compound_commands(policy: str, argv: list[str], expected: str) -> None:
     sandbox = SandboxMode.WORKSPACE_WRITE
-    requirement = exec_approval_requirement(ApprovalPolicy(policy), sandbox, commands_of(argv))
+    commands, complex_parsed = exec_policy_commands(argv)
+    requirement = exec_approval_requirement(
+        ApprovalPolicy(policy), sandbox, commands, complex_parsed=complex_parsed, argv=argv
+    )
     assert _summary(requirement, sandbox) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Codex shows the whole argv, shlex-joined, in the refusal; policy.py only "
-    "receives the sub-commands and joins them with spaces",
-)
 def test_forbidden_reason_names_the_whole_command() -> None:
     requirement = exec_approval_requirement(
-        ApprovalPolicy.NEVER, SandboxMode.WORKSPACE_WRITE, commands_of(SCRIPT_RM)
+        ApprovalPolicy.NEVER, SandboxMode.WORKSPACE_WRITE, commands_of(SCRIPT_RM), argv=SCRIPT_RM
     )
     assert requirement == Forbidden("`bash -lc 'ls && rm -rf /tmp/x'` rejected: blocked by policy")
 

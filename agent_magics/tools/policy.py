@@ -6,6 +6,7 @@ tested as tables. The orchestrator acts on what they return.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from agent_magics.tools.approval import (
@@ -25,32 +26,38 @@ def exec_approval_requirement(
     commands: Sequence[Sequence[str]],
     permissions: SandboxPermissions = SandboxPermissions.USE_DEFAULT,
     justification: str | None = None,
+    *,
+    complex_parsed: bool = False,
+    argv: Sequence[str] | None = None,
 ) -> ApprovalRequirement:
     """Codex's fallback rules for a command split into its sub-commands.
 
-    1. every sub-command known-safe -> run; 2. a dangerous one -> forbidden under
-    ``never``, else ask; 3. ``never`` / ``on-failure`` -> run (the sandbox protects);
+    1. every sub-command known-safe -> run (never for commands split off a
+    here-document, ``complex_parsed``); 2. a dangerous one -> forbidden under ``never``,
+    else ask; 3. ``never`` / ``on-failure`` -> run (the sandbox protects);
     4. ``untrusted`` -> ask; 5. ``on-request`` -> run under full access, else ask only
-    when the model asked for escalated permissions.
+    when the model asked for escalated permissions. A ``require_escalated`` request runs
+    its first attempt outside the sandbox whatever the decision. ``argv`` is the whole
+    command, named in a refusal.
     """
     from agent_magics.tools.safety import is_dangerous_command, is_known_safe_command
 
     escalate = permissions is not SandboxPermissions.USE_DEFAULT
-    shown = " ".join(" ".join(c) for c in commands)
-    if commands and all(is_known_safe_command(c) for c in commands) and not escalate:
-        return Skip()
+    bypass = permissions is SandboxPermissions.REQUIRE_ESCALATED
+    whole = argv if argv is not None else [w for c in commands for w in c]
+    if commands and not complex_parsed and all(is_known_safe_command(c) for c in commands):
+        return Skip(bypass_sandbox=bypass)
     if any(is_dangerous_command(c) for c in commands):
         if policy is ApprovalPolicy.NEVER:
-            return Forbidden(f"`{shown}` rejected: blocked by policy")
-        return NeedsApproval(justification)
+            return Forbidden(f"`{shlex.join(whole)}` rejected: blocked by policy")
+        return NeedsApproval(justification, bypass_sandbox=bypass)
     if policy in (ApprovalPolicy.NEVER, ApprovalPolicy.ON_FAILURE):
-        return Skip()
+        return Skip(bypass_sandbox=bypass)
     if policy is ApprovalPolicy.UNTRUSTED:
-        return NeedsApproval(justification)
+        return NeedsApproval(justification, bypass_sandbox=bypass)
     if sandbox is SandboxMode.DANGER_FULL_ACCESS:
         return Skip()
     if escalate:
-        bypass = permissions is SandboxPermissions.REQUIRE_ESCALATED
         return NeedsApproval(justification, bypass_sandbox=bypass)
     return Skip()
 
