@@ -1,0 +1,511 @@
+"""exec_command / write_stdin with real processes: PTYs, pipes, sessions, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision, approve_all
+from agent_magics.tools.context import (
+    FunctionPayload,
+    SessionServices,
+    ShellInfo,
+    ToolInvocation,
+    TurnContext,
+)
+from agent_magics.tools.exec import ProcessManager, manager_for
+from agent_magics.tools.exec.buffer import HeadTailBuffer
+from agent_magics.tools.exec.collect import clamp_yield, poll_wait_ms
+from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+
+EXEC = ExecCommandHandler()
+STDIN = WriteStdinHandler()
+
+
+@pytest.fixture
+async def services() -> Any:
+    services = SessionServices()
+    yield services
+    await manager_for(services).close()
+
+
+def invocation(
+    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
+) -> ToolInvocation:
+    context = TurnContext(cwd=cwd, shell=ShellInfo("/bin/bash", "bash"), **turn)
+    return ToolInvocation(
+        "call-1", handler.name, FunctionPayload(json.dumps(args)), context, services
+    )
+
+
+async def run(
+    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
+) -> str:
+    try:
+        return str((await handler.handle(invocation(handler, args, services, cwd, **turn))).content)
+    except RespondToModel as exc:
+        return f"ERROR {exc.message}"
+
+
+def body(text: str) -> str:
+    return text.split("\nOutput:\n", 1)[1]
+
+
+def session_of(text: str) -> int:
+    found = re.search(r"Process running with session ID (\d+)", text)
+    assert found, text
+    return int(found.group(1))
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting to be reaped counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+async def gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+# -- exec_command ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param({"cmd": "echo one; echo two", "tty": True}, "one\r\ntwo\r\n", id="tty-crlf"),
+        pytest.param({"cmd": "echo one; echo two"}, "one\ntwo\n", id="pipes-lf"),
+        pytest.param(
+            {"cmd": "test -t 0 && echo tty || echo notty", "tty": True}, "tty\r\n", id="tty-stdin"
+        ),
+        pytest.param({"cmd": "test -t 1 && echo tty || echo notty"}, "notty\n", id="pipe-stdout"),
+        pytest.param({"cmd": "read x; echo rc=$?"}, "rc=1\n", id="stdin-at-eof"),
+        pytest.param({"cmd": "echo a; echo b >&2; echo c"}, "a\nb\nc\n", id="stderr-merged"),
+        pytest.param({"cmd": "printf abc"}, "abc", id="no-newline"),
+        pytest.param(
+            {"cmd": "echo $TERM $NO_COLOR $PAGER $CODEX_CI"}, "dumb 1 cat 1\n", id="forced-env"
+        ),
+        pytest.param({"cmd": "echo $CODEX_TOOL_CALL_ID"}, "call-1\n", id="call-id-env"),
+    ],
+)
+async def test_exec_command_output(
+    services: SessionServices, tmp_path: Path, args: dict[str, Any], expected: str
+) -> None:
+    text = await run(EXEC, args, services, tmp_path)
+    assert text.startswith("Chunk ID: ")
+    assert "Process exited with code 0\n" in text
+    assert body(text) == expected
+
+
+async def test_exit_codes_and_signals(services: SessionServices, tmp_path: Path) -> None:
+    assert "Process exited with code 3\n" in await run(EXEC, {"cmd": "exit 3"}, services, tmp_path)
+    killed = await run(EXEC, {"cmd": "kill -9 $$"}, services, tmp_path)
+    assert "Process exited with code 137\n" in killed
+
+
+async def test_response_layout(services: SessionServices, tmp_path: Path) -> None:
+    text = await run(EXEC, {"cmd": "echo hello"}, services, tmp_path)
+    lines = text.split("\n")
+    assert re.fullmatch(r"Chunk ID: [0-9a-f]{6}", lines[0])
+    assert re.fullmatch(r"Wall time: \d+\.\d{4} seconds", lines[1])
+    assert lines[2:] == [
+        "Process exited with code 0",
+        "Original token count: 2",
+        "Output:",
+        "hello",
+        "",
+    ]
+
+
+async def test_thread_id_variable(services: SessionServices, tmp_path: Path) -> None:
+    text = await run(EXEC, {"cmd": "echo $CODEX_THREAD_ID"}, services, tmp_path, thread_id="t-42")
+    assert body(text) == "t-42\n"
+
+
+@pytest.mark.parametrize(
+    ("workdir", "expected"),
+    [pytest.param("sub", "sub", id="relative"), pytest.param("", "", id="empty-is-cwd")],
+)
+async def test_workdir(
+    services: SessionServices, tmp_path: Path, workdir: str, expected: str
+) -> None:
+    (tmp_path / "sub").mkdir()
+    text = await run(EXEC, {"cmd": "pwd -P", "workdir": workdir}, services, tmp_path)
+    assert body(text) == f"{(tmp_path / expected).resolve()}\n".replace("/\n", "\n")
+
+
+async def test_missing_workdir_is_a_create_process_error(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    text = await run(EXEC, {"cmd": "pwd", "workdir": "nope"}, services, tmp_path)
+    assert text == (
+        'ERROR exec_command failed: CreateProcess { message: "Rejected(\\"Failed to create '
+        'unified exec process: No such file or directory (os error 2)\\")" }'
+    )
+    assert manager_for(services).session_ids == []
+
+
+@pytest.mark.parametrize(
+    ("budget", "head", "marker"),
+    [
+        pytest.param(0, "", "…6 tokens truncated…", id="zero"),
+        pytest.param(5, "1\n2\n3\n4\n5\n", "…1 tokens truncated…", id="five"),
+    ],
+)
+async def test_max_output_tokens(
+    services: SessionServices, tmp_path: Path, budget: int, head: str, marker: str
+) -> None:
+    text = await run(EXEC, {"cmd": "seq 1 10", "max_output_tokens": budget}, services, tmp_path)
+    assert "Original token count: 6\n" in text
+    expected_start = (
+        "Warning: truncated output (original token count: 6)\nTotal output lines: 10\n\n"
+    )
+    assert body(text).startswith(expected_start + head[: budget * 2])
+    assert marker in body(text)
+
+
+async def test_output_beyond_a_mebibyte_keeps_head_and_tail(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    cmd = "printf START; head -c 3000000 /dev/zero | tr '\\0' x; printf END"
+    text = await run(EXEC, {"cmd": cmd, "max_output_tokens": 400_000}, services, tmp_path)
+    assert "Original token count: 262144\n" in text
+    out = body(text)
+    assert out.startswith("STARTxxx") and out.endswith("xxxEND")
+    assert len(out) == 1024 * 1024
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+async def test_running_command_becomes_a_session(services: SessionServices, tmp_path: Path) -> None:
+    text = await run(
+        EXEC, {"cmd": "echo early; sleep 30", "yield_time_ms": 300}, services, tmp_path
+    )
+    sid = session_of(text)
+    assert "Process exited" not in text and body(text) == "early\n"
+    assert 1000 <= sid < 100_000 and manager_for(services).session_ids == [sid]
+
+
+async def test_interactive_cat(services: SessionServices, tmp_path: Path) -> None:
+    sid = session_of(
+        await run(EXEC, {"cmd": "cat", "tty": True, "yield_time_ms": 250}, services, tmp_path)
+    )
+    first = await run(
+        STDIN, {"session_id": sid, "chars": "hello\n", "yield_time_ms": 500}, services, tmp_path
+    )
+    assert session_of(first) == sid and body(first) == "hello\r\nhello\r\n"
+    second = await run(
+        STDIN, {"session_id": sid, "chars": "again\n", "yield_time_ms": 500}, services, tmp_path
+    )
+    assert body(second) == "again\r\nagain\r\n"
+    done = await run(
+        STDIN, {"session_id": sid, "chars": "\u0004", "yield_time_ms": 2000}, services, tmp_path
+    )
+    assert "Process exited with code 0\n" in done and body(done) == ""
+    assert await run(STDIN, {"session_id": sid}, services, tmp_path) == (
+        f"ERROR write_stdin failed: Unknown process id {sid}"
+    )
+
+
+async def test_python_repl(services: SessionServices, tmp_path: Path) -> None:
+    start = await run(
+        EXEC, {"cmd": "python3 -q -i", "tty": True, "yield_time_ms": 1500}, services, tmp_path
+    )
+    sid = session_of(start)
+    assert body(start).endswith(">>> ")
+    answer = await run(
+        STDIN,
+        {"session_id": sid, "chars": "print(6*7)\n", "yield_time_ms": 800},
+        services,
+        tmp_path,
+    )
+    assert body(answer) == "print(6*7)\r\n42\r\n>>> "
+    bye = await run(
+        STDIN, {"session_id": sid, "chars": "exit()\n", "yield_time_ms": 3000}, services, tmp_path
+    )
+    assert "Process exited with code 0\n" in bye
+
+
+async def test_ctrl_c_interrupts_the_foreground_job(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    cmd = "trap 'echo caught' INT; sleep 30 & wait; echo after"
+    sid = session_of(
+        await run(EXEC, {"cmd": cmd, "tty": True, "yield_time_ms": 300}, services, tmp_path)
+    )
+    text = await run(
+        STDIN, {"session_id": sid, "chars": "\u0003", "yield_time_ms": 2000}, services, tmp_path
+    )
+    assert "caught" in body(text)
+
+
+async def test_poll_returns_when_the_process_ends(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    sid = session_of(
+        await run(
+            EXEC, {"cmd": "sleep 0.5; echo finished", "yield_time_ms": 250}, services, tmp_path
+        )
+    )
+    text = await run(STDIN, {"session_id": sid, "yield_time_ms": 60_000}, services, tmp_path)
+    assert "Process exited with code 0\n" in text and body(text) == "finished\n"
+
+
+async def test_output_between_calls_is_kept_for_the_next_poll(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    cmd = "echo one; sleep 0.3; echo two; sleep 0.7"
+    sid = session_of(await run(EXEC, {"cmd": cmd, "yield_time_ms": 250}, services, tmp_path))
+    await asyncio.sleep(0.6)
+    text = await run(
+        STDIN, {"session_id": sid, "chars": "", "yield_time_ms": 250}, services, tmp_path
+    )
+    assert "two\n" in body(text)
+
+
+async def test_stdin_closed_without_tty(services: SessionServices, tmp_path: Path) -> None:
+    sid = session_of(await run(EXEC, {"cmd": "sleep 30", "yield_time_ms": 250}, services, tmp_path))
+    assert await run(STDIN, {"session_id": sid, "chars": "x"}, services, tmp_path) == (
+        "ERROR write_stdin failed: stdin is closed for this session; rerun exec_command with "
+        "tty=true to keep stdin open"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            {"session_id": 12345},
+            "ERROR write_stdin failed: Unknown process id 12345",
+            id="unknown",
+        ),
+        pytest.param(
+            {"chars": "x"},
+            "ERROR failed to parse function arguments: missing field `session_id`",
+            id="missing",
+        ),
+    ],
+)
+async def test_write_stdin_errors(
+    services: SessionServices, tmp_path: Path, args: dict[str, Any], expected: str
+) -> None:
+    assert (await run(STDIN, args, services, tmp_path)).startswith(expected)
+
+
+# -- waiting rules and buffers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ms", "expected"),
+    [
+        pytest.param(0, 250, id="floor"),
+        pytest.param(1000, 1000, id="kept"),
+        pytest.param(99_999, 30_000, id="cap"),
+    ],
+)
+def test_clamp_yield(ms: int, expected: int) -> None:
+    assert clamp_yield(ms) == expected
+
+
+@pytest.mark.parametrize(
+    ("ms", "writing", "expected"),
+    [
+        pytest.param(0, True, 250, id="write-floor"),
+        pytest.param(50_000, True, 30_000, id="write-cap"),
+        pytest.param(250, False, 5_000, id="poll-floor"),
+        pytest.param(10**7, False, 300_000, id="poll-cap"),
+    ],
+)
+def test_poll_wait(ms: int, writing: bool, expected: int) -> None:
+    assert poll_wait_ms(ms, writing) == expected
+
+
+@pytest.mark.parametrize(
+    ("pushes", "kept", "dropped"),
+    [
+        pytest.param([b"abc"], b"abc", 0, id="fits"),
+        pytest.param([b"abcdef", b"ghij"], b"abcghij", 3, id="middle-dropped"),
+        pytest.param([b"ab", b"cdefghijkl"], b"abcijkl", 5, id="one-big-chunk"),
+        pytest.param([b"a"] * 10, b"aaaaaaa", 3, id="many-small"),
+    ],
+)
+def test_head_tail_buffer(pushes: list[bytes], kept: bytes, dropped: int) -> None:
+    buf = HeadTailBuffer(capacity=7)
+    for chunk in pushes:
+        buf.push(chunk)
+    assert (buf.snapshot(), buf.dropped) == (kept, dropped)
+    assert buf.drain() == kept and len(buf) == 0
+
+
+# -- limits, stopping and cancellation ------------------------------------------------------
+
+
+async def test_sixty_sessions_warn_and_sixty_five_prune(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    manager = manager_for(services)
+    args = {"cmd": "sleep 60", "yield_time_ms": 250, "login": False}
+    await asyncio.gather(*(run(EXEC, args, services, tmp_path) for _ in range(65)))
+    assert len(manager.session_ids) == 64
+    warnings = [m for m in services.pending_user_messages if "maximum number" in m]
+    assert len(warnings) == 6
+    assert warnings[0] == (
+        "Warning: The maximum number of unified exec processes you can keep open is 60 and you "
+        "currently have 60 processes open. Reuse older processes or close them to prevent "
+        "automatic pruning of old processes"
+    )
+
+
+async def test_kill_all_kills_the_whole_process_group(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    text = await run(
+        EXEC, {"cmd": "sleep 1000 & echo $!; wait", "yield_time_ms": 500}, services, tmp_path
+    )
+    session_of(text)
+    pid = int(body(text))
+    assert alive(pid)
+    manager_for(services).kill_all()
+    assert await gone(pid)
+    assert manager_for(services).session_ids == []
+
+
+async def test_close_ends_every_session(tmp_path: Path) -> None:
+    services = SessionServices()
+    text = await run(
+        EXEC, {"cmd": "sleep 1000 & echo $!; wait", "yield_time_ms": 500}, services, tmp_path
+    )
+    pid = int(body(text))
+    await manager_for(services).close()
+    assert await gone(pid)
+
+
+async def test_cancelled_exec_command_keeps_its_session_until_kill_all(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    task = asyncio.ensure_future(
+        run(EXEC, {"cmd": f"echo $$ > {pidfile}; sleep 1000"}, services, tmp_path)
+    )
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    pid = int(pidfile.read_text())
+    assert alive(pid) and len(manager_for(services).session_ids) == 1
+    manager_for(services).kill_all()
+    assert await gone(pid)
+
+
+async def test_cancelled_spawn_leaves_nothing_running(tmp_path: Path) -> None:
+    manager = ProcessManager()
+    pidfile = tmp_path / "pid"
+    task = asyncio.ensure_future(
+        manager.spawn(
+            ["sh", "-c", f"echo $$ > {pidfile}; exec sleep 1000"], tmp_path, dict(os.environ), False
+        )
+    )
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await gone(int(pidfile.read_text()))
+
+
+async def test_escalation_guard(services: SessionServices, tmp_path: Path) -> None:
+    args = {"cmd": "ls", "sandbox_permissions": "require_escalated"}
+    text = await run(EXEC, args, services, tmp_path, approval_policy=ApprovalPolicy.NEVER)
+    assert text == (
+        "ERROR approval policy is Never; reject command — you cannot ask for escalated "
+        "permissions if the approval policy is Never"
+    )
+
+
+async def test_login_disabled(services: SessionServices, tmp_path: Path) -> None:
+    text = await run(
+        EXEC, {"cmd": "true", "login": True}, services, tmp_path, allow_login_shell=False
+    )
+    assert text == "ERROR login shell is disabled by config; omit `login` or set it to false."
+
+
+async def test_denied_approval(tmp_path: Path) -> None:
+    async def deny(request: Any) -> ReviewDecision:
+        return ReviewDecision.DENIED
+
+    services = SessionServices(approver=deny)
+    text = await run(
+        EXEC, {"cmd": "touch x"}, services, tmp_path, approval_policy=ApprovalPolicy.UNTRUSTED
+    )
+    assert text == (
+        'ERROR exec_command failed: CreateProcess { message: "Rejected(\\"exec command '
+        'rejected by user\\")" }'
+    )
+    assert not (tmp_path / "x").exists()
+
+
+async def test_approved_for_session_is_remembered(tmp_path: Path) -> None:
+    asked: list[Any] = []
+
+    async def approve(request: Any) -> ReviewDecision:
+        asked.append(request)
+        return ReviewDecision.APPROVED_FOR_SESSION
+
+    services = SessionServices(approver=approve)
+    for _ in range(2):
+        text = await run(
+            EXEC, {"cmd": "touch x"}, services, tmp_path, approval_policy=ApprovalPolicy.UNTRUSTED
+        )
+        assert "Process exited with code 0" in text
+    assert len(asked) == 1
+    [key] = asked[0].keys
+    assert key == {
+        "command": ["touch", "x"],
+        "cwd": str(tmp_path),
+        "sandbox_permissions": "use_default",
+        "additional_permissions": None,
+        "tty": False,
+    }
+    await manager_for(services).close()
+
+
+@pytest.mark.parametrize(
+    ("cmd", "mutating"),
+    [
+        pytest.param("ls -la", False, id="ls"),
+        pytest.param("git status", False, id="git-status"),
+        pytest.param("rm -rf x", True, id="rm"),
+        pytest.param("ls > out", True, id="redirect"),
+    ],
+)
+def test_is_mutating(tmp_path: Path, cmd: str, mutating: bool) -> None:
+    assert (
+        EXEC.is_mutating(
+            invocation(EXEC, {"cmd": cmd}, SessionServices(approver=approve_all), tmp_path)
+        )
+        is mutating
+    )
+    assert STDIN.is_mutating(invocation(STDIN, {"session_id": 1}, SessionServices(), tmp_path))
