@@ -8,6 +8,7 @@ written over and over with large ``os.write`` calls, so a gigabyte takes about a
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,3 +84,19 @@ def make_text_file(path: Path, size_bytes: int) -> TextFile:
     finally:
         os.close(fd)
     return TextFile(path, blocks * BLOCK_LINES)
+
+
+def scratch_parent(quick: bool) -> str | None:
+    """Where to generate the data: a RAM-backed folder when one has room (creating and
+    deleting 50,000 files on a slow disk takes minutes, and disk writeback adds noise),
+    else the system's temporary folder (``None``)."""
+    need = (512 << 20) if quick else (3 << 30)
+    shm = "/dev/shm"
+    try:
+        room = shutil.disk_usage(shm).free
+        ram = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if room >= need and ram >= 2 * need and os.access(shm, os.W_OK):
+        return shm
+    return None

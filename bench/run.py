@@ -16,8 +16,6 @@ value; one without (``"<= 1.15"``) bounds the ratio candidate / baseline.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import sys
 import tempfile
@@ -33,17 +31,9 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the package, if 
 
 import _cases
 import _gen
+from _report import Result, header, report
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Result:
-    value: float
-    unit: str
-    ratio: float | None = None
-    baseline: float | None = None  # in ``unit``; shown in the table only
-    note: str = ""
 
 
 @dataclass
@@ -191,90 +181,7 @@ def _ratio(candidate: float, baseline: float) -> float | None:
     return candidate / baseline if baseline > 0 else None
 
 
-# -- running and reporting --------------------------------------------------------------
-
-
-def meets(target: str, value: float, ratio: float | None) -> bool | None:
-    """Whether ``target`` holds: with a unit it bounds the value, without one the ratio."""
-    op, bound, *unit = target.split()
-    subject = value if unit else ratio
-    if subject is None:
-        return None
-    return subject <= float(bound) if op == "<=" else subject >= float(bound)
-
-
-def _fmt(x: float | None, digits: int = 3) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.{digits}g}" if abs(x) < 10 else f"{x:.1f}"
-
-
-COLUMNS = (
-    ("benchmark", 26),
-    ("value", 10),
-    ("unit", 4),
-    ("baseline", 10),
-    ("ratio", 7),
-    ("target", 10),
-    ("status", 7),
-    ("secs", 6),
-)
-
-
-def _row(cells: list[str]) -> str:
-    return "  ".join(c.ljust(w) for c, (_, w) in zip(cells, COLUMNS, strict=True)).rstrip()
-
-
-def report(
-    b: Benchmark, result: Result | None, secs: float, as_json: bool, error: str = ""
-) -> None:
-    if as_json:
-        line: dict[str, Any] = {
-            "name": b.name,
-            "value": round(result.value, 4) if result else None,
-            "unit": result.unit if result else None,
-            "ratio": round(result.ratio, 4) if result and result.ratio is not None else None,
-            "target": b.target,
-        }
-        if error:
-            line["error"] = error
-        print(json.dumps(line), flush=True)
-        return
-    if result is None:
-        print(
-            _row([b.name, "-", "", "-", "-", b.target, "CRASHED", f"{secs:.1f}"]) + f"  {error}",
-            flush=True,
-        )
-        return
-    ok = meets(b.target, result.value, result.ratio)
-    status = "?" if ok is None else ("ok" if ok else "MISSED")
-    cells = [
-        b.name,
-        _fmt(result.value),
-        result.unit,
-        _fmt(result.baseline),
-        _fmt(result.ratio),
-        b.target,
-        status,
-        f"{secs:.1f}",
-    ]
-    print(_row(cells) + (f"  ({result.note})" if result.note else ""), flush=True)
-
-
-def scratch_parent(quick: bool) -> str | None:
-    """Where to generate the data: a RAM-backed folder when one has room (creating and
-    deleting 50,000 files on a slow disk takes minutes, and disk writeback adds noise),
-    else the system's temporary folder (``None``)."""
-    need = (512 << 20) if quick else (3 << 30)
-    shm = "/dev/shm"
-    try:
-        room = shutil.disk_usage(shm).free
-        ram = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if room >= need and ram >= 2 * need and os.access(shm, os.W_OK):
-        return shm
-    return None
+# -- running ----------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,13 +201,12 @@ def main(argv: list[str] | None = None) -> int:
 
     crashed = False
     started = time.monotonic()
-    parent = args.tmpdir or scratch_parent(args.quick)
+    parent = args.tmpdir or _gen.scratch_parent(args.quick)
     tmp = Path(tempfile.mkdtemp(prefix="agent_magics_bench_", dir=parent))
     try:
         ctx = Ctx(quick=args.quick, tmp=tmp)
         if not args.json:
-            print(_row([name for name, _ in COLUMNS]), flush=True)
-            print(_row(["-" * w for _, w in COLUMNS]), flush=True)
+            header()
         for b in chosen:
             t0 = time.monotonic()
             try:
@@ -308,9 +214,16 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:
                 crashed = True
                 traceback.print_exc(file=sys.stderr)
-                report(b, None, time.monotonic() - t0, args.json, f"{type(exc).__name__}: {exc}")
+                report(
+                    b.name,
+                    b.target,
+                    None,
+                    time.monotonic() - t0,
+                    args.json,
+                    f"{type(exc).__name__}: {exc}",
+                )
                 continue
-            report(b, result, time.monotonic() - t0, args.json)
+            report(b.name, b.target, result, time.monotonic() - t0, args.json)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if not args.json:
