@@ -28,6 +28,7 @@ from agent_magics.tools.exec.format import (
     rust_debug_str,
     rust_f32_display,
 )
+from agent_magics.tools.exec.guard import can_retry_unsandboxed, looks_sandbox_denied
 from agent_magics.tools.exec.shell_exec import aggregate, decode_output
 from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
 from agent_magics.tools.truncate import TruncationPolicy
@@ -441,3 +442,46 @@ def test_decode_output(data: bytes, text: str) -> None:
 )
 def test_rust_debug_str(text: str, debug: str) -> None:
     assert rust_debug_str(text) == debug
+
+
+async def test_dangerous_command_is_refused_under_never(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    (tmp_path / "x").write_text("keep")
+    args = {"command": "rm -rf x"}
+    text, ok = await run(
+        SHELL_COMMAND, args, services, tmp_path, approval_policy=ApprovalPolicy.NEVER
+    )
+    assert (text, ok) == ("`/bin/bash -lc 'rm -rf x'` rejected: blocked by policy", False)
+    assert (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("output", "code", "denied"),
+    [
+        pytest.param("touch: x: Operation not permitted", 1, True, id="keyword"),
+        pytest.param("Read-only file system", 1, True, id="keyword-case"),
+        pytest.param("Permission denied", 0, False, id="success-never"),
+        pytest.param("not found", 127, False, id="quick-reject-127"),
+        pytest.param("", 2, False, id="quick-reject-2"),
+        pytest.param("", 159, True, id="sigsys"),
+        pytest.param("boom", 1, False, id="plain-failure"),
+    ],
+)
+def test_sandbox_denial_heuristic(output: str, code: int, denied: bool) -> None:
+    assert looks_sandbox_denied(output, code) is denied
+
+
+@pytest.mark.parametrize(
+    ("policy", "allowed"),
+    [
+        pytest.param(ApprovalPolicy.UNTRUSTED, True, id="untrusted"),
+        pytest.param(ApprovalPolicy.ON_FAILURE, True, id="on-failure"),
+        pytest.param(ApprovalPolicy.ON_REQUEST, False, id="on-request"),
+        pytest.param(ApprovalPolicy.NEVER, False, id="never"),
+    ],
+)
+def test_retry_without_sandbox_is_asked_only_when_allowed(
+    policy: ApprovalPolicy, allowed: bool
+) -> None:
+    assert can_retry_unsandboxed(policy) is allowed

@@ -509,3 +509,15 @@ def test_is_mutating(tmp_path: Path, cmd: str, mutating: bool) -> None:
         is mutating
     )
     assert STDIN.is_mutating(invocation(STDIN, {"session_id": 1}, SessionServices(), tmp_path))
+
+
+async def test_dangerous_command_is_refused_under_never(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    text = await run(
+        EXEC, {"cmd": "rm -rf x"}, services, tmp_path, approval_policy=ApprovalPolicy.NEVER
+    )
+    assert text == (
+        'ERROR exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -lc '
+        "'rm -rf x'` rejected: blocked by policy\\\")\" }"
+    )

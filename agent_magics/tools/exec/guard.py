@@ -16,7 +16,11 @@ from agent_magics.tools.approval import (
     SandboxMode,
     SandboxPermissions,
 )
-from agent_magics.tools.safety import canonical_command, commands_of, is_known_safe_command
+from agent_magics.tools.safety import (
+    canonical_command,
+    exec_policy_commands,
+    is_known_safe_command,
+)
 
 EXEC_REJECTED = "exec command rejected by user"
 ADDITIONAL_DISABLED = (
@@ -35,12 +39,6 @@ DENIAL_KEYWORDS = (
     "landlock",
     "failed to write file",
 )
-
-
-def sub_commands(argv: Sequence[str]) -> list[list[str]]:
-    """The commands the policy judges: a plain word-only ``bash -lc`` script split into
-    its commands, a here-document command by its prefix, anything else as one command."""
-    return commands_of(argv)
 
 
 def approval_key(
@@ -65,10 +63,18 @@ def requirement_for(
     permissions: SandboxPermissions,
     justification: str | None,
 ) -> ApprovalRequirement:
+    """The approval requirement of running ``argv`` (judged by its sub-commands)."""
     from agent_magics.tools.policy import exec_approval_requirement
 
+    commands, complex_parsed = exec_policy_commands(argv)
     return exec_approval_requirement(
-        policy, sandbox, sub_commands(argv), permissions, justification
+        policy,
+        sandbox,
+        commands,
+        permissions,
+        justification,
+        complex_parsed=complex_parsed,
+        argv=argv,
     )
 
 
