@@ -521,3 +521,20 @@ async def test_dangerous_command_is_refused_under_never(
         'ERROR exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -lc '
         "'rm -rf x'` rejected: blocked by policy\\\")\" }"
     )
+
+
+async def test_kill_all_reaches_jobs_of_an_interactive_shell(
+    services: SessionServices, tmp_path: Path
+) -> None:
+    args = {"cmd": "exec bash --norc --noprofile -i", "tty": True, "yield_time_ms": 500}
+    sid = session_of(await run(EXEC, args, services, tmp_path))
+    chars = "sleep 1000 & echo PID=$!; echo pgid=$(ps -o pgid= $!)\n"
+    text = await run(
+        STDIN, {"session_id": sid, "chars": chars, "yield_time_ms": 1000}, services, tmp_path
+    )
+    found = re.search(r"PID=(\d+)", body(text).replace("PID=$!", ""))
+    assert found, text
+    pid = int(found.group(1))
+    assert alive(pid) and os.getpgid(pid) == pid  # a job of its own, not the shell's group
+    manager_for(services).kill_all()
+    assert await gone(pid)

@@ -58,9 +58,11 @@ def _groups_in_session(sid: int) -> set[int]:
     return groups
 
 
-def kill_group(leader: int, sig: int = signal.SIGKILL) -> None:
-    """Signal the process group led by ``leader`` and any other group of its session."""
-    for group in {leader} | _groups_in_session(leader):
+def kill_group(leader: int, sig: int = signal.SIGKILL, whole_session: bool = False) -> None:
+    """Signal the process group led by ``leader``; with ``whole_session``, also the other
+    groups of its session (an interactive shell in a PTY puts each job in its own group)."""
+    groups = {leader} | (_groups_in_session(leader) if whole_session else set())
+    for group in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(group, sig)
 
@@ -263,8 +265,8 @@ class ExecProcess:
         self._writes.put(data)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Signal the command's whole process group (and session)."""
-        kill_group(self.pid, sig)
+        """Signal the command's process group (every group of its session for a PTY)."""
+        kill_group(self.pid, sig, whole_session=self.tty)
 
     def dispose(self) -> None:
         """Kill what is left of the command and release its threads and descriptors."""
