@@ -239,7 +239,7 @@ class ExecCommandHandler:
                 )
             except RespondToModel as exc:
                 raise RespondToModel(create_process_failed(exc.message)) from None
-            if confined and confined[0] and denied(process):
+            if confined[0] and denied(process):
                 text = process.snapshot().decode("utf-8", errors="replace")
                 raise RespondToModel(sandbox_denied_failure(text, process.exit_code or 0))
             result = await manager.start(
@@ -259,6 +259,10 @@ class ExecCommandHandler:
             if session_id not in manager.session_ids:
                 manager.release_id(session_id)
             raise
+        if confined[0] and result.exit_code is not None:
+            seen = result.output.decode("utf-8", errors="replace")
+            if looks_sandbox_denied(seen, result.exit_code):
+                raise RespondToModel(sandbox_denied_failure(seen, result.exit_code))
         text = unified_response(
             chunk_id=new_chunk_id(),
             wall_time=result.wall_time,
