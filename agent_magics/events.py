@@ -14,6 +14,13 @@ from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 
 
 @dataclass(frozen=True)
+class SandboxUnavailable:
+    """No sandbox mechanism works here: every command will wait for a person's approval."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class TurnStarted:
     prompt: str
 
@@ -138,7 +145,8 @@ class TurnAbortedEvent:
 
 
 Event = (
-    TurnStarted
+    SandboxUnavailable
+    | TurnStarted
     | TextDelta
     | AssistantMessage
     | ReasoningSummary

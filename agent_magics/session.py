@@ -8,6 +8,7 @@ Everything a front end needs to show arrives as events (:mod:`agent_magics.event
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from agent_magics.events import (
     EventSink,
     ReasoningSummary,
     RetryScheduled,
+    SandboxUnavailable,
     TextDelta,
     TurnAbortedEvent,
     TurnFinished,
@@ -75,6 +77,7 @@ class Session:
         self.history: list[Item] = []
         self.usage = Usage()
         self.shell = ShellInfo.detect()
+        self._sandbox_checked = False
 
     # -- events -------------------------------------------------------------------------
 
@@ -160,6 +163,7 @@ class Session:
         """Run one turn to its end. Raises UserError for problems a person must fix and
         TurnAborted when the person stopped it; the history stays well-formed either way."""
         turn = self.turn_context()
+        self._check_sandbox(turn)
         if not self.history:
             self.history.extend(self._opening_messages(turn))
         self.history.append(Message.user(prompt))
@@ -189,6 +193,18 @@ class Session:
         self.usage = self.usage + usage
         self._emit(TurnFinished(final_text, usage))
         return TurnResult(final_text, usage)
+
+    def _check_sandbox(self, turn: TurnContext) -> None:
+        """Say once per session when no sandbox works here (commands then need approval)."""
+        if self._sandbox_checked:
+            return
+        self._sandbox_checked = True
+        from agent_magics.tools.sandbox.platform import unavailable_notice
+
+        notice = unavailable_notice(turn.sandbox_mode)
+        if notice is not None:
+            logging.getLogger("agent_magics").warning(notice)
+            self._emit(SandboxUnavailable(notice))
 
     async def _sample(self) -> tuple[list[Item], Usage]:
         """One model response, re-sent after retryable stream failures."""
