@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 NEVER_PROMPT = "approval required by policy, but AskForApproval is set to Never"
+RETRY_REASON = "command failed; retry without sandbox?"
 
 
 class Orchestrator:
@@ -42,10 +43,11 @@ class Orchestrator:
     def __init__(self, services: SessionServices) -> None:
         self.services = services
 
-    async def ask(self, request: ApprovalRequest) -> ReviewDecision:
-        """Ask a person, unless every key of ``request`` was approved for the session."""
+    async def ask(self, request: ApprovalRequest, *, use_cache: bool = True) -> ReviewDecision:
+        """Ask a person, unless every key of ``request`` was approved for the session
+        (and ``use_cache`` allows skipping the question)."""
         store = self.services.approvals
-        if store.all_approved(request.keys):
+        if use_cache and store.all_approved(request.keys):
             self.services.emit(
                 ApprovalDecided(request.call_id, ReviewDecision.APPROVED_FOR_SESSION, True)
             )
@@ -94,14 +96,18 @@ class Orchestrator:
         if not approved_by_person:
             retry = replace(
                 request,
-                reason="command failed; retry without sandbox?",
+                reason=RETRY_REASON,
                 retry_without_sandbox=True,
             )
-            await self._decide(retry, rejection)
+            # A patch's retry question always reaches the person, even for files
+            # approved for the session; a command's is skipped when remembered.
+            await self._decide(retry, rejection, use_cache=request.kind != "patch")
         return await attempt(NO_SANDBOX)
 
-    async def _decide(self, request: ApprovalRequest, rejection: str) -> None:
-        decision = await self.ask(request)
+    async def _decide(
+        self, request: ApprovalRequest, rejection: str, *, use_cache: bool = True
+    ) -> None:
+        decision = await self.ask(request, use_cache=use_cache)
         if decision is ReviewDecision.ABORT:
             raise TurnAborted(rejection)
         if decision is ReviewDecision.DENIED:
