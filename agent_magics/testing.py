@@ -55,7 +55,7 @@ def custom_tool_call(name: str, input_text: str, call_id: str | None = None) -> 
 
 USAGE = {
     "input_tokens": 10,
-    "input_tokens_details": {"cached_tokens": 0},
+    "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
     "output_tokens": 5,
     "output_tokens_details": {"reasoning_tokens": 0},
     "total_tokens": 15,
@@ -67,7 +67,16 @@ def response_events(
 ) -> Iterator[dict[str, Any]]:
     """The event sequence of one response, shaped as the Responses API streams it."""
     seq = iter(range(1_000_000))
-    base = {"id": response_id, "object": "response", "model": "scripted", "output": []}
+    base = {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": "scripted",
+        "output": [],
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "tools": [],
+    }
     yield {
         "type": "response.created",
         "sequence_number": next(seq),
