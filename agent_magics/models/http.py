@@ -1,0 +1,279 @@
+"""What every HTTP model client shares: POST a JSON body, read an SSE stream, retry.
+
+Layer-one retries live here: 5xx, 408, 409, 429 and transport errors are re-sent with
+Codex's backoff (or the server's ``Retry-After``); 400/401/403/404 become one sentence
+saying which setting to fix. A stream that drops, stays idle or reports a failure is
+raised as :class:`StreamFailed` for the session to re-send the turn. Each protocol
+supplies the request body and a :class:`Decoder` for its stream. The API key travels
+only in the request header and is cut out of every message built from server text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar, Protocol
+
+import httpx
+
+from agent_magics.errors import ConnectionFailed, ModelError
+from agent_magics.models._sse import SseParser
+from agent_magics.models.base import (
+    ItemDone,
+    ModelEvent,
+    ModelRequest,
+    OutputTextDelta,
+    StreamFailed,
+)
+from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after, try_again_hint
+from agent_magics.models.secret import Scrubber
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+NOT_RETRYABLE_FAILURES = frozenset(
+    {
+        "context_length_exceeded",
+        "insufficient_quota",
+        "usage_not_included",
+        "invalid_prompt",
+        "server_is_overloaded",
+        "slow_down",
+    }
+)
+DONE = "[DONE]"  # the Chat Completions end marker, kept as such in recordings
+
+RetryHook = Callable[[int, float, str], None]
+
+
+class Decoder(Protocol):
+    """Turns one response's stream payloads (parsed ``data:`` JSON) into model events."""
+
+    def feed(self, data: dict[str, Any]) -> list[ModelEvent]: ...
+
+    def finish(self, done_marker: bool) -> list[ModelEvent]:
+        """The events held back to the end; raises StreamFailed if the stream was cut."""
+        ...
+
+
+class Recorder(Protocol):
+    def add(self, body: dict[str, Any], tape: list[Any]) -> None: ...
+
+
+def stream_failure(code: str, message: str) -> StreamFailed:
+    """A failure reported inside a stream, mapped by its code as Codex does."""
+    if code in NOT_RETRYABLE_FAILURES:
+        return StreamFailed(f"{message} ({code})", retryable=False)
+    delay = try_again_hint(message) if code == "rate_limit_exceeded" else None
+    return StreamFailed(message, retryable=True, delay_s=delay)
+
+
+def replay_tape(decoder: Decoder, tape: list[Any]) -> list[ModelEvent]:
+    """Decode a recorded stream (its payloads in order, maybe ending with ``[DONE]``)."""
+    events: list[ModelEvent] = []
+    done = False
+    for data in tape:
+        if data == DONE:
+            done = True
+            break
+        if isinstance(data, dict):
+            events.extend(decoder.feed(data))
+    events.extend(decoder.finish(done))
+    return events
+
+
+class SseClient:
+    """One pooled ``httpx.AsyncClient``; subclasses say where to POST and how to read."""
+
+    endpoint: ClassVar[str] = ""
+    provider: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        request_max_retries: int = 4,
+        stream_idle_timeout_s: float = 300.0,
+        http: httpx.AsyncClient | None = None,
+        on_retry: RetryHook | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.redact = Scrubber(api_key)
+        self.request_max_retries = request_max_retries
+        self.stream_idle_timeout_s = stream_idle_timeout_s
+        self._http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=10.0, read=stream_idle_timeout_s, write=30.0, pool=30.0)
+        )
+        self.on_retry = on_retry
+        self.recorder = recorder
+
+    # -- what a protocol supplies ------------------------------------------------------
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decoder(self, request: ModelRequest) -> Decoder:
+        raise NotImplementedError
+
+    # -- shared ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        url = f"{self.base_url}/{self.endpoint}"
+        body = self.body(request)
+        payload = json.dumps(body).encode()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._http.stream(
+                    "POST", url, content=payload, headers=self._headers()
+                ) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        delay = self._retry_delay(response, attempt)
+                        if delay is None:
+                            raise self._status_error(response, request)
+                        await self._sleep(attempt, delay, f"HTTP {response.status_code}")
+                        continue
+                    tape: list[Any] | None = [] if self.recorder else None
+                    async for event in self._decode(response, self.decoder(request), tape):
+                        yield event
+                    if self.recorder is not None and tape is not None:
+                        self.recorder.add(body, tape)
+                    return
+            except httpx.TransportError as exc:
+                if isinstance(exc, httpx.ReadTimeout):
+                    raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
+                if attempt > self.request_max_retries:
+                    raise ConnectionFailed(
+                        self.redact(
+                            f"Could not reach the model server at {self.base_url} "
+                            f"({type(exc).__name__}); check --base-url and that the server runs."
+                        )
+                    ) from None
+                await self._sleep(attempt, backoff(attempt), type(exc).__name__)
+
+    async def _sleep(self, attempt: int, delay: float, reason: str) -> None:
+        if self.on_retry:
+            self.on_retry(attempt, delay, reason)
+        await asyncio.sleep(delay)
+
+    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
+        status = response.status_code
+        if attempt > self.request_max_retries:
+            return None
+        if status < 500 and status not in RETRY_STATUSES:
+            return None
+        hinted = retry_after(response.headers)
+        if hinted is not None:
+            return hinted if hinted <= MAX_SERVER_DELAY_S else None
+        return backoff(attempt)
+
+    def _status_error(self, response: httpx.Response, request: ModelRequest) -> Exception:
+        status = response.status_code
+        detail = error_message(response)
+        if status == 401:
+            text = (
+                "The model server rejected the API key (HTTP 401); "
+                "set OPENAI_API_KEY to a valid key."
+            )
+        elif status == 403:
+            text = "The model server refused access (HTTP 403); check the API key's permissions."
+        elif status == 404:
+            text = (
+                f"The model server has no model {request.model!r} or no /{self.endpoint} "
+                f"endpoint (HTTP 404); check --model and --base-url."
+            )
+        elif status in (400, 422):
+            text = f"The model server rejected the request (HTTP {status}): {detail}"
+        elif status == 429 or status >= 500:
+            what = "rate limit" if status == 429 else "server error"
+            text = f"The model server kept answering with a {what} (HTTP {status}): {detail}"
+            return ConnectionFailed(self.redact(text))
+        else:
+            text = f"The model server answered HTTP {status}: {detail}"
+        return ModelError(self.redact(text))
+
+    async def _decode(
+        self, response: httpx.Response, decoder: Decoder, tape: list[Any] | None
+    ) -> AsyncIterator[ModelEvent]:
+        """Events of one stream. The idle timer, as in Codex, runs from the moment we
+        start waiting for the next event; chunks are parsed without an await per line."""
+        loop = asyncio.get_running_loop()
+        parser = SseParser()
+        chunks = response.aiter_bytes().__aiter__()
+        deadline = loop.time() + self.stream_idle_timeout_s
+        done = ended = False
+        while not (done or ended):
+            try:
+                async with asyncio.timeout_at(deadline):
+                    chunk = await chunks.__anext__()
+                sse_events = parser.feed(chunk)
+            except StopAsyncIteration:
+                sse_events, ended = parser.close(), True
+            except (TimeoutError, httpx.ReadTimeout):
+                raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
+            except httpx.TransportError:
+                raise StreamFailed(
+                    "stream disconnected before completion", retryable=True
+                ) from None
+            for sse in sse_events:
+                if sse.data == DONE:
+                    done = True
+                    if tape is not None:
+                        tape.append(DONE)
+                    break
+                try:
+                    data = json.loads(sse.data)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(data, dict):
+                    continue
+                if tape is not None:
+                    tape.append(data)
+                for event in self._guard(decoder.feed, data):
+                    yield self._scrubbed(event) if self.redact else event
+            if sse_events:
+                deadline = loop.time() + self.stream_idle_timeout_s
+        for event in self._guard(decoder.finish, done):
+            yield self._scrubbed(event) if self.redact else event
+
+    def _scrubbed(self, event: ModelEvent) -> ModelEvent:
+        """The model's own words never carry the key on (into history, outputs, files)."""
+        if isinstance(event, OutputTextDelta):
+            return OutputTextDelta(event.item_id, self.redact(event.delta))
+        if isinstance(event, ItemDone):
+            return ItemDone(self.redact.data(event.item))
+        return event
+
+    def _guard(self, step: Callable[[Any], list[ModelEvent]], arg: Any) -> list[ModelEvent]:
+        try:
+            return step(arg)
+        except StreamFailed as exc:
+            raise StreamFailed(
+                self.redact(exc.message), retryable=exc.retryable, delay_s=exc.delay_s
+            ) from None
+
+
+def error_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text[:300] or response.reason_phrase
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict) and err.get("message"):
+        return str(err["message"])
+    if isinstance(err, str):
+        return err
+    return response.text[:300]
