@@ -42,8 +42,10 @@ class SessionConfig(BaseModel):
 
     model: str = DEFAULT_MODEL
     """Model name sent with every request."""
-    provider: Literal["responses", "chat", "replay"] = "responses"
-    """Wire protocol: the Responses API, Chat Completions, or an offline recording."""
+    provider: Literal["auto", "responses", "chat", "replay"] = "auto"
+    """Wire protocol: the Responses API, Chat Completions, or an offline recording;
+    ``auto`` is the Responses API when an API key or a base URL is set, else the
+    shipped offline recording."""
     base_url: str = DEFAULT_BASE_URL
     """Where the model server listens (``.../v1``)."""
     api_key: SecretStr | None = Field(default=None, repr=False, exclude=True)
@@ -78,6 +80,10 @@ class SessionConfig(BaseModel):
     """Seconds without a stream event before the stream counts as dropped."""
     supports_images: bool = True
     """Whether the model takes images (view_image)."""
+    record_path: Path | None = None
+    """Record the live session's requests and responses to this JSONL file (no API key)."""
+    replay_path: Path | None = None
+    """The recording the ``replay`` provider plays (default: the shipped demo)."""
 
     @field_validator("experimental_supported_tools", mode="before")
     @classmethod
