@@ -1,0 +1,162 @@
+"""Recorded sessions: written from a live model, played back offline.
+
+A recording is JSONL. The first line names the format and the protocol that was
+recorded; each further line is one exchange: the request body exactly as sent, and the
+response stream as the list of its ``data:`` payloads (the API key is never in a body,
+and is cut out of every line besides). Playback answers each request with the next
+exchange, read by the same decoder the live client uses, after checking that the
+request matches the recorded one well enough: the same prompts and the same tool
+outputs, once times, process ids and the working folder are masked. Anything else ends
+the turn with one sentence saying that this is a recording and how to use a live model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agent_magics.errors import ConfigError, ModelError
+from agent_magics.models.base import ModelEvent, ModelRequest
+from agent_magics.models.chat import ChatDecoder, chat_body
+from agent_magics.models.chat_convert import chat_tools
+from agent_magics.models.http import Decoder, replay_tape
+from agent_magics.models.responses import ResponsesDecoder, responses_body
+from agent_magics.models.secret import Scrubber
+
+FORMAT = "agent_magics.recording"
+VERSION = 1
+DEMO_RECORDING = "demo.jsonl"
+LIVE_HINT = (
+    "to use a live model, set OPENAI_API_KEY, or point --base-url at a model server "
+    "(with --provider chat for a Chat Completions one)."
+)
+OPENING = ("<environment_context>", "# AGENTS.md instructions for")
+
+Protocol = tuple[Callable[[ModelRequest], dict[str, Any]], Callable[[ModelRequest], Decoder]]
+PROTOCOLS: dict[str, Protocol] = {
+    "responses": (responses_body, lambda request: ResponsesDecoder()),
+    "chat": (chat_body, lambda request: ChatDecoder(chat_tools(request.tools)[1])),
+}
+
+_VOLATILE = [
+    (re.compile(r"Wall time: \d+(?:\.\d+)? seconds"), "Wall time: <t> seconds"),
+    (re.compile(r"Chunk ID: [0-9a-f]+"), "Chunk ID: <id>"),
+    (re.compile(r"session ID \d+"), "session ID <id>"),
+    (re.compile(r"process id \d+"), "process id <id>"),
+    (re.compile(r"after \d+ milliseconds"), "after <ms> milliseconds"),
+    (re.compile(r'"duration_seconds":\s*[0-9.]+'), '"duration_seconds":<t>'),
+]
+_CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
+
+
+class Recorder:
+    """Writes a recording as a live client streams; each call appends one exchange.
+    The key, and any piece of it a stream cut apart, is scrubbed from every line."""
+
+    def __init__(self, path: Path, provider: str, secret: str | None = None) -> None:
+        self.path = path
+        self._scrub = Scrubber(secret)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._write({"format": FORMAT, "version": VERSION, "provider": provider}, "w")
+
+    def add(self, body: dict[str, Any], tape: list[Any]) -> None:
+        self._write({"request": body, "response": tape}, "a")
+
+    def _write(self, record: dict[str, Any], mode: str) -> None:
+        line = self._scrub(json.dumps(record, ensure_ascii=False))
+        with self.path.open(mode, encoding="utf-8") as out:
+            out.write(line + "\n")
+
+
+def load_recording(path: Path | None) -> tuple[str, list[dict[str, Any]]]:
+    """The recorded protocol and the exchanges; ``None`` means the shipped demo."""
+    try:
+        if path is None:
+            text = (resources.files("agent_magics.recordings") / DEMO_RECORDING).read_text(
+                encoding="utf-8"
+            )
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"Cannot read the recording {path}: {exc}.") from None
+    header = records[0] if records else {}
+    provider = header.get("provider")
+    if header.get("format") != FORMAT or provider not in PROTOCOLS:
+        raise ConfigError(f"{path} is not a recording of a model session.")
+    return str(provider), records[1:]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def signature(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """What must match between a live request and its recording: the prompts and the
+    tool outputs sent, in order, with volatile parts and the working folder masked."""
+    items = body.get("input") or body.get("messages") or []
+    found = _CWD.search(json.dumps(items))
+    cwd = json.loads(f'"{found.group(1)}"') if found else None
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if item.get("role") == "user" and item.get("type", "message") == "message":
+            text = _text(item.get("content"))
+            if not text.startswith(OPENING):
+                out.append(("prompt", text))
+        elif item.get("role") == "tool" or item.get("type") in (
+            "function_call_output",
+            "custom_tool_call_output",
+        ):
+            text = _text(item.get("output", item.get("content")))
+            for pattern, mask in _VOLATILE:
+                text = pattern.sub(mask, text)
+            out.append(("output", text.replace(cwd, "{cwd}") if cwd else text))
+    return out
+
+
+def _mismatch(live: list[tuple[str, str]], recorded: list[tuple[str, str]]) -> str:
+    prompts = [text for kind, text in recorded if kind == "prompt"]
+    if [t for k, t in live if k == "prompt"] != prompts and prompts:
+        expected = prompts[-1] if len(prompts[-1]) <= 80 else prompts[-1][:77] + "..."
+        what = f"it expects the prompt {expected!r}"
+    else:
+        what = "a tool output differs from the recorded one"
+    return f"This is an offline recording and this request does not match it ({what}); " + (
+        LIVE_HINT
+    )
+
+
+class ReplayClient:
+    """Plays a recording back in order, as if the model answered."""
+
+    provider = "replay"
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.recorded_provider, self.exchanges = load_recording(path)
+        self.position = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if self.position >= len(self.exchanges):
+            raise ModelError(
+                "This is an offline recording and it has no more answers; " + LIVE_HINT
+            )
+        build_body, make_decoder = PROTOCOLS[self.recorded_provider]
+        exchange = self.exchanges[self.position]
+        live, recorded = signature(build_body(request)), signature(exchange.get("request", {}))
+        if live != recorded:
+            raise ModelError(_mismatch(live, recorded))
+        self.position += 1
+        for event in replay_tape(make_decoder(request), exchange.get("response") or []):
+            yield event
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,250 @@
+"""Recordings: written from live sessions of both protocols, played back offline; the
+shipped demo plays when no model is configured; mismatches end the turn with one
+sentence; the API key is in no recording, output or error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics import Session, SessionConfig
+from agent_magics.config import load_config
+from agent_magics.errors import ConfigError, ModelError
+from agent_magics.models import ReplayClient, create_client, resolve_provider
+from agent_magics.models.replay import LIVE_HINT, load_recording
+from agent_magics.models.secret import MIN_PIECE, Scrubber
+from agent_magics.protocol import Message
+from agent_magics.recordings import DEMO_PROMPT, write_demo_files
+from agent_magics.recordings.record_demo import FINAL
+from agent_magics.testing import function_call, message
+from agent_magics.tools.approval import approve_all
+from tests.chat_fault_server import chat_sse
+from tests.fault_server import Answer, FaultServer, responses_sse, status
+
+KEY = "sk-replay-secret-1357913579"
+PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]
+ENCODERS = {"responses": responses_sse, "chat": chat_sse}
+PLAN = {"plan": [{"step": "look", "status": "in_progress"}]}
+
+
+def offline_config(folder: Path, **options: Any) -> SessionConfig:
+    """What a person gets with no key, no base URL and no config files."""
+    return load_config(cwd=folder, options=options, env={}, home=folder)
+
+
+def script(final: str = "Planned.") -> list[Answer]:
+    return [
+        Answer(items=[function_call("update_plan", PLAN, "c1")]),
+        Answer(items=[message(final)]),
+    ]
+
+
+async def record(
+    folder: Path, protocol: str, path: Path, final: str = "Planned."
+) -> tuple[str, list[dict[str, Any]]]:
+    server = FaultServer(script(final), encode=ENCODERS[protocol])
+    try:
+        config = SessionConfig(
+            model="m",
+            provider=protocol,
+            base_url=server.base_url,
+            api_key=KEY,
+            cwd=folder,
+            shell_type="disabled",
+            record_path=path,
+        )
+        session = Session(config)
+        result = await session.run_turn("make a plan")
+        await session.aclose()
+    finally:
+        server.close()
+    return result.final_text, server.requests
+
+
+# -- the shipped demo ----------------------------------------------------------------------
+
+
+def test_no_key_and_no_base_url_means_the_recording(tmp_path: Path) -> None:
+    assert resolve_provider(offline_config(tmp_path)) == "replay"
+    assert resolve_provider(offline_config(tmp_path, api_key=KEY)) == "responses"
+    assert resolve_provider(offline_config(tmp_path, base_url="http://127.0.0.1:1/v1")) == (
+        "responses"
+    )
+    assert resolve_provider(offline_config(tmp_path, provider="chat")) == "chat"
+    assert isinstance(create_client(offline_config(tmp_path)), ReplayClient)
+    with pytest.raises(ModelError, match="No API key"):
+        create_client(offline_config(tmp_path, provider="responses"))
+
+
+async def test_shipped_demo_plays_offline(tmp_path: Path) -> None:
+    write_demo_files(tmp_path)
+    session = Session(offline_config(tmp_path), approver=approve_all)
+    result = await session.run_turn(DEMO_PROMPT)
+    await session.aclose()
+    assert result.final_text == FINAL
+    assert "+ 1" not in (tmp_path / "stats.py").read_text()
+    assert result.usage.total_tokens > 0 and session.usage == result.usage
+    with pytest.raises(ModelError) as info:
+        await session.run_turn("and now?")
+    assert str(info.value) == "This is an offline recording and it has no more answers; " + (
+        LIVE_HINT
+    )
+
+
+async def test_other_prompt_gets_one_sentence_and_history_stays(tmp_path: Path) -> None:
+    write_demo_files(tmp_path)
+    session = Session(offline_config(tmp_path), approver=approve_all)
+    with pytest.raises(ModelError) as info:
+        await session.run_turn("write me a poem")
+    await session.aclose()
+    assert str(info.value) == (
+        "This is an offline recording and this request does not match it "
+        f"(it expects the prompt {DEMO_PROMPT!r}); " + LIVE_HINT
+    )
+    assert [type(i) for i in session.history] == [Message, Message]
+    assert (tmp_path / "stats.py").read_text().endswith("+ 1\n")
+
+
+async def test_different_tool_output_gets_one_sentence(tmp_path: Path) -> None:
+    write_demo_files(tmp_path)
+    (tmp_path / "stats.py").write_text("def mean(values):\n    return 0\n")
+    session = Session(offline_config(tmp_path), approver=approve_all)
+    with pytest.raises(ModelError) as info:
+        await session.run_turn(DEMO_PROMPT)
+    await session.aclose()
+    assert str(info.value) == (
+        "This is an offline recording and this request does not match it "
+        "(a tool output differs from the recorded one); " + LIVE_HINT
+    )
+    items = [i.wire() for i in session.history]
+    calls = [i["call_id"] for i in items if i["type"] == "function_call"]
+    assert calls == [i["call_id"] for i in items if i["type"] == "function_call_output"]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        pytest.param(None, "Cannot read the recording", id="missing"),
+        pytest.param("not json\n", "Cannot read the recording", id="not-json"),
+        pytest.param('{"hello": 1}\n', "is not a recording of a model session", id="foreign"),
+    ],
+)
+def test_bad_recording_file(tmp_path: Path, text: str | None, fragment: str) -> None:
+    path = tmp_path / "r.jsonl"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ConfigError, match=fragment):
+        load_recording(path)
+
+
+# -- record, then replay -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_recorded_session_replays(tmp_path: Path, protocol: str) -> None:
+    path = tmp_path / "rec" / "session.jsonl"
+    live_text, sent = await record(tmp_path, protocol, path)
+    text = path.read_text()
+    assert KEY not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0] == {"format": "agent_magics.recording", "version": 1, "provider": protocol}
+    assert [line["request"] for line in lines[1:]] == sent
+    if protocol == "chat":
+        assert lines[1]["response"][-1] == "[DONE]"
+
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    config = offline_config(other, provider="replay", replay_path=str(path), shell_type="disabled")
+    session = Session(config)
+    result = await session.run_turn("make a plan")
+    await session.aclose()
+    assert result.final_text == live_text == "Planned."
+    outputs = [i.wire() for i in session.history if i.type == "function_call_output"]
+    assert [o["output"] for o in outputs] == ["Plan updated"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_key_echoed_by_the_model_is_scrubbed_even_in_pieces(
+    tmp_path: Path, protocol: str
+) -> None:
+    path = tmp_path / "echo.jsonl"
+    live_text, _ = await record(tmp_path, protocol, path, final=f"The key is {KEY}, see?")
+    assert live_text == "The key is [redacted], see?"
+    text = path.read_text()
+    pieces = {KEY[i : i + MIN_PIECE] for i in range(len(KEY) - MIN_PIECE + 1)}
+    assert not [p for p in pieces if p in text]
+    assert "[redacted]" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(f"a {KEY} b", "a [redacted] b", id="whole"),
+        pytest.param(f"x{KEY[:12]}", "x[redacted]", id="head"),
+        pytest.param(f"{KEY[-9:]}!", "[redacted]!", id="tail"),
+        pytest.param(f"{KEY[:5]} {KEY[5:12]}", f"{KEY[:5]} {KEY[5:12]}", id="short-pieces-stay"),
+        pytest.param("nothing here", "nothing here", id="clean"),
+    ],
+)
+def test_scrubber(text: str, expected: str) -> None:
+    assert Scrubber(KEY)(text) == expected
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_MAGICS_"))}
+    env |= {"OPENAI_API_KEY": KEY, "HOME": str(folder)}
+    return subprocess.run(
+        [sys.executable, "-m", "agent_magics", "exec", "-C", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_cli_records_and_replays_without_the_key(tmp_path: Path, protocol: str) -> None:
+    path = tmp_path / "cli.jsonl"
+    server = FaultServer(script(), encode=ENCODERS[protocol])
+    try:
+        live = cli(
+            tmp_path, "--provider", protocol, "--base-url", server.base_url, "--record", str(path),
+            "-c", 'shell_type="disabled"', "make a plan",
+        )  # fmt: skip
+    finally:
+        server.close()
+    assert live.returncode == 0, live.stderr
+    assert live.stdout == "Planned.\n"
+    assert "tokens: " in live.stderr
+    replayed = cli(
+        tmp_path, "--provider", "replay", "-c", f"replay_path={json.dumps(str(path))}",
+        "-c", 'shell_type="disabled"', "make a plan",
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == live.stdout
+    for out in (live.stdout, live.stderr, replayed.stdout, replayed.stderr, path.read_text()):
+        assert KEY not in out
+
+
+def test_cli_error_is_one_sentence_without_the_key(tmp_path: Path) -> None:
+    server = FaultServer([status(401, error=f"Incorrect API key provided: {KEY}")])
+    try:
+        result = cli(tmp_path, "--base-url", server.base_url, "hello")
+    finally:
+        server.close()
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "agent-magics: The model server rejected the API key (HTTP 401); "
+        "set OPENAI_API_KEY to a valid key.\n"
+    )
