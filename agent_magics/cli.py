@@ -41,7 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("exec", help="run one turn headlessly in the current folder")
     ex.add_argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
     ex.add_argument("-m", "--model", help="model name")
-    ex.add_argument("--provider", choices=["responses", "chat", "replay"])
+    ex.add_argument(
+        "--provider",
+        choices=["auto", "responses", "chat", "replay"],
+        help="wire protocol; auto (the default) plays the shipped offline recording "
+        "when neither an API key nor --base-url is set",
+    )
+    ex.add_argument(
+        "--record", type=Path, metavar="PATH", help="record the session to PATH (JSONL)"
+    )
     ex.add_argument("-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy])
     ex.add_argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
     ex.add_argument("-C", "--cd", type=Path, help="work in this folder")
@@ -108,6 +116,7 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
         "approval_policy": args.approval_policy,
         "sandbox_mode": args.sandbox,
         "cwd": str(args.cd.resolve()) if args.cd else os.getcwd(),
+        "record_path": str(args.record.resolve()) if args.record else None,
     }
     config = load_config(options=options, overrides=args.config)
     interactive = sys.stdin.isatty() and prompt_from_args(args)
@@ -119,6 +128,14 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
         await session.aclose()
     if result.final_text:
         print(result.final_text)
+    u = result.usage
+    if u.total_tokens:
+        print(
+            f"tokens: {u.input_tokens} in ({u.cached_input_tokens} cached), "
+            f"{u.output_tokens} out ({u.reasoning_output_tokens} reasoning), "
+            f"{u.total_tokens} total",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
