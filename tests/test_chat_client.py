@@ -123,10 +123,10 @@ def test_history_becomes_messages() -> None:
     ]
 
 
-def test_calls_without_text_get_a_null_content() -> None:
+def test_calls_without_text_get_an_empty_content() -> None:
     items = [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}]
     [assistant] = chat_messages("", items)
-    assert assistant["content"] is None
+    assert assistant["content"] == ""
     assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
 
 

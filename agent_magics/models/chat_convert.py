@@ -2,9 +2,10 @@
 
 History items become messages: consecutive calls of one response share one assistant
 message; each output becomes a ``tool`` message (images in outputs follow as one user
-message, since tool messages carry text only). Reasoning and unknown items have no
-Chat Completions form and are left out. A freeform (custom) tool is offered as a
-function with one string parameter, ``input``.
+message, since tool messages carry text only). An assistant message with calls and no
+text has ``content: ""``, not null: llama-cpp-python's server rejects null there.
+Reasoning and unknown items have no Chat Completions form and are left out. A freeform
+(custom) tool is offered as a function with one string parameter, ``input``.
 """
 
 from __future__ import annotations
@@ -122,14 +123,14 @@ def chat_messages(instructions: str, items: list[dict[str, Any]]) -> list[dict[s
             images = []
         if kind in CALLS:
             if open_assistant is None:
-                open_assistant = {"role": "assistant", "content": None}
+                open_assistant = {"role": "assistant", "content": ""}
                 messages.append(open_assistant)
             open_assistant.setdefault("tool_calls", []).append(_tool_call(item))
         elif kind == "message":
             role, content = item.get("role"), item.get("content", "")
             if role == "assistant":
                 text = content if isinstance(content, str) else _texts(content)
-                open_assistant = {"role": "assistant", "content": text or None}
+                open_assistant = {"role": "assistant", "content": text}
                 messages.append(open_assistant)
                 continue
             role = "system" if role in ("developer", "system") else "user"
