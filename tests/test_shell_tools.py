@@ -141,7 +141,8 @@ async def test_shell_command(
 
 async def test_timeout_kills_the_group(services: SessionServices, tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    args = {"command": f"echo start; sleep 1000 & echo $! > {pidfile}; wait", "timeout_ms": 500}
+    command = f"echo start; sleep 1000 & echo $! > {pidfile}; wait"
+    args = {"command": command, "timeout_ms": 1500, "login": False}
     text, ok = await run(SHELL_COMMAND, args, services, tmp_path)
     lines = without_wall_time(text).split("\n")
     assert lines[:3] == ["Exit code: 124", "Wall time: W seconds", "Output:"]
@@ -271,7 +272,7 @@ async def test_cancellation_kills_the_command(services: SessionServices, tmp_pat
     args = {"command": f"sleep 1000 & echo $! > {pidfile}; wait"}
     task = asyncio.ensure_future(run(SHELL_COMMAND, args, services, tmp_path))
     while not pidfile.exists() or not pidfile.read_text().strip():
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

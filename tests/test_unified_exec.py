@@ -87,6 +87,27 @@ async def gone(pid: int, within: float = 5.0) -> bool:
     return True
 
 
+async def read_until(
+    services: SessionServices, cwd: Path, sid: int, seen: str, needle: str, polls: int = 4
+) -> str:
+    """``seen`` plus further output of session ``sid`` until ``needle`` shows up (a slow
+    machine may need more than one wait)."""
+    for _ in range(polls):
+        if needle in seen:
+            break
+        text = await run(STDIN, {"session_id": sid, "yield_time_ms": 250}, services, cwd)
+        if text.startswith("ERROR"):
+            break
+        seen += body(text)
+    return seen
+
+
+async def read_pid(path: Path) -> int:
+    while not path.exists() or not path.read_text().strip():
+        await asyncio.sleep(0.02)
+    return int(path.read_text())
+
+
 # -- exec_command ---------------------------------------------------------------------------
 
 
@@ -203,22 +224,20 @@ async def test_running_command_becomes_a_session(services: SessionServices, tmp_
         EXEC, {"cmd": "echo early; sleep 30", "yield_time_ms": 300}, services, tmp_path
     )
     sid = session_of(text)
-    assert "Process exited" not in text and body(text) == "early\n"
+    assert "Process exited" not in text
+    assert await read_until(services, tmp_path, sid, body(text), "early\n") == "early\n"
     assert 1000 <= sid < 100_000 and manager_for(services).session_ids == [sid]
 
 
 async def test_interactive_cat(services: SessionServices, tmp_path: Path) -> None:
-    sid = session_of(
-        await run(EXEC, {"cmd": "cat", "tty": True, "yield_time_ms": 250}, services, tmp_path)
-    )
-    first = await run(
-        STDIN, {"session_id": sid, "chars": "hello\n", "yield_time_ms": 500}, services, tmp_path
-    )
-    assert session_of(first) == sid and body(first) == "hello\r\nhello\r\n"
-    second = await run(
-        STDIN, {"session_id": sid, "chars": "again\n", "yield_time_ms": 500}, services, tmp_path
-    )
-    assert body(second) == "again\r\nagain\r\n"
+    args = {"cmd": "cat", "tty": True, "yield_time_ms": 250, "login": False}
+    sid = session_of(await run(EXEC, args, services, tmp_path))
+    for line in ("hello", "again"):
+        chars = {"session_id": sid, "chars": f"{line}\n", "yield_time_ms": 500}
+        answer = await run(STDIN, chars, services, tmp_path)
+        assert session_of(answer) == sid
+        expected = f"{line}\r\n{line}\r\n"  # the terminal's echo, then cat's copy
+        assert await read_until(services, tmp_path, sid, body(answer), expected) == expected
     done = await run(
         STDIN, {"session_id": sid, "chars": "\u0004", "yield_time_ms": 2000}, services, tmp_path
     )
@@ -233,14 +252,15 @@ async def test_python_repl(services: SessionServices, tmp_path: Path) -> None:
         EXEC, {"cmd": "python3 -q -i", "tty": True, "yield_time_ms": 1500}, services, tmp_path
     )
     sid = session_of(start)
-    assert body(start).endswith(">>> ")
+    assert (await read_until(services, tmp_path, sid, body(start), ">>> ")).endswith(">>> ")
     answer = await run(
         STDIN,
         {"session_id": sid, "chars": "print(6*7)\n", "yield_time_ms": 800},
         services,
         tmp_path,
     )
-    assert body(answer) == "print(6*7)\r\n42\r\n>>> "
+    expected = "print(6*7)\r\n42\r\n>>> "
+    assert await read_until(services, tmp_path, sid, body(answer), expected) == expected
     bye = await run(
         STDIN, {"session_id": sid, "chars": "exit()\n", "yield_time_ms": 3000}, services, tmp_path
     )
@@ -250,14 +270,14 @@ async def test_python_repl(services: SessionServices, tmp_path: Path) -> None:
 async def test_ctrl_c_interrupts_the_foreground_job(
     services: SessionServices, tmp_path: Path
 ) -> None:
-    cmd = "trap 'echo caught' INT; sleep 30 & wait; echo after"
-    sid = session_of(
-        await run(EXEC, {"cmd": cmd, "tty": True, "yield_time_ms": 300}, services, tmp_path)
-    )
-    text = await run(
-        STDIN, {"session_id": sid, "chars": "\u0003", "yield_time_ms": 2000}, services, tmp_path
-    )
-    assert "caught" in body(text)
+    cmd = "trap 'echo caught' INT; echo ready; sleep 30 & wait; echo after"
+    args = {"cmd": cmd, "tty": True, "yield_time_ms": 300, "login": False}
+    start = await run(EXEC, args, services, tmp_path)
+    sid = session_of(start)
+    assert "ready" in await read_until(services, tmp_path, sid, body(start), "ready")
+    chars = {"session_id": sid, "chars": "\u0003", "yield_time_ms": 2000}
+    text = await run(STDIN, chars, services, tmp_path)
+    assert "caught" in await read_until(services, tmp_path, sid, body(text), "caught")
 
 
 async def test_poll_returns_when_the_process_ends(
@@ -275,9 +295,9 @@ async def test_poll_returns_when_the_process_ends(
 async def test_output_between_calls_is_kept_for_the_next_poll(
     services: SessionServices, tmp_path: Path
 ) -> None:
-    cmd = "echo one; sleep 0.3; echo two; sleep 0.7"
+    cmd = "echo one; sleep 1; echo two; sleep 0.5"
     sid = session_of(await run(EXEC, {"cmd": cmd, "yield_time_ms": 250}, services, tmp_path))
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(1.2)  # "two" is printed while no call is waiting
     text = await run(
         STDIN, {"session_id": sid, "chars": "", "yield_time_ms": 250}, services, tmp_path
     )
@@ -380,23 +400,19 @@ async def test_sixty_sessions_warn_and_sixty_five_prune(
 async def test_kill_all_kills_the_whole_process_group(
     services: SessionServices, tmp_path: Path
 ) -> None:
-    text = await run(
-        EXEC, {"cmd": "sleep 1000 & echo $!; wait", "yield_time_ms": 500}, services, tmp_path
-    )
-    session_of(text)
-    pid = int(body(text))
+    cmd = f"sleep 1000 & echo $! > {tmp_path / 'pid'}; wait"
+    session_of(await run(EXEC, {"cmd": cmd, "yield_time_ms": 250}, services, tmp_path))
+    pid = await read_pid(tmp_path / "pid")
     assert alive(pid)
     manager_for(services).kill_all()
     assert await gone(pid)
     assert manager_for(services).session_ids == []
 
 
-async def test_close_ends_every_session(tmp_path: Path) -> None:
-    services = SessionServices()
-    text = await run(
-        EXEC, {"cmd": "sleep 1000 & echo $!; wait", "yield_time_ms": 500}, services, tmp_path
-    )
-    pid = int(body(text))
+async def test_close_ends_every_session(services: SessionServices, tmp_path: Path) -> None:
+    cmd = f"sleep 1000 & echo $! > {tmp_path / 'pid'}; wait"
+    session_of(await run(EXEC, {"cmd": cmd, "yield_time_ms": 250}, services, tmp_path))
+    pid = await read_pid(tmp_path / "pid")
     await manager_for(services).close()
     assert await gone(pid)
 
@@ -408,13 +424,11 @@ async def test_cancelled_exec_command_keeps_its_session_until_kill_all(
     task = asyncio.ensure_future(
         run(EXEC, {"cmd": f"echo $$ > {pidfile}; sleep 1000"}, services, tmp_path)
     )
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        await asyncio.sleep(0.05)
+    pid = await read_pid(pidfile)
     await asyncio.sleep(0.3)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    pid = int(pidfile.read_text())
     assert alive(pid) and len(manager_for(services).session_ids) == 1
     manager_for(services).kill_all()
     assert await gone(pid)
@@ -428,12 +442,11 @@ async def test_cancelled_spawn_leaves_nothing_running(tmp_path: Path) -> None:
             ["sh", "-c", f"echo $$ > {pidfile}; exec sleep 1000"], tmp_path, dict(os.environ), False
         )
     )
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        await asyncio.sleep(0.01)
+    pid = await read_pid(pidfile)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await gone(int(pidfile.read_text()))
+    assert await gone(pid)
 
 
 async def test_escalation_guard(services: SessionServices, tmp_path: Path) -> None:
@@ -528,13 +541,9 @@ async def test_kill_all_reaches_jobs_of_an_interactive_shell(
 ) -> None:
     args = {"cmd": "exec bash --norc --noprofile -i", "tty": True, "yield_time_ms": 500}
     sid = session_of(await run(EXEC, args, services, tmp_path))
-    chars = "sleep 1000 & echo PID=$!; echo pgid=$(ps -o pgid= $!)\n"
-    text = await run(
-        STDIN, {"session_id": sid, "chars": chars, "yield_time_ms": 1000}, services, tmp_path
-    )
-    found = re.search(r"PID=(\d+)", body(text).replace("PID=$!", ""))
-    assert found, text
-    pid = int(found.group(1))
+    chars = f"sleep 1000 & echo $! > {tmp_path / 'pid'}\n"
+    await run(STDIN, {"session_id": sid, "chars": chars, "yield_time_ms": 250}, services, tmp_path)
+    pid = await read_pid(tmp_path / "pid")
     assert alive(pid) and os.getpgid(pid) == pid  # a job of its own, not the shell's group
     manager_for(services).kill_all()
     assert await gone(pid)
