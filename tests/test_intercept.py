@@ -142,10 +142,7 @@ async def test_exec_command_applies_the_patch_in_process(tmp_path: Path) -> None
         text,
     ), text
     assert (tmp_path / "d.txt").read_text() == "dd\n"
-    assert services.pending_user_messages == [
-        "Warning: apply_patch was requested via exec_command. Use the apply_patch tool instead "
-        "of exec_command."
-    ]
+    assert services.pending_user_messages == []  # 0.169.0 leaves no note in history
     assert manager_for(services).session_ids == []
 
 
@@ -167,9 +164,7 @@ async def test_shell_command_answers_with_the_patch_output(tmp_path: Path) -> No
     data = json.loads(text)
     assert data["output"] == "Success. Updated the following files:\nA d.txt\n"
     assert data["metadata"]["exit_code"] == 0
-    assert services.pending_user_messages[0].startswith(
-        "Warning: apply_patch was requested via shell_command."
-    )
+    assert services.pending_user_messages == []
 
 
 async def test_shell_argv_form(tmp_path: Path) -> None:

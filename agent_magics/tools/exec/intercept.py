@@ -121,12 +121,10 @@ def find_apply_patch(argv: Sequence[str], cwd: Path) -> PatchCall | None:
 
 
 async def apply_intercepted(inv: ToolInvocation, call: PatchCall) -> ToolOutput:
-    """Apply an intercepted patch the way the apply_patch tool does, after leaving the
-    model a note to use that tool instead."""
+    """Apply an intercepted patch the way the apply_patch tool does.
+
+    Codex 0.169.0 adds no note to the history for this (its recordings show none), so
+    neither do we."""
     from agent_magics.tools.handlers.apply_patch import run_apply_patch
 
-    inv.services.pending_user_messages.append(
-        f"Warning: apply_patch was requested via {inv.tool_name}. "
-        "Use the apply_patch tool instead of exec_command."
-    )
     return await run_apply_patch(inv, call.patch, call.cwd)
