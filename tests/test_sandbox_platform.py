@@ -1,0 +1,317 @@
+"""Sandbox mechanisms one by one: the probe, the argv each builds (bubblewrap options,
+the Landlock launcher, the Seatbelt profile text), commands that must keep working under
+them (PTYs, pipes, cleanup), and how a session says that none works."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.config import SessionConfig
+from agent_magics.errors import RespondToModel
+from agent_magics.events import Event, SandboxUnavailable
+from agent_magics.session import Session
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.tools.approval import SandboxMode
+from agent_magics.tools.context import SessionServices, TurnContext
+from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+from agent_magics.tools.orchestrator import NEVER_PROMPT
+from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec, bwrap, landlock_exec, seatbelt
+from agent_magics.tools.sandbox.landlock import LAUNCHER
+from agent_magics.tools.sandbox.landlock import wrap as landlock_wrap
+from agent_magics.tools.sandbox.platform import platform_sandbox, probe, unavailable_notice
+from tests.sandbox_helpers import (
+    LINUX_MECHANISMS,
+    close,
+    invocation,
+    require_mechanism,
+    use_mechanism,
+)
+
+SPEC = SandboxSpec(
+    "bwrap",
+    writable_roots=(Path("/work/ws"), Path("/tmp")),
+    read_only_subpaths=(Path("/work/ws/.git"),),
+    network=False,
+)
+
+
+def test_seatbelt_profile_text() -> None:
+    profile = seatbelt.profile(
+        SandboxSpec("seatbelt", SPEC.writable_roots, SPEC.read_only_subpaths)
+    )
+    assert profile.startswith("(version 1)\n(deny default)\n(allow process-exec)\n")
+    assert profile.endswith(
+        "(allow file-write*\n"
+        '  (require-all (subpath "/work/ws") (require-not (subpath "/work/ws/.git")))\n'
+        '  (subpath "/tmp"))\n'
+        "(allow network-outbound)\n(allow network-inbound)\n(allow network-bind)\n"
+        "(allow system-socket)\n"
+    )
+    assert "(allow file-read*)\n" in profile and '(literal "/dev/null")' in profile
+
+
+def test_seatbelt_profile_without_network_or_roots() -> None:
+    profile = seatbelt.profile(SandboxSpec("seatbelt", network=False))
+    assert profile == seatbelt.BASE_RULES
+    assert "network" not in profile and "file-write*" not in profile
+
+
+def test_seatbelt_quotes_paths_and_wraps_the_command() -> None:
+    assert seatbelt.quote(Path('/a "b"\\c')) == '"/a \\"b\\"\\\\c"'
+    argv = seatbelt.wrap(SandboxSpec("seatbelt", network=False), ["ls", "-l"])
+    assert argv[:2] == ["/usr/bin/sandbox-exec", "-p"] and argv[3:] == ["--", "ls", "-l"]
+
+
+def test_bwrap_options() -> None:
+    with_git = SandboxSpec("bwrap", SPEC.writable_roots, (Path("/etc"), Path("/nope")), False)
+    assert bwrap.bwrap_args(with_git) == [
+        "--die-with-parent",
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-net",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--bind",
+        "/tmp",
+        "/tmp",
+        "--bind",
+        "/work/ws",
+        "/work/ws",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+    ]  # fmt: skip  (a protected path that does not exist is left out)
+    online = bwrap.bwrap_args(SandboxSpec("bwrap", network=True))
+    assert "--unshare-net" not in online
+
+
+def test_landlock_launcher_argv() -> None:
+    argv = landlock_wrap(SPEC, ["echo", "hi"])
+    assert argv[:4] == [sys.executable, "-I", "-S", str(LAUNCHER)]
+    assert argv[4:] == ["--rw", "/work/ws", "--rw", "/tmp", "--no-network", "--", "echo", "hi"]
+    assert landlock_exec.parse(argv[4:]) == (["/work/ws", "/tmp"], False, ["echo", "hi"])
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        pytest.param(["--rw", "/x"], "no command given after --", id="no-command"),
+        pytest.param(["--bogus", "--", "true"], "unknown argument '--bogus'", id="unknown"),
+    ],
+)
+def test_landlock_launcher_refuses_bad_arguments(args: list[str], problem: str) -> None:
+    done = subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), *args], capture_output=True)
+    assert done.returncode == 1
+    assert done.stderr.decode() == f"landlock sandbox setup failed: {problem}\n"
+
+
+def test_landlock_rights_grow_with_the_abi() -> None:
+    assert landlock_exec.handled_fs(1) == 0b1_1111_1111_0010
+    assert landlock_exec.handled_fs(2) == landlock_exec.handled_fs(1) | 1 << 13
+    assert landlock_exec.handled_fs(7) == landlock_exec.handled_fs(2) | 1 << 14
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_seccomp_program_shape(machine: str) -> None:
+    program = landlock_exec.seccomp_program(machine)
+    assert len(program) == 10 * 8  # ten BPF instructions
+    assert program[-8:] == bytes.fromhex("06000000") + (0x7FFF0000).to_bytes(4, "little")
+
+
+def test_probe_can_be_told_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    with use_mechanism(monkeypatch, "none"):
+        assert probe().kind is None
+        turn = TurnContext(cwd=Path.cwd(), sandbox_mode=SandboxMode.WORKSPACE_WRITE)
+        assert platform_sandbox(turn) is None
+        notice = unavailable_notice(SandboxMode.READ_ONLY)
+        assert notice == (
+            "No sandbox works on this machine (AGENT_MAGICS_SANDBOX_MECHANISM=none); "
+            "every command will need approval."
+        )
+        assert unavailable_notice(SandboxMode.DANGER_FULL_ACCESS) is None
+
+
+def test_probe_refuses_a_mechanism_of_another_system(monkeypatch: pytest.MonkeyPatch) -> None:
+    with use_mechanism(monkeypatch, "seatbelt" if sys.platform != "darwin" else "bwrap"):
+        assert probe().kind is None
+        assert "is not offered on" in probe().detail
+
+
+@pytest.mark.parametrize("kind", LINUX_MECHANISMS)
+def test_platform_sandbox_for_a_turn(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_mechanism(kind)
+    (tmp_path / ".git").write_text("gitdir: ../real.git\n")
+    (tmp_path / ".codex").mkdir()
+    with use_mechanism(monkeypatch, kind):
+        write = TurnContext(cwd=tmp_path, sandbox_mode=SandboxMode.WORKSPACE_WRITE)
+        spec = platform_sandbox(write)
+        assert spec is not None and spec.kind == kind and not spec.network
+        assert spec.writable_roots[0] == tmp_path.resolve()
+        assert Path("/tmp").resolve() in spec.writable_roots
+        assert set(spec.read_only_subpaths) >= {
+            tmp_path / ".git",
+            tmp_path.parent / "real.git",
+            tmp_path / ".codex",
+        }
+        online = TurnContext(cwd=tmp_path, sandbox_mode=SandboxMode.READ_ONLY, network_access=True)
+        spec = platform_sandbox(online)
+        assert spec is not None and spec.writable_roots == () and spec.network
+        full = TurnContext(cwd=tmp_path, sandbox_mode=SandboxMode.DANGER_FULL_ACCESS)
+        assert platform_sandbox(full) == NO_SANDBOX
+
+
+@pytest.fixture(params=[pytest.param(k, id=k) for k in LINUX_MECHANISMS])
+def mechanism(request: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    require_mechanism(request.param)
+    with use_mechanism(monkeypatch, request.param):
+        yield request.param
+
+
+async def exec_text(
+    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path
+) -> str:
+    inv = invocation(handler, args, services, cwd, sandbox_mode=SandboxMode.WORKSPACE_WRITE)
+    try:
+        return (await handler.handle(inv)).text
+    except RespondToModel as exc:
+        return exc.message
+
+
+async def test_pty_sessions_work_in_the_sandbox(mechanism: str, tmp_path: Path) -> None:
+    services = SessionServices()
+    try:
+        first = await exec_text(
+            ExecCommandHandler(),
+            {"cmd": "test -t 0 && echo is-a-tty; read x; echo got-$x", "tty": True,
+             "yield_time_ms": 1000},
+            services, tmp_path,
+        )  # fmt: skip
+        assert "is-a-tty" in first
+        found = re.search(r"session ID (\d+)", first)
+        assert found is not None, first
+        args = {"session_id": int(found.group(1)), "chars": "hi\n", "yield_time_ms": 2000}
+        second = await exec_text(WriteStdinHandler(), args, services, tmp_path)
+        assert "got-hi" in second and "Process exited with code 0" in second
+    finally:
+        await close(services)
+
+
+async def test_pipes_keep_default_signals(mechanism: str, tmp_path: Path) -> None:
+    services = SessionServices()
+    try:
+        text = await exec_text(
+            ExecCommandHandler(),
+            {"cmd": "yes | head -n 1; echo end", "login": False},
+            services,
+            tmp_path,
+        )
+    finally:
+        await close(services)
+    assert text.endswith("Output:\ny\nend\n"), text  # no "Broken pipe" from yes
+
+
+async def test_closing_the_session_ends_sandboxed_processes(mechanism: str, tmp_path: Path) -> None:
+    marker = f"{os.getpid() % 1000}.{len(mechanism)}37"
+    services = SessionServices()
+    text = await exec_text(
+        ExecCommandHandler(), {"cmd": f"sleep {marker}", "yield_time_ms": 300}, services, tmp_path
+    )
+    assert "Process running with session ID" in text
+    assert sleepers(marker)
+    await close(services)
+    assert not sleepers(marker)
+
+
+def sleepers(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline[:2] == [b"sleep", marker.encode()]:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_session_says_once_when_no_sandbox_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    events: list[Event] = []
+    with use_mechanism(monkeypatch, "none"), ScriptedResponsesServer([[message("a")]]) as server:
+        config = SessionConfig(
+            model="m", provider="responses", base_url=server.base_url, cwd=tmp_path,
+            api_key="sk-dummy-Q7v9Z2k4W8", sandbox_mode="workspace-write",
+        )  # fmt: skip
+        session = Session(config)
+        session.subscribe(events.append)
+        await session.run_turn("one")
+        await session.run_turn("two")
+        await session.aclose()
+    notices = [e for e in events if isinstance(e, SandboxUnavailable)]
+    assert notices == [SandboxUnavailable(unavailable_notice_text())]
+    assert [r.getMessage() for r in caplog.records] == [unavailable_notice_text()]
+
+
+def unavailable_notice_text() -> str:
+    return (
+        "No sandbox works on this machine (AGENT_MAGICS_SANDBOX_MECHANISM=none); "
+        "every command will need approval."
+    )
+
+
+async def test_session_is_quiet_when_a_sandbox_works(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    if probe().kind is None:
+        pytest.skip(f"no sandbox mechanism works here: {probe().detail}")
+    events: list[Event] = []
+    with ScriptedResponsesServer([[message("a")]]) as server:
+        config = SessionConfig(
+            model="m", provider="responses", base_url=server.base_url, cwd=tmp_path,
+            api_key="sk-dummy-Q7v9Z2k4W8", sandbox_mode="read-only",
+        )  # fmt: skip
+        session = Session(config)
+        session.subscribe(events.append)
+        await session.run_turn("one")
+        await session.aclose()
+    assert not [e for e in events if isinstance(e, SandboxUnavailable)]
+    assert not caplog.records
+
+
+def test_cli_says_once_when_no_sandbox_works(tmp_path: Path) -> None:
+    """``agent-magics exec`` prints the notice to stderr, and under ``never`` a command
+    that would need the missing sandbox is refused with Codex's words."""
+    script = [[function_call("shell", {"command": ["touch", "x"]}, "c1")], [message("done")]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {"HOME": str(tmp_path), "OPENAI_API_KEY": "sk-dummy-Q7v9Z2k4W8"}
+    env["AGENT_MAGICS_SANDBOX_MECHANISM"] = "none"
+    with ScriptedResponsesServer(script) as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "-a", "never"]
+        argv += ["-c", "shell_type=shell", "go"]
+        done = subprocess.run(
+            argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        output = server.outputs(1)["c1"]
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(unavailable_notice_text()) == 1
+    assert output == NEVER_PROMPT
+    assert not (tmp_path / "x").exists()
