@@ -1,0 +1,374 @@
+"""Pure functions from transcript state to HTML and markdown strings.
+
+Nothing here touches widgets or the kernel, so every string is compared exactly in
+tests. The widgets (:mod:`.widgets`) place these strings; the headless transcript
+(:mod:`.headless`) joins the markdown ones.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shlex
+from typing import Any
+
+from agent_magics.events import PlanUpdated, Usage
+from agent_magics.tools.approval import ReviewDecision
+from agent_magics.ui.state import NoticeBlock, TextBlock, ToolBlock, ToolStatus, Transcript
+
+SUMMARY_CHARS = 120
+DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halves
+DISPLAY_CHARS = 8000
+COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
+PATH_ARGS = {"read_file": "file_path", "list_dir": "dir_path", "view_image": "path"}
+
+STATUS_LABELS: dict[ToolStatus, str] = {
+    "queued": "queued",
+    "running": "running",
+    "waiting": "waiting for approval",
+    "done": "done",
+    "failed": "failed",
+    "denied": "denied",
+    "aborted": "aborted",
+}
+STATUS_COLORS: dict[ToolStatus, str] = {
+    "queued": "#6e7781",
+    "running": "#0969da",
+    "waiting": "#9a6700",
+    "done": "#1a7f37",
+    "failed": "#cf222e",
+    "denied": "#cf222e",
+    "aborted": "#6e7781",
+}
+DIFF_COLORS = {"+": "#1a7f37", "-": "#cf222e", "@": "#8250df", "*": "#0969da"}
+PLAN_MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
+PRE_STYLE = "margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word"
+
+
+def esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first line of ``text``, cut to ``limit`` characters; ``…`` marks a cut."""
+    lines = text.strip().splitlines() or [""]
+    line = lines[0]
+    cut = len(lines) > 1
+    if len(line) > limit:
+        line, cut = line[: limit - 1], True
+    return line + " …" if cut and not line.endswith("…") else line
+
+
+def parse_arguments(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def command_text(tool_name: str, arguments: str) -> str | None:
+    """The command a shell tool runs, as a person would type it."""
+    args = parse_arguments(arguments)
+    if args is None or tool_name not in COMMAND_TOOLS:
+        return None
+    command = args.get("cmd", args.get("command"))
+    if isinstance(command, list):
+        return shlex.join(str(c) for c in command)
+    return command if isinstance(command, str) else None
+
+
+def patch_text(tool_name: str, arguments: str, kind: str) -> str | None:
+    if tool_name != "apply_patch":
+        return None
+    if kind == "custom":
+        return arguments
+    args = parse_arguments(arguments)
+    value = args.get("input") if args else None
+    return value if isinstance(value, str) else None
+
+
+def patch_files(patch: str) -> str:
+    """``Add a.txt, Update b.py``: what a patch touches, from its file headers."""
+    found = re.findall(r"^\*\*\* (Add|Update|Delete) File: (.+)$", patch, flags=re.MULTILINE)
+    return ", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch"
+
+
+def call_summary(tool_name: str, arguments: str, kind: str = "function") -> str:
+    """One line that says what a call does."""
+    command = command_text(tool_name, arguments)
+    if command is not None:
+        return one_line(command)
+    patch = patch_text(tool_name, arguments, kind)
+    if patch is not None:
+        return one_line(patch_files(patch))
+    args = parse_arguments(arguments)
+    if args is None:
+        return one_line(arguments)
+    if tool_name in PATH_ARGS and isinstance(args.get(PATH_ARGS[tool_name]), str):
+        return one_line(args[PATH_ARGS[tool_name]])
+    if tool_name == "grep_files" and isinstance(args.get("pattern"), str):
+        where = args.get("path")
+        return one_line(args["pattern"] + (f" in {where}" if isinstance(where, str) else ""))
+    if tool_name == "write_stdin":
+        chars = args.get("chars") or ""
+        what = f": {json.dumps(chars)}" if chars else " (poll)"
+        return one_line(f"session {args.get('session_id')}{what}")
+    if tool_name == "update_plan" and isinstance(args.get("plan"), list):
+        n = len(args["plan"])
+        return f"{n} step" + ("" if n == 1 else "s")
+    return one_line(json.dumps(args, ensure_ascii=False))
+
+
+# -- HTML --------------------------------------------------------------------------------
+
+
+def diff_html(patch: str) -> str:
+    """A patch as a coloured diff: additions green, removals red, headers blue."""
+    rows = []
+    for line in patch.splitlines():
+        color = DIFF_COLORS["*"] if line.startswith("***") else DIFF_COLORS.get(line[:1])
+        rows.append(f'<span style="color:{color}">{esc(line)}</span>' if color else esc(line))
+    return f'<pre style="{PRE_STYLE}">' + "\n".join(rows) + "</pre>"
+
+
+def arguments_html(block: ToolBlock) -> str:
+    """The arguments the way a person reads them: a command, a diff, a path, or JSON."""
+    command = command_text(block.tool_name, block.arguments)
+    if command is not None:
+        where = (parse_arguments(block.arguments) or {}).get("workdir")
+        note = f"<div>in <code>{esc(where)}</code></div>" if isinstance(where, str) else ""
+        return f'<pre style="{PRE_STYLE}">$ {esc(command)}</pre>{note}'
+    patch = patch_text(block.tool_name, block.arguments, block.kind)
+    if patch is not None:
+        return diff_html(patch)
+    if block.tool_name == "update_plan":
+        return ""
+    parsed = parse_arguments(block.arguments)
+    if parsed is not None and block.tool_name in PATH_ARGS:
+        return f"<code>{esc(str(parsed.get(PATH_ARGS[block.tool_name], '')))}</code>"
+    shown = json.dumps(parsed, indent=2, ensure_ascii=False) if parsed else block.arguments
+    return f'<pre style="{PRE_STYLE}">{esc(shown)}</pre>'
+
+
+def decision_text(block: ToolBlock) -> str:
+    """Who decided an approval, when the status alone does not say it (``""`` if none)."""
+    d = block.decision
+    if d is None:
+        return ""
+    if block.remembered:
+        return "approved earlier for this session"
+    if block.decided_by_policy:
+        return "by the headless policy" if d is ReviewDecision.DENIED else "approved by policy"
+    return {
+        ReviewDecision.APPROVED: "approved",
+        ReviewDecision.APPROVED_FOR_SESSION: "approved for this session",
+        ReviewDecision.DENIED: "",
+        ReviewDecision.ABORT: "",
+    }[d]
+
+
+def status_html(block: ToolBlock) -> str:
+    label = STATUS_LABELS[block.status]
+    color = STATUS_COLORS[block.status]
+    return f'<span style="color:{color};font-weight:600">{label}</span>'
+
+
+def card_header_html(block: ToolBlock) -> str:
+    """Tool name, summary, status and (if any) how the approval was decided."""
+    summary = call_summary(block.tool_name, block.arguments, block.kind)
+    decided = decision_text(block)
+    extra = f" · {esc(decided)}" if decided else ""
+    return (
+        f"<b>{esc(block.tool_name)}</b> <code>{esc(summary)}</code> · {status_html(block)}{extra}"
+    )
+
+
+def question_html(block: ToolBlock) -> str:
+    """The question above the approval buttons."""
+    request = block.request
+    reason = request.reason if request and request.reason else None
+    ask = esc(reason) if reason else "Allow this call?"
+    if request is not None and request.retry_without_sandbox:
+        ask += " (it would run without the sandbox)"
+    return f"<b>{ask}</b>"
+
+
+def clip_output(text: str, max_lines: int = DISPLAY_LINES, max_chars: int = DISPLAY_CHARS) -> str:
+    """Head and tail of a long output, with a line saying how much is hidden."""
+    lines = text.splitlines()
+    if len(lines) > max_lines:
+        head, tail = max_lines // 2, max_lines - max_lines // 2
+        hidden = len(lines) - max_lines
+        lines = [*lines[:head], f"… {hidden} more lines …", *lines[-tail:]]
+    shown = "\n".join(lines)
+    if len(shown) > max_chars:
+        half = max_chars // 2
+        hidden_chars = len(shown) - max_chars
+        shown = f"{shown[:half]}\n… {hidden_chars} more characters …\n{shown[-half:]}"
+    return shown
+
+
+EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
+
+
+def shown_output(block: ToolBlock) -> tuple[str, int | None]:
+    """What a card shows as output, and the exit code when the tool reported one.
+
+    A shell tool's answer to the model starts with lines about the run (chunk id, wall
+    time, exit code) before ``Output:``, and apply_patch answers with JSON; a person
+    wants the command's own output."""
+    text = block.output if block.output is not None else block.live_output
+    if block.output is None:
+        return text, None
+    structured = parse_arguments(text) if text.startswith("{") else None
+    if structured is not None and isinstance(structured.get("output"), str):
+        meta = structured.get("metadata")
+        code = meta.get("exit_code") if isinstance(meta, dict) else None
+        return structured["output"].rstrip("\n"), code if isinstance(code, int) else None
+    if block.tool_name not in (*COMMAND_TOOLS, "write_stdin"):
+        return text, None
+    head, sep, body = text.partition("\nOutput:\n")
+    if not sep:
+        return text, None
+    found = EXIT_CODE.search(head)
+    return body.rstrip("\n"), int(found.group(1)) if found else None
+
+
+def output_title(text: str, exit_code: int | None = None) -> str:
+    n = len(text.splitlines())
+    size = "empty" if not text else f"{n} line{'' if n == 1 else 's'}"
+    return f"Output ({size}" + (f", exit code {exit_code})" if exit_code is not None else ")")
+
+
+def output_html(text: str) -> str:
+    return f'<pre style="{PRE_STYLE}">{esc(clip_output(text))}</pre>'
+
+
+def plan_html(plan: PlanUpdated) -> str:
+    """The plan as a checklist: ✔ done (struck through), ▶ in progress, ○ pending."""
+    rows = []
+    for step in plan.plan:
+        mark = PLAN_MARKS.get(step.status, "○")
+        text = esc(step.step)
+        if step.status == "completed":
+            text = f"<s>{text}</s>"
+        elif step.status == "in_progress":
+            text = f"<b>{text}</b>"
+        rows.append(f"<li>{mark} {text}</li>")
+    why = f"<i>{esc(plan.explanation)}</i>" if plan.explanation else ""
+    return f'{why}<ul style="list-style:none;padding-left:0;margin:2px 0">{"".join(rows)}</ul>'
+
+
+def usage_text(usage: Usage) -> str:
+    """``Tokens: 1,200 in (1,000 cached) · 340 out (120 reasoning) · 1,540 total``."""
+    cached = f" ({usage.cached_input_tokens:,} cached)" if usage.cached_input_tokens else ""
+    reasoning = (
+        f" ({usage.reasoning_output_tokens:,} reasoning)" if usage.reasoning_output_tokens else ""
+    )
+    return (
+        f"Tokens: {usage.input_tokens:,} in{cached} · {usage.output_tokens:,} out{reasoning}"
+        f" · {usage.total_tokens:,} total"
+    )
+
+
+def turn_status_text(t: Transcript) -> str:
+    """One line for the turn: working, waiting, done, or what went wrong."""
+    if t.status == "starting":
+        return "Starting…"
+    if t.status == "queued":
+        return "Waiting for the previous turn to finish…"
+    if t.status == "running":
+        return "Working…"
+    if t.status == "waiting":
+        return "Waiting for your approval."
+    if t.status == "done":
+        return "Done."
+    if t.status == "failed":
+        return t.message
+    return "Turn interrupted." if t.message == "interrupted" else "Turn aborted."
+
+
+def turn_status_html(t: Transcript) -> str:
+    color = {"failed": "#cf222e", "aborted": "#9a6700", "waiting": "#9a6700"}.get(t.status)
+    text = esc(turn_status_text(t))
+    return f'<span style="color:{color}">{text}</span>' if color else f"<span>{text}</span>"
+
+
+def notice_html(block: NoticeBlock) -> str:
+    return f'<div style="color:#6e7781"><i>{esc(block.text)}</i></div>'
+
+
+# -- markdown (the static transcript) ---------------------------------------------------
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block that no backtick run inside ``text`` can close."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def inline_code(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def plan_markdown(plan: PlanUpdated) -> str:
+    lines = [f"*{plan.explanation}*"] if plan.explanation else []
+    for step in plan.plan:
+        if step.status == "completed":
+            lines.append(f"- [x] {step.step}")
+        elif step.status == "in_progress":
+            lines.append(f"- [ ] **{step.step}** (in progress)")
+        else:
+            lines.append(f"- [ ] {step.step}")
+    return "\n".join(lines)
+
+
+def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
+    summary = call_summary(block.tool_name, block.arguments, block.kind)
+    decided = decision_text(block)
+    head = f"**{block.tool_name}** {inline_code(summary)} · {STATUS_LABELS[block.status]}"
+    parts = [head + (f" · {decided}" if decided else "")]
+    command = command_text(block.tool_name, block.arguments)
+    patch = patch_text(block.tool_name, block.arguments, block.kind)
+    if command is not None:
+        parts.append(fence(f"$ {command}", "console"))
+    elif patch is not None:
+        parts.append(fence(patch.rstrip("\n"), "diff"))
+    if block.plan is not None:
+        parts.append(plan_markdown(block.plan))
+    if block.image is not None and block.image.data_url:
+        parts.append(f"![{block.image.path}]({block.image.data_url})")
+    if block.decided_by_policy and block.decision is ReviewDecision.DENIED and policy_note:
+        parts.append(f"> {policy_note}")
+    text, code = shown_output(block)
+    if (text or code is not None) and block.tool_name != "update_plan":
+        body = fence(clip_output(text), "text")
+        title = output_title(text, code)
+        parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
+    return "\n\n".join(parts)
+
+
+def transcript_markdown(t: Transcript) -> str:
+    """The whole turn as markdown, readable in a saved notebook without widget state."""
+    parts: list[str] = []
+    for block in t.blocks:
+        if isinstance(block, TextBlock):
+            if block.text.strip():
+                parts.append(block.text.strip())
+        elif isinstance(block, ToolBlock):
+            parts.append(tool_markdown(block, t.policy_note))
+        else:
+            parts.append(f"*{block.text}*")
+    if t.status in ("failed", "aborted"):
+        parts.append(f"**{turn_status_text(t)}**")
+    elif t.status in ("starting", "queued", "running", "waiting"):
+        parts.append(f"*{turn_status_text(t)}*")
+    if t.usage is not None and t.status != "running":
+        parts.append(f"*{usage_text(t.usage)}*")
+    return "\n\n".join(parts)

@@ -1,0 +1,142 @@
+"""Running turns on the kernel's event loop without freezing it.
+
+The decided way (see the design notes on waiting for a click): the cell shows the
+transcript, schedules the turn as a task on the running loop and returns; the turn
+then draws only through widget state. Turns of one magic run one after another: a
+cell run while a turn is busy queues behind it.
+
+The kernel's stop button sends SIGINT. While a cell runs, ipykernel turns it into a
+KeyboardInterrupt (or cancels an async cell); while the kernel is idle it ignores it.
+:class:`SigintGuard` gives idle interrupts to the running turns instead: ipykernel
+restores the handler it saved before each request (``saved_sigint_handler``), so
+setting ours there installs it as soon as the current request ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from agent_magics.errors import TurnAborted, UserError
+from agent_magics.events import Event
+
+
+class TurnView(Protocol):
+    def __call__(self, event: Event) -> None: ...
+
+    def fail(self, message: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def mark_queued(self) -> None: ...
+
+
+def kill_tool_processes(services: Any) -> None:
+    """Kill at once every process group the session's tools started (SIGKILL)."""
+    for state in services.all_state():
+        kill_all = getattr(state, "kill_all", None)
+        if callable(kill_all):
+            kill_all()
+
+
+def ipykernel_version() -> tuple[int, ...] | None:
+    module = sys.modules.get("ipykernel")
+    text = getattr(module, "__version__", None)
+    if not isinstance(text, str):
+        return None
+    parts: list[int] = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit()) if piece else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def can_block(kernel: Any) -> bool:
+    """Whether an async cell still gets widget messages (ipykernel >= 7.4)."""
+    version = ipykernel_version()
+    return kernel is not None and version is not None and version >= (7, 4)
+
+
+class SigintGuard:
+    """While active, an interrupt that reaches the idle kernel calls ``on_interrupt`` on
+    the loop (from the signal handler, through ``call_soon_threadsafe``)."""
+
+    def __init__(
+        self, kernel: Any, loop: asyncio.AbstractEventLoop, on_interrupt: Callable[[], None]
+    ) -> None:
+        self.kernel = kernel
+        self.loop = loop
+        self.on_interrupt = on_interrupt
+        self._previous: Any = None
+        self.active = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.active and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.on_interrupt)
+
+    def activate(self) -> None:
+        if self.active or threading.current_thread() is not threading.main_thread():
+            return
+        self.active = True
+        if self.kernel is not None and hasattr(self.kernel, "saved_sigint_handler"):
+            # Inside a request: ipykernel installs this handler when the request ends.
+            self._previous = self.kernel.saved_sigint_handler
+            self.kernel.saved_sigint_handler = self._handler
+        else:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+
+    def deactivate(self) -> None:
+        if not self.active:
+            return
+        self.active = False
+        previous = self._previous if self._previous is not None else signal.SIG_IGN
+        if self.kernel is not None and getattr(self.kernel, "saved_sigint_handler", None) == (
+            self._handler
+        ):
+            self.kernel.saved_sigint_handler = previous
+        if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGINT) == self._handler
+        ):
+            signal.signal(signal.SIGINT, previous)
+
+
+BUG = "Internal error (a bug in agent_magics, please report it): {kind}: {message}"
+
+
+async def run_turn(
+    start: Callable[[], Awaitable[Any]],
+    view: TurnView,
+    on_stop: Callable[[], None],
+    after: asyncio.Future[Any] | None = None,
+) -> None:
+    """One turn, ended cleanly whatever happens.
+
+    ``after``: a previous turn to wait for. Problems a person must fix end the turn with
+    their one sentence in ``view``; a stop (Abort turn, interrupt) calls ``on_stop``,
+    which kills the processes the tools started. Only a cancellation is re-raised.
+    """
+    if after is not None and not after.done():
+        try:
+            await asyncio.wait([after])
+        except asyncio.CancelledError:
+            view.fail("Cancelled before it started.")
+            raise
+    try:
+        await start()
+    except UserError as exc:
+        view.fail(str(exc))
+    except TurnAborted:
+        on_stop()
+    except asyncio.CancelledError:
+        on_stop()
+        raise
+    except Exception as exc:
+        view.fail(BUG.format(kind=type(exc).__name__, message=exc))
+        traceback.print_exc(file=sys.__stderr__)

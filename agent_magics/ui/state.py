@@ -1,0 +1,218 @@
+"""The transcript of one turn as plain data, built by folding the session's events.
+
+Both front ends read this state: the live widgets (:mod:`.widgets`) and the static
+transcript of headless runs (:mod:`.headless`). :meth:`Transcript.apply` returns the
+block an event changed, so a view redraws only that block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agent_magics.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AssistantMessage,
+    Event,
+    ImageViewed,
+    PlanUpdated,
+    ReasoningSummary,
+    RetryScheduled,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallProposed,
+    ToolCallStarted,
+    ToolOutputDelta,
+    TurnAbortedEvent,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+)
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+
+ToolStatus = Literal["queued", "running", "waiting", "done", "failed", "denied", "aborted"]
+TurnStatus = Literal["starting", "queued", "running", "waiting", "done", "failed", "aborted"]
+NoticeKind = Literal["reasoning", "retry", "info", "error"]
+
+OPEN_STATUSES = ("queued", "running", "waiting")
+
+
+@dataclass
+class TextBlock:
+    """Assistant text, streamed in as deltas; ``done`` once the message is complete."""
+
+    text: str = ""
+    done: bool = False
+
+
+@dataclass
+class ToolBlock:
+    """One tool call and everything known about it so far."""
+
+    call_id: str
+    tool_name: str
+    arguments: str
+    kind: str = "function"
+    status: ToolStatus = "queued"
+    request: ApprovalRequest | None = None
+    decision: ReviewDecision | None = None
+    remembered: bool = False
+    decided_by_policy: bool = False
+    live_output: str = ""
+    output: str | None = None
+    images: list[str] = field(default_factory=list)
+    plan: PlanUpdated | None = None
+    image: ImageViewed | None = None
+    duration_s: float | None = None
+
+
+@dataclass
+class NoticeBlock:
+    """A line between blocks: a reasoning summary, a retry, a note."""
+
+    kind: NoticeKind
+    text: str
+
+
+Block = TextBlock | ToolBlock | NoticeBlock
+
+
+def output_parts(output: Any) -> tuple[str, list[str]]:
+    """The text and image URLs of a tool output (a string or a list of content items)."""
+    if isinstance(output, str):
+        return output, []
+    texts: list[str] = []
+    images: list[str] = []
+    for item in output if isinstance(output, list) else []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "input_text":
+            texts.append(str(item.get("text", "")))
+        elif item.get("type") == "input_image" and item.get("image_url"):
+            images.append(str(item["image_url"]))
+    return "\n".join(texts), images
+
+
+@dataclass
+class Transcript:
+    """Blocks in the order they happened, plus the state of the turn as a whole.
+
+    ``policy_note`` is set by a front end that answers approvals without a person
+    (a headless run); cards then say that the policy decided.
+    """
+
+    blocks: list[Block] = field(default_factory=list)
+    status: TurnStatus = "starting"
+    usage: Usage | None = None
+    message: str = ""
+    policy_note: str | None = None
+    _tools: dict[str, ToolBlock] = field(default_factory=dict)
+
+    def tool(self, call_id: str) -> ToolBlock | None:
+        return self._tools.get(call_id)
+
+    @property
+    def tools(self) -> list[ToolBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolBlock)]
+
+    def _open_text(self) -> TextBlock | None:
+        last = self.blocks[-1] if self.blocks else None
+        return last if isinstance(last, TextBlock) and not last.done else None
+
+    def _add(self, block: Block) -> Block:
+        self.blocks.append(block)
+        return block
+
+    def _refresh_status(self) -> None:
+        if self.status in ("running", "waiting"):
+            waiting = any(t.status == "waiting" for t in self._tools.values())
+            self.status = "waiting" if waiting else "running"
+
+    def apply(self, event: Event) -> Block | None:
+        """Fold one event in; return the block it changed (``None``: only the status)."""
+        changed = self._apply(event)
+        self._refresh_status()
+        return changed
+
+    def _apply(self, event: Event) -> Block | None:
+        if isinstance(event, TurnStarted):
+            self.status = "running"
+            return None
+        if isinstance(event, TextDelta):
+            block = self._open_text() or self._add(TextBlock())
+            assert isinstance(block, TextBlock)
+            block.text += event.delta
+            return block
+        if isinstance(event, AssistantMessage):
+            block = self._open_text() or self._add(TextBlock())
+            assert isinstance(block, TextBlock)
+            block.text, block.done = event.text, True
+            return block
+        if isinstance(event, ReasoningSummary):
+            return self._add(NoticeBlock("reasoning", event.text))
+        if isinstance(event, RetryScheduled):
+            text = f"Retrying in {event.delay_s:.1f} s (attempt {event.attempt}): {event.reason}"
+            return self._add(NoticeBlock("retry", text))
+        if isinstance(event, TurnFinished):
+            self.status, self.usage = "done", event.usage
+            return None
+        if isinstance(event, TurnFailed):
+            self.status, self.message, self.usage = "failed", event.message, event.usage
+            self._close_open_tools()
+            return None
+        if isinstance(event, TurnAbortedEvent):
+            self.status, self.message = "aborted", event.reason
+            self._close_open_tools()
+            return None
+        return self._apply_tool(event)
+
+    def _apply_tool(self, event: Event) -> Block | None:
+        if isinstance(event, ToolCallProposed):
+            block = ToolBlock(event.call_id, event.tool_name, event.arguments, event.kind)
+            self._tools[event.call_id] = block
+            return self._add(block)
+        call_id = getattr(event, "call_id", None)
+        if call_id is None and isinstance(event, ApprovalRequested):
+            call_id = event.request.call_id
+        tool = self._tools.get(str(call_id))
+        if tool is None:
+            return None
+        if isinstance(event, ToolCallStarted):
+            tool.status = "running"
+        elif isinstance(event, ApprovalRequested):
+            tool.status, tool.request, tool.decision = "waiting", event.request, None
+        elif isinstance(event, ApprovalDecided):
+            self._decide(tool, event)
+        elif isinstance(event, ToolOutputDelta):
+            tool.live_output += event.chunk
+        elif isinstance(event, PlanUpdated):
+            tool.plan = event
+        elif isinstance(event, ImageViewed):
+            tool.image = event
+        elif isinstance(event, ToolCallFinished):
+            tool.output, tool.images = output_parts(event.output)
+            tool.duration_s = event.duration_s
+            if tool.status not in ("denied", "aborted"):
+                tool.status = "done" if event.success else "failed"
+        return tool
+
+    def _decide(self, tool: ToolBlock, event: ApprovalDecided) -> None:
+        tool.decision, tool.remembered = event.decision, event.cached
+        tool.decided_by_policy = self.policy_note is not None and not event.cached
+        if event.decision is ReviewDecision.DENIED:
+            tool.status = "denied"
+        elif event.decision is ReviewDecision.ABORT:
+            tool.status = "aborted"
+        else:
+            tool.status = "running"
+
+    def _close_open_tools(self) -> None:
+        for tool in self._tools.values():
+            if tool.status in OPEN_STATUSES:
+                tool.status = "aborted"
+
+    def fail(self, message: str) -> None:
+        """End the turn with a sentence for the person (a setting to fix, a bug)."""
+        self.apply(TurnFailed(message, self.usage or Usage()))

@@ -1,0 +1,69 @@
+"""``%%agent`` in terminal IPython: no kernel loop, no widgets.
+
+The turn runs on a loop of the magic's own (the same one every cell, so the session's
+HTTP client and processes stay usable); approvals are asked on stdin; the transcript is
+printed as markdown when the turn ends. Ctrl-C stops the turn and its commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import display
+
+from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
+from agent_magics.ui.approver import HEADLESS_NOTES, headless_approver
+from agent_magics.ui.headless import Markdown, StaticTranscript
+from agent_magics.ui.render import call_summary
+from agent_magics.ui.runner import run_turn
+from agent_magics.ui.throttle import loop_scheduler
+
+if TYPE_CHECKING:
+    from agent_magics.config import SessionConfig
+    from agent_magics.magics import AgentMagics
+
+ANSWERS = {
+    "y": ReviewDecision.APPROVED,
+    "a": ReviewDecision.APPROVED_FOR_SESSION,
+    "q": ReviewDecision.ABORT,
+}
+
+
+def stdin_approver() -> Approver:
+    """Ask on stdin: y approve, a approve for session, n deny, q abort the turn."""
+
+    async def ask(request: ApprovalRequest) -> ReviewDecision:
+        what = " ".join(request.command) or request.patch or request.tool_name
+        question = (
+            f"\n{request.reason or 'Allow this call?'}\n  {call_summary('', what)}\n"
+            "[y] approve  [a] approve for session  [n] deny  [q] abort turn: "
+        )
+        try:
+            answer = await asyncio.to_thread(input, question)
+        except (EOFError, OSError):
+            answer = "n"
+        return ANSWERS.get(answer.strip().lower()[:1], ReviewDecision.DENIED)
+
+    return ask
+
+
+def run_in_terminal(
+    magics: AgentMagics, config: SessionConfig, prompt: str, headless: bool
+) -> None:
+    loop = magics.own_loop()
+    mode = magics._headless_mode()
+    note = HEADLESS_NOTES[mode] if headless else None
+    view = StaticTranscript(lambda md: None, loop_scheduler(loop), policy_note=note)
+    approver = headless_approver(mode) if headless else stdin_approver()  # type: ignore[arg-type]
+    start, stop = magics.run_session_turn(config, prompt, view, approver)
+    task: asyncio.Task[Any] = loop.create_task(run_turn(start, view, stop))
+    try:
+        loop.run_until_complete(task)
+    except KeyboardInterrupt:
+        task.cancel()
+        loop.run_until_complete(asyncio.wait([task]))
+    except asyncio.CancelledError:
+        pass
+    view.throttle.cancel()
+    display(Markdown(view.markdown()))

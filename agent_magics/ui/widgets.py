@@ -1,0 +1,233 @@
+"""The live transcript: ipywidgets that mirror :class:`~agent_magics.ui.state.Transcript`.
+
+Every change reaches the browser as widget state (trait updates over comms), never as
+``print``/``display`` from the running turn, so it lands in the right cell whatever
+runs in the notebook meanwhile. Streamed text and output are redrawn at most ~10 times
+a second (:class:`~agent_magics.ui.throttle.Throttle`); new cards, questions and the
+end of the turn are drawn at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from agent_magics.events import Event, TextDelta, ToolOutputDelta
+from agent_magics.tools.approval import ReviewDecision
+from agent_magics.ui import render
+from agent_magics.ui.state import Block, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
+
+Decide = Callable[[str, ReviewDecision], None]
+
+BUTTONS: tuple[tuple[str, ReviewDecision, str], ...] = (
+    ("Approve", ReviewDecision.APPROVED, "success"),
+    ("Approve for session", ReviewDecision.APPROVED_FOR_SESSION, "info"),
+    ("Deny", ReviewDecision.DENIED, "danger"),
+    ("Abort turn", ReviewDecision.ABORT, "warning"),
+)
+CARD_LAYOUT = {
+    "border": "1px solid var(--jp-border-color2, #d0d7de)",
+    "padding": "2px 8px",
+    "margin": "4px 0",
+}
+PLAIN_FALLBACK = "agent transcript (a live widget: it shows in Jupyter while the kernel runs)"
+
+
+def image_widget(data_url: str) -> W.Image | None:
+    """An Image widget for a ``data:image/...;base64,`` URL (``None`` if it is not one)."""
+    head, sep, payload = data_url.partition(",")
+    if not sep or not head.startswith("data:image/") or ";base64" not in head:
+        return None
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    fmt = head[len("data:image/") :].split(";")[0] or "png"
+    return W.Image(value=data, format=fmt, layout=W.Layout(max_width="100%"))
+
+
+class ToolCard:
+    """One tool call: header, arguments, plan or image, approval buttons, output."""
+
+    def __init__(self, block: ToolBlock, on_decide: Decide | None) -> None:
+        self.call_id = block.call_id
+        self._on_decide = on_decide
+        self.header = W.HTML()
+        self.arguments = W.HTML(render.arguments_html(block))
+        self.extra = W.VBox()
+        self.question = W.HTML()
+        self.buttons: dict[str, W.Button] = {}
+        self.button_row = W.HBox()
+        self.output_body = W.HTML()
+        self.output = W.Accordion(children=[self.output_body], selected_index=None)
+        self.output.layout.display = "none"
+        self._asked: Any = None
+        self._shown_image: Any = None
+        self.root = W.VBox(
+            [self.header, self.arguments, self.extra, self.question, self.button_row, self.output],
+            layout=W.Layout(**CARD_LAYOUT),
+        )
+
+    def _make_buttons(self) -> None:
+        for label, decision, style in BUTTONS:
+            button = W.Button(description=label, button_style=style)
+            button.on_click(lambda _b, d=decision: self.click(d))
+            self.buttons[label] = button
+        self.button_row.children = tuple(self.buttons.values())
+
+    def click(self, decision: ReviewDecision) -> None:
+        """A button was pressed (on whatever thread the comm message arrived)."""
+        if not self.buttons or all(b.disabled for b in self.buttons.values()):
+            return
+        for button in self.buttons.values():
+            button.disabled = True
+        if self._on_decide is not None:
+            self._on_decide(self.call_id, decision)
+
+    def update(self, block: ToolBlock) -> None:
+        self.header.value = render.card_header_html(block)
+        if block.status == "waiting" and block.request is not None and self._on_decide:
+            if self._asked is not block.request:
+                self._asked = block.request
+                if not self.buttons:
+                    self._make_buttons()
+                for button in self.buttons.values():
+                    button.disabled = False
+            self.question.value = render.question_html(block)
+        else:
+            for button in self.buttons.values():
+                button.disabled = True
+            self.question.value = ""
+        self._update_extra(block)
+        text, code = render.shown_output(block)
+        if (text or code is not None) and block.tool_name != "update_plan":
+            self.output.layout.display = None
+            self.output.set_title(0, render.output_title(text, code))
+            self.output_body.value = render.output_html(text)
+
+    def _update_extra(self, block: ToolBlock) -> None:
+        if block.plan is not None:
+            html = render.plan_html(block.plan)
+            if not self.extra.children:
+                self.extra.children = (W.HTML(html),)
+            else:
+                self.extra.children[0].value = html
+        elif block.image is not None and block.image is not self._shown_image:
+            self._shown_image = block.image
+            image = image_widget(block.image.data_url or "")
+            self.extra.children = (image,) if image is not None else ()
+
+
+class TextView:
+    """Assistant text, shown as markdown (the front end renders it)."""
+
+    def __init__(self) -> None:
+        self.root = W.Output()
+
+    def update(self, block: TextBlock) -> None:
+        bundle = {"text/markdown": block.text, "text/plain": block.text}
+        self.root.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+
+
+class NoticeView:
+    def __init__(self) -> None:
+        self.root = W.HTML()
+
+    def update(self, block: NoticeBlock) -> None:
+        self.root.value = render.notice_html(block)
+
+
+class TranscriptBox(W.VBox):  # type: ignore[misc]
+    """The root widget; a saved notebook without widget state shows a short note."""
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        data = super()._repr_mimebundle_(**kwargs)
+        if isinstance(data, dict):
+            data["text/plain"] = PLAIN_FALLBACK
+        return data
+
+
+class TranscriptView:
+    """An event sink that keeps the widgets in step with the turn."""
+
+    def __init__(
+        self,
+        schedule: Scheduler,
+        on_decide: Decide | None = None,
+        *,
+        interval: float = MIN_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = Transcript()
+        self.on_decide = on_decide
+        self.body = W.VBox()
+        self.status = W.HTML()
+        self.footer = W.HTML()
+        self.root = TranscriptBox([self.body, self.status, self.footer])
+        self.cards: dict[str, ToolCard] = {}
+        self._views: dict[int, ToolCard | TextView | NoticeView] = {}
+        self._dirty: dict[int, Block] = {}
+        self.throttle = Throttle(self._flush, schedule, interval, clock)
+        self._flush()
+
+    def __call__(self, event: Event) -> None:
+        block = self.state.apply(event)
+        if block is not None:
+            self._dirty[id(block)] = block
+        if isinstance(event, (TextDelta, ToolOutputDelta)):
+            self.throttle.poke()
+        else:
+            self.throttle.now()
+
+    def note(self, text: str) -> None:
+        """A line of information (e.g. that a new conversation started)."""
+        block = NoticeBlock("info", text)
+        self.state.blocks.append(block)
+        self._dirty[id(block)] = block
+        self.throttle.now()
+
+    def mark_queued(self) -> None:
+        """The turn waits for the previous one to end."""
+        self.state.status = "queued"
+        self.throttle.now()
+
+    def fail(self, message: str) -> None:
+        self.state.fail(message)
+        for tool in self.state.tools:
+            self._dirty[id(tool)] = tool
+        self.throttle.now()
+
+    def _view_for(self, block: Block) -> ToolCard | TextView | NoticeView:
+        view = self._views.get(id(block))
+        if view is None:
+            if isinstance(block, ToolBlock):
+                view = self.cards[block.call_id] = ToolCard(block, self.on_decide)
+            elif isinstance(block, TextBlock):
+                view = TextView()
+            else:
+                view = NoticeView()
+            self._views[id(block)] = view
+            self.body.children = (*self.body.children, view.root)
+        return view
+
+    def _flush(self) -> None:
+        dirty, self._dirty = self._dirty, {}
+        if self.state.status in ("failed", "aborted"):
+            dirty |= {id(t): t for t in self.state.tools}
+        for block in dirty.values():
+            view = self._view_for(block)
+            view.update(block)  # type: ignore[arg-type]
+        self.status.value = render.turn_status_html(self.state)
+        usage = self.state.usage
+        done = self.state.status in ("done", "failed", "aborted")
+        self.footer.value = (
+            f'<span style="color:#6e7781">{render.usage_text(usage)}</span>'
+            if usage is not None and done
+            else ""
+        )

@@ -1,0 +1,255 @@
+"""The approval cards and the live transcript, driven by a real session on a loopback
+server; buttons are pressed with ``Button.click()`` (no kernel, no browser)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+import pytest
+from PIL import Image
+
+from agent_magics import Session, SessionConfig
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.ui import render
+from agent_magics.ui.approver import WidgetApprover, headless_approver
+from agent_magics.ui.runner import kill_tool_processes, run_turn
+from agent_magics.ui.state import TextBlock, ToolBlock
+from agent_magics.ui.throttle import loop_scheduler
+from agent_magics.ui.widgets import TextView, ToolCard, TranscriptView, image_widget
+
+LABELS = ["Approve", "Approve for session", "Deny", "Abort turn"]
+
+
+class Rig:
+    """A session, its widget approver and transcript view on the running loop."""
+
+    def __init__(self, tmp_path: Path, server: ScriptedResponsesServer, **settings: Any) -> None:
+        loop = asyncio.get_running_loop()
+        config = {
+            "model": "m",
+            "base_url": server.base_url,
+            "cwd": tmp_path,
+            "allow_login_shell": False,  # keep profile noise out of the outputs
+        } | settings
+        self.session = Session(SessionConfig(**config))
+        self.approver = WidgetApprover(loop)
+        self.view = TranscriptView(loop_scheduler(loop), self.approver.decide)
+        self.session.subscribe(self.view)
+        self.session.approver = self.approver
+        self.stopped = 0
+
+    def start(self, prompt: str = "go") -> asyncio.Task[None]:
+        def stop() -> None:
+            self.stopped += 1
+            kill_tool_processes(self.session.services)
+
+        turn = run_turn(lambda: self.session.run_turn(prompt), self.view, stop)
+        return asyncio.get_running_loop().create_task(turn)
+
+    async def card_asking(self, call_id: str) -> ToolCard:
+        await until(lambda: call_id in self.approver.waiting)
+        return self.view.cards[call_id]
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+def exec_call(call_id: str, cmd: str) -> dict[str, Any]:
+    return function_call("exec_command", {"cmd": cmd}, call_id)
+
+
+@pytest.fixture
+async def rig_factory(tmp_path: Path) -> AsyncIterator[Callable[..., Rig]]:
+    rigs: list[Rig] = []
+    servers: list[ScriptedResponsesServer] = []
+
+    def make(script: list[Any], **settings: Any) -> Rig:
+        server = ScriptedResponsesServer(script).start()
+        servers.append(server)
+        rig = Rig(tmp_path, server, **settings)
+        rig.server = server  # type: ignore[attr-defined]
+        rigs.append(rig)
+        return rig
+
+    yield make
+    for rig in rigs:
+        await rig.session.aclose()
+    for server in servers:
+        server.stop()
+
+
+MARK = "echo ran > marker.txt; echo ran-it"
+
+
+async def test_approve_runs_the_command(tmp_path: Path, rig_factory: Callable[..., Rig]) -> None:
+    rig = rig_factory([[exec_call("c1", MARK)], [message("ok")]], approval_policy="untrusted")
+    task = rig.start()
+    card = await rig.card_asking("c1")
+    assert [b.description for b in card.button_row.children] == LABELS
+    assert rig.view.status.value == render.turn_status_html(rig.view.state)
+    assert "Waiting for your approval." in rig.view.status.value
+    card.buttons["Approve"].click()
+    assert all(b.disabled for b in card.buttons.values())
+    await task
+    assert (tmp_path / "marker.txt").read_text() == "ran\n"
+    assert "ran-it" in rig.server.outputs(1)["c1"]  # type: ignore[attr-defined]
+    assert card.header.value.endswith("done</span> · approved")
+    assert card.output.selected_index is None  # collapsed until opened
+    assert card.output.get_title(0) == "Output (1 line, exit code 0)"
+    assert card.output_body.value == render.output_html("ran-it")
+    assert "Done." in rig.view.status.value
+    assert rig.view.footer.value.endswith("Tokens: 20 in · 10 out · 30 total</span>")
+
+
+async def test_deny_does_not_run_it(tmp_path: Path, rig_factory: Callable[..., Rig]) -> None:
+    rig = rig_factory([[exec_call("c1", MARK)], [message("ok")]], approval_policy="untrusted")
+    task = rig.start()
+    card = await rig.card_asking("c1")
+    card.buttons["Deny"].click()
+    await task
+    assert not (tmp_path / "marker.txt").exists()
+    assert "exec command rejected by user" in rig.server.outputs(1)["c1"]  # type: ignore[attr-defined]
+    assert rig.view.state.tools[0].status == "denied"
+    assert all(b.disabled for b in card.buttons.values())
+
+
+async def test_approve_for_session_is_not_asked_again(
+    tmp_path: Path, rig_factory: Callable[..., Rig]
+) -> None:
+    script = [[exec_call("c1", MARK)], [exec_call("c2", MARK)], [message("ok")]]
+    rig = rig_factory(script, approval_policy="untrusted")
+    task = rig.start()
+    card = await rig.card_asking("c1")
+    card.buttons["Approve for session"].click()
+    await task
+    second = rig.view.cards["c2"]
+    assert not second.buttons  # no question, so no buttons were ever made
+    assert second.header.value.endswith("done</span> · approved earlier for this session")
+    assert "ran-it" in rig.server.outputs(2)["c2"]  # type: ignore[attr-defined]
+
+
+async def test_abort_turn_stops_the_turn(tmp_path: Path, rig_factory: Callable[..., Rig]) -> None:
+    rig = rig_factory([[exec_call("c1", MARK)], [message("ok")]], approval_policy="untrusted")
+    task = rig.start()
+    card = await rig.card_asking("c1")
+    card.buttons["Abort turn"].click()
+    await task
+    assert rig.stopped == 1
+    assert len(rig.server.requests) == 1  # type: ignore[attr-defined]
+    assert rig.view.state.tools[0].status == "aborted"
+    assert "Turn aborted." in rig.view.status.value
+    assert not (tmp_path / "marker.txt").exists()
+
+
+async def test_a_click_from_another_thread_wakes_the_loop(
+    tmp_path: Path, rig_factory: Callable[..., Rig]
+) -> None:
+    rig = rig_factory([[exec_call("c1", MARK)], [message("ok")]], approval_policy="untrusted")
+    task = rig.start()
+    card = await rig.card_asking("c1")
+    await asyncio.to_thread(card.buttons["Approve"].click)
+    await task
+    assert (tmp_path / "marker.txt").exists()
+
+
+async def test_second_clicks_and_stale_decisions_are_ignored() -> None:
+    approver = WidgetApprover(asyncio.get_running_loop())
+    approver.decide("nobody-asked", ReviewDecision.APPROVED)
+    await asyncio.sleep(0)
+    assert approver.waiting == []
+    decisions: list[tuple[str, ReviewDecision]] = []
+    card = ToolCard(ToolBlock("c1", "exec_command", "{}"), lambda *d: decisions.append(d))
+    card._make_buttons()
+    card.buttons["Deny"].click()
+    card.buttons["Approve"].click()
+    assert decisions == [("c1", ReviewDecision.DENIED)]
+
+
+async def test_plan_image_and_streamed_text(
+    tmp_path: Path, rig_factory: Callable[..., Rig]
+) -> None:
+    buf = io.BytesIO()
+    Image.new("RGB", (3, 2), "red").save(buf, "PNG")
+    (tmp_path / "dot.png").write_bytes(buf.getvalue())
+    plan = {
+        "plan": [
+            {"step": "look", "status": "completed"},
+            {"step": "fix", "status": "in_progress"},
+        ]
+    }
+    script = [
+        [function_call("update_plan", plan, "p1")],
+        [function_call("view_image", {"path": "dot.png"}, "v1")],
+        [message("All **done** here.")],
+    ]
+    rig = rig_factory(script)
+    await rig.start()
+    plan_card = rig.view.cards["p1"]
+    assert plan_card.extra.children[0].value == (
+        '<ul style="list-style:none;padding-left:0;margin:2px 0">'
+        "<li>✔ <s>look</s></li><li>▶ <b>fix</b></li></ul>"
+    )
+    assert plan_card.output.layout.display == "none"
+    image = rig.view.cards["v1"].extra.children[0]
+    assert isinstance(image, W.Image) and image.format == "png"
+    assert Image.open(io.BytesIO(image.value)).size == (3, 2)
+    text_views = [c for c in rig.view.body.children if isinstance(c, W.Output)]
+    assert text_views[-1].outputs[0]["data"]["text/markdown"] == "All **done** here."
+
+
+async def test_a_problem_to_fix_is_one_sentence(rig_factory: Callable[..., Rig]) -> None:
+    rig = rig_factory([])
+    rig.session.config = rig.session.config.replace(
+        base_url="http://127.0.0.1:9/v1", request_max_retries=0, stream_max_retries=0
+    )
+    await rig.start()
+    assert rig.view.state.status == "failed"
+    assert rig.view.status.value == (
+        '<span style="color:#cf222e">Could not reach the model server at '
+        "http://127.0.0.1:9/v1 (ConnectError); check --base-url and that the server runs."
+        "</span>"
+    )
+
+
+async def test_headless_policy_answers_without_a_person() -> None:
+    request = ApprovalRequest("c", "exec_command", "exec", Path("/w"))
+    assert await headless_approver("deny")(request) is ReviewDecision.DENIED
+    assert await headless_approver("approve")(request) is ReviewDecision.APPROVED
+
+
+def test_image_widget_needs_a_base64_image_url() -> None:
+    png = base64.b64encode(b"\x89PNG").decode()
+    image = image_widget(f"data:image/png;base64,{png}")
+    assert image is not None and image.value == b"\x89PNG"
+    assert image_widget("https://example.invalid/a.png") is None
+    assert image_widget("data:image/png;base64,@@@") is None
+
+
+def test_text_view_hands_markdown_to_the_front_end() -> None:
+    view = TextView()
+    view.update(TextBlock("# hi"))
+    assert view.root.outputs == (
+        {
+            "output_type": "display_data",
+            "data": {"text/markdown": "# hi", "text/plain": "# hi"},
+            "metadata": {},
+        },
+    )
+
+
+def test_saved_notebooks_show_a_short_plain_fallback() -> None:
+    view = TranscriptView(lambda delay, fn: None)  # type: ignore[arg-type,return-value]
+    bundle = view.root._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("agent transcript")
+    assert json.loads(json.dumps(bundle["application/vnd.jupyter.widget-view+json"]))
