@@ -29,6 +29,21 @@ from agent_magics.tools.registry import ToolHandler
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext agent_magics``: register ``%%agent`` and ``%agent``."""
+    from agent_magics.magics import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext agent_magics``: stop running turns and remove the magics."""
+    from agent_magics.magics import unload
+
+    unload(ipython)
+
+
 __all__ = [
     "AgentMagicsError",
     "ApprovalPolicy",
@@ -52,4 +67,5 @@ __all__ = [
     "UserError",
     "__version__",
     "load_config",
+    "load_ipython_extension",
 ]
