@@ -19,11 +19,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
-import signal
 import struct
 import sys
-from collections.abc import Sequence
 
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1
@@ -46,6 +43,7 @@ AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 SYSCALLS = {"x86_64": (41, 425), "aarch64": (198, 425)}  # socket, io_uring_setup
 X32_BIT = 0x40000000
 AF_UNIX = 1
+SIGPIPE, SIGXFSZ, SIG_DFL = 13, 25, 0  # the same numbers on x86_64 and aarch64
 RET_ALLOW, RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -94,7 +92,7 @@ def _add_path(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def restrict_writes(writable: Sequence[str], network: bool, abi: int) -> None:
+def restrict_writes(writable: list[str], network: bool, abi: int) -> None:
     """Confine this process's writes to ``writable`` (and TCP when ``network`` is off)."""
     if abi < 1:
         raise SetupError("Landlock is not available in this kernel")
@@ -155,7 +153,7 @@ class _SockFprog(ctypes.Structure):
 
 def block_network() -> None:
     """Install the seccomp filter of :func:`seccomp_program` on this process."""
-    machine = platform.machine()
+    machine = os.uname().machine
     if machine not in AUDIT_ARCH:
         raise SetupError(f"no seccomp network filter for {machine}")
     code = seccomp_program(machine)
@@ -192,8 +190,9 @@ def main(args: list[str]) -> int:
         sys.stderr.write(f"landlock sandbox setup failed: {exc}\n")
         return 1
     # Python ignores SIGPIPE and SIGXFSZ; an ignored signal stays ignored across exec.
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
+    # (libc's signal() directly: the signal module would import enum, slowing every start.)
+    for sig in (SIGPIPE, SIGXFSZ):
+        _libc.signal(sig, ctypes.c_void_p(SIG_DFL))
     try:
         os.execvp(command[0], command)
     except OSError as exc:
