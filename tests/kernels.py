@@ -1,0 +1,204 @@
+"""Real Jupyter kernels for the kernel and notebook tests, on several ipykernel versions.
+
+The kernels are Python interpreters with ``ipykernel`` and this package installed:
+
+* ``current``: the interpreter running the tests (the project venv: ipykernel 7.x);
+* ``ipykernel6``: ``.venv/kernels/ipykernel6``, a second venv with ipykernel 6.29. CI
+  creates it (``.ci/run``); by hand::
+
+      python3 -m venv .venv/kernels/ipykernel6
+      .venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*"
+
+* any more interpreters listed in ``AGENT_MAGICS_TEST_PYTHONS`` (separated by ``:``).
+
+A missing ipykernel-6 venv skips its tests with that recipe as the reason, except under
+CI (``CI`` set), where it is an error: the point is to run on both major versions.
+Each interpreter gets a kernelspec of its own in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+ROOT = Path(__file__).resolve().parents[1]
+IPYKERNEL6 = ROOT / ".venv" / "kernels" / "ipykernel6" / "bin" / "python"
+RECIPE = (
+    "no ipykernel 6 venv: python3 -m venv .venv/kernels/ipykernel6 && "
+    '.venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*"'
+)
+
+
+def _version(python: str) -> str:
+    out = subprocess.run(
+        [python, "-c", "import ipykernel; print(ipykernel.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def kernel_params() -> list[Any]:
+    """One ``pytest.param(python, id=...)`` per kernel interpreter."""
+    params = [pytest.param(sys.executable, id=f"ipykernel{_version(sys.executable)}")]
+    if IPYKERNEL6.exists():
+        params.append(pytest.param(str(IPYKERNEL6), id=f"ipykernel{_version(str(IPYKERNEL6))}"))
+    elif os.environ.get("CI"):
+        params.append(pytest.param(str(IPYKERNEL6), id="ipykernel6-missing"))
+    else:
+        params.append(
+            pytest.param(str(IPYKERNEL6), id="ipykernel6", marks=pytest.mark.skip(reason=RECIPE))
+        )
+    for extra in filter(None, os.environ.get("AGENT_MAGICS_TEST_PYTHONS", "").split(":")):
+        params.append(pytest.param(extra, id=f"ipykernel{_version(extra)}-{Path(extra).parent}"))
+    return params
+
+
+KERNEL_PYTHONS = kernel_params()
+
+
+def kernel_manager(python: str, spec_root: Path) -> KernelManager:
+    """A manager for a kernel run by ``python`` (kernelspec written under ``spec_root``)."""
+    if not Path(python).exists():
+        raise FileNotFoundError(RECIPE)
+    name = "agent-magics-test"
+    folder = spec_root / "kernels" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"test kernel ({python})",
+        "language": "python",
+        "interrupt_mode": "signal",
+    }
+    (folder / "kernel.json").write_text(json.dumps(spec))
+    specs = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
+    return KernelManager(kernel_name=name, kernel_spec_manager=specs)
+
+
+class Kernel:
+    """A started kernel, its client and every IOPub message seen so far."""
+
+    def __init__(self, km: KernelManager, cwd: Path) -> None:
+        self.km = km
+        km.start_kernel(cwd=str(cwd))
+        self.kc = km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.log: list[dict[str, Any]] = []
+        self.states: dict[str, dict[str, Any]] = {}
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+    # -- IOPub ---------------------------------------------------------------------------
+
+    def _take(self, msg: dict[str, Any]) -> None:
+        self.log.append(msg)
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open":
+            self.states[content["comm_id"]] = dict(content["data"].get("state", {}))
+        elif msg["msg_type"] == "comm_msg":
+            data = content.get("data", {})
+            if data.get("method") in ("update", "echo_update"):
+                self.states.setdefault(content["comm_id"], {}).update(data.get("state", {}))
+
+    def pump(self, seconds: float = 0.1) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            try:
+                self._take(self.kc.get_iopub_msg(timeout=max(left, 0.01)))
+            except queue.Empty:
+                if left <= 0:
+                    return
+
+    def wait_for(self, what: Callable[[], Any], timeout: float = 30.0) -> Any:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            found = what()
+            if found:
+                return found
+            self.pump(0.05)
+        raise AssertionError(f"timed out waiting for {getattr(what, '__name__', what)}")
+
+    def execute(self, code: str) -> str:
+        """Send a cell; returns its msg_id (do not wait)."""
+        msg_id: str = self.kc.execute(code)
+        return msg_id
+
+    def idle(self, msg_id: str) -> bool:
+        return any(
+            m["msg_type"] == "status"
+            and m["parent_header"].get("msg_id") == msg_id
+            and m["content"]["execution_state"] == "idle"
+            for m in self.log
+        )
+
+    def run(self, code: str, timeout: float = 60.0) -> list[dict[str, Any]]:
+        """Run a cell to idle; its IOPub messages."""
+        msg_id = self.execute(code)
+        self.wait_for(lambda: self.idle(msg_id), timeout)
+        return [m for m in self.log if m["parent_header"].get("msg_id") == msg_id]
+
+    def value(self, expression: str) -> Any:
+        """Evaluate ``expression`` in the kernel (its repr, read back with eval)."""
+        msg_id = self.kc.execute("", silent=True, user_expressions={"v": expression})
+        reply = self.kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=30)
+        result = reply["content"]["user_expressions"]["v"]
+        assert result["status"] == "ok", result
+        return eval(result["data"]["text/plain"])
+
+    # -- widgets -------------------------------------------------------------------------
+
+    def buttons(self, description: str) -> list[str]:
+        """Comm ids of the Button widgets with this label, oldest first."""
+        return [
+            m["content"]["comm_id"]
+            for m in self.log
+            if m["msg_type"] == "comm_open"
+            and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+            and m["content"]["data"]["state"].get("description") == description
+        ]
+
+    def click(self, comm_id: str) -> None:
+        """Send the comm message a browser sends when the button is pressed."""
+        data = {"method": "custom", "content": {"event": "click"}}
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+
+    def html_values(self) -> list[str]:
+        return [
+            str(s.get("value", ""))
+            for s in self.states.values()
+            if s.get("_model_name") == "HTMLModel"
+        ]
+
+    def shows(self, text: str) -> bool:
+        return any(text in v for v in self.html_values())
+
+    def outputs_text(self, messages: list[dict[str, Any]]) -> str:
+        parts = []
+        for m in messages:
+            c = m["content"]
+            if m["msg_type"] == "stream":
+                parts.append(c["text"])
+            elif m["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+                parts.append(str(c["data"].get("text/plain", "")))
+            elif m["msg_type"] == "error":
+                parts.append("\n".join(c["traceback"]))
+        return "".join(parts)

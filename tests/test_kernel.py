@@ -1,0 +1,171 @@
+"""``%%agent`` in real kernels (jupyter_client), clicked the way a browser clicks.
+
+Every test runs once per kernel interpreter of :mod:`tests.kernels`: the project venv
+(ipykernel 7.x) and ``.venv/kernels/ipykernel6`` (ipykernel 6.29; ``.ci/run`` creates
+it, the module docstring of ``tests/kernels.py`` says how to by hand). The model is a
+scripted Responses server on 127.0.0.1 in this process; the card's buttons are found
+among the IOPub ``comm_open`` messages and pressed by sending the ``comm_msg`` that a
+browser's widget manager sends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+
+pytestmark = pytest.mark.slow
+
+MARK = "echo ran > marker.txt; echo ran-it"
+NO_LOGIN = "-c allow_login_shell=false"  # keep login-profile noise out of command output
+
+
+@pytest.fixture(params=KERNEL_PYTHONS)
+def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    k = Kernel(kernel_manager(request.param, tmp_path / "specs"), ws)
+    k.ws = ws  # type: ignore[attr-defined]
+    try:
+        k.run("%load_ext agent_magics")
+        yield k
+    finally:
+        k.close()
+
+
+def cell(server: ScriptedResponsesServer, options: str, prompt: str) -> str:
+    return f"%%agent --base-url {server.base_url} {NO_LOGIN} {options}\n{prompt}"
+
+
+def exec_call(call_id: str, cmd: str, **more: Any) -> dict[str, Any]:
+    return function_call("exec_command", {"cmd": cmd, **more}, call_id)
+
+
+def ws(kernel: Kernel) -> Path:
+    return kernel.ws  # type: ignore[attr-defined, no-any-return]
+
+
+def test_approve_runs_the_command(kernel: Kernel) -> None:
+    with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
+        kernel.run(cell(server, "-a untrusted", "make a marker"))  # returns at once
+        approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
+        assert len(server.requests) == 1 and not (ws(kernel) / "marker.txt").exists()
+        kernel.click(approve)
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        assert "ran-it" in server.outputs(1)["c1"]
+        assert (ws(kernel) / "marker.txt").read_text() == "ran\n"
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        assert kernel.states[approve]["disabled"] is True
+        assert kernel.shows("done</span> · approved")
+
+
+def test_deny_does_not_run_the_command(kernel: Kernel) -> None:
+    with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
+        kernel.run(cell(server, "-a untrusted", "make a marker"))
+        kernel.click(kernel.wait_for(lambda: kernel.buttons("Deny"))[-1])
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        assert "exec command rejected by user" in server.outputs(1)["c1"]
+        assert not (ws(kernel) / "marker.txt").exists()
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        assert kernel.shows(">denied</span>")
+
+
+def test_approve_for_session_is_not_asked_again(kernel: Kernel) -> None:
+    script = [[exec_call("c1", MARK)], [exec_call("c2", MARK)], [message("ok")]]
+    with ScriptedResponsesServer(script) as server:
+        kernel.run(cell(server, "-a untrusted", "twice"))
+        kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve for session"))[-1])
+        kernel.wait_for(lambda: len(server.requests) == 3)
+        assert "ran-it" in server.outputs(2)["c2"]
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        assert len(kernel.buttons("Approve")) == 1  # one question, for the first call only
+        assert kernel.shows("approved earlier for this session")
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_interrupt_kills_the_command_and_the_next_cell_runs(kernel: Kernel) -> None:
+    sleeper = exec_call("c1", "echo $$ > sleep.pid; exec sleep 300", yield_time_ms=30_000)
+    with ScriptedResponsesServer([[sleeper], [message("next turn ok")]]) as server:
+        kernel.run(cell(server, "-a never -s danger-full-access", "sleep"))
+        pid_file = ws(kernel) / "sleep.pid"
+        kernel.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+        pid = int(pid_file.read_text())
+        assert alive(pid)
+        kernel.km.interrupt_kernel()
+        stopped_at = time.monotonic()
+        while alive(pid) and time.monotonic() - stopped_at < 5:
+            time.sleep(0.01)
+        assert not alive(pid)
+        assert time.monotonic() - stopped_at < 2.0
+        kernel.wait_for(lambda: kernel.shows("Turn interrupted."))
+        kernel.run("%%agent\nare you still there?")  # the options stick
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        assert server.outputs(1)["c1"].startswith("aborted by user after ")  # Codex's text
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        assert not [m for m in kernel.log if m["msg_type"] == "error"]
+
+
+def test_block_keeps_the_cell_busy_on_ipykernel_7_4(kernel: Kernel) -> None:
+    version = kernel.value("__import__('ipykernel').__version__")
+    blocking = tuple(int(p) for p in version.split(".")[:2]) >= (7, 4)
+    with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
+        msg_id = kernel.execute(cell(server, "-a untrusted --block", "make a marker"))
+        approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
+        if blocking:
+            assert not kernel.idle(msg_id)  # the cell waits for the turn
+        else:
+            kernel.wait_for(lambda: kernel.idle(msg_id))
+            assert kernel.shows(f"--block needs ipykernel 7.4 or newer (found {version}).")
+        kernel.click(approve)
+        kernel.wait_for(lambda: kernel.idle(msg_id))
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        assert (ws(kernel) / "marker.txt").exists()
+
+
+def test_problems_to_fix_are_one_sentence(kernel: Kernel) -> None:
+    unreachable = "--base-url http://127.0.0.1:9/v1 -c request_max_retries=0"
+    kernel.run(f"%%agent {unreachable} -c stream_max_retries=0\nhello")
+    sentence = (
+        "Could not reach the model server at http://127.0.0.1:9/v1 (ConnectError); "
+        "check --base-url and that the server runs."
+    )
+    kernel.wait_for(lambda: kernel.shows(sentence))
+    bad = kernel.run("%%agent -c no_such_setting=1\nhello")
+    assert kernel.outputs_text(bad) == "agent: Unknown setting(s): no_such_setting.\n"
+    assert not [m for m in kernel.log if m["msg_type"] == "error"]
+    assert "Traceback" not in kernel.outputs_text(kernel.log)
+
+
+def test_config_traits_and_line_commands(kernel: Kernel) -> None:
+    with ScriptedResponsesServer([[message("hello there")]]) as server:
+        kernel.run('%config AgentMagics.model = "model-from-config"')
+        kernel.run(cell(server, "", "say hello"))
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        assert server.requests[0]["model"] == "model-from-config"
+    status = kernel.outputs_text(kernel.run("%agent status"))
+    assert "model:           model-from-config (" in status
+    assert f"cwd:             {ws(kernel).resolve()}" in status
+    assert "tokens used:     15 (10 in, 5 out)" in status
+    assert "turn:            idle" in status
+    assert "exec_command" in kernel.outputs_text(kernel.run("%agent tools"))
+    history = kernel.outputs_text(kernel.run("%agent history"))
+    assert "user: say hello" in history and "assistant: hello there" in history
+    assert "Ask the coding agent" in kernel.outputs_text(kernel.run("%agent help"))
+    assert "no turn is running" in kernel.outputs_text(kernel.run("%agent cancel"))
+    assert "reset" in kernel.outputs_text(kernel.run("%agent reset"))
+    assert "(the conversation is empty)" in kernel.outputs_text(kernel.run("%agent history"))
+    bogus = kernel.outputs_text(kernel.run("%agent bogus"))
+    assert "Unknown %agent command 'bogus'" in bogus
