@@ -69,8 +69,8 @@ def kernel_params() -> list[Any]:
 KERNEL_PYTHONS = kernel_params()
 
 
-def kernel_manager(python: str, spec_root: Path) -> KernelManager:
-    """A manager for a kernel run by ``python`` (kernelspec written under ``spec_root``)."""
+def write_kernelspec(python: str, spec_root: Path) -> str:
+    """A kernelspec for ``python`` under ``spec_root/kernels``; returns its name."""
     if not Path(python).exists():
         raise FileNotFoundError(RECIPE)
     name = "agent-magics-test"
@@ -83,6 +83,12 @@ def kernel_manager(python: str, spec_root: Path) -> KernelManager:
         "interrupt_mode": "signal",
     }
     (folder / "kernel.json").write_text(json.dumps(spec))
+    return name
+
+
+def kernel_manager(python: str, spec_root: Path) -> KernelManager:
+    """A manager for a kernel run by ``python``."""
+    name = write_kernelspec(python, spec_root)
     specs = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
     return KernelManager(kernel_name=name, kernel_spec_manager=specs)
 
