@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,46 @@ class SseParser:
     ``\\n`` or ``\\r\\n``; a lone ``\\r`` is not treated as a line end.
     """
 
-    __slots__ = ("_data", "_event", "_id", "_tail")
+    __slots__ = ("_data", "_event", "_id", "_lines_only", "_tail")
 
     def __init__(self) -> None:
         self._tail = b""
         self._event = ""
         self._data: list[bytes] = []
         self._id: str | None = None
+        self._lines_only = False
+
+    def feed_data(self, chunk: bytes) -> list[bytes]:
+        """Only the ``data`` of the events completed by ``chunk``, found with a few
+        C-level passes over the chunk rather than a Python step per line. Streams with
+        ``\r`` line ends take the line-by-line path; so do chunks whose events have
+        several data lines, or fields after their data."""
+        if self._lines_only or b"\r" in chunk:
+            self._lines_only = True
+            return [e.data.encode() for e in self.feed(chunk)]
+        buf = self._tail + chunk if self._tail else chunk
+        cut = buf.rfind(b"\n\n")
+        if cut < 0:
+            self._tail = buf
+            return []
+        region, self._tail = buf[: cut + 1], buf[cut + 2 :]
+        lines = region.split(b"\n")
+        # data lines that end their event; if that is every data line, each event has
+        # one data line (the usual shape) and these are the payloads
+        ends = [line for line, after in pairwise(lines) if not after and line[:5] == b"data:"]
+        if len(ends) == region.count(b"\ndata:") + (region[:5] == b"data:"):
+            return [d[6:] if d[5:6] == b" " else d[5:] for d in ends]
+        parser = SseParser()
+        return [e.data.encode() for e in parser.feed(region + b"\n")]
+
+    def close_data(self) -> list[bytes]:
+        """The data of a last event the body ended without a blank line after."""
+        if self._lines_only:
+            return [e.data.encode() for e in self.close()]
+        tail, self._tail = self._tail, b""
+        parser = SseParser()
+        events = parser.feed(tail) + parser.close() if tail else []
+        return [e.data.encode() for e in events]
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         if self._tail:

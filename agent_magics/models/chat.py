@@ -27,13 +27,13 @@ from agent_magics.models.base import (
     ItemDone,
     ModelEvent,
     ModelRequest,
-    OutputTextDelta,
     ReasoningDelta,
     StreamFailed,
     ToolInputDelta,
 )
 from agent_magics.models.chat_convert import chat_messages, chat_tool_choice, chat_tools
-from agent_magics.models.http import SseClient, stream_failure
+from agent_magics.models.http import SseClient
+from agent_magics.models.stream import BaseDecoder, DeltaBuffer, stream_failure
 
 
 def chat_body(request: ModelRequest) -> dict[str, Any]:
@@ -78,10 +78,11 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
 
 
-class ChatDecoder:
+class ChatDecoder(BaseDecoder):
     """Gathers one streamed chat completion into Responses items."""
 
     def __init__(self, freeform: frozenset[str] = frozenset()) -> None:
+        super().__init__()
         self.freeform = freeform
         self.response_id = ""
         self.message_id = ""
@@ -92,7 +93,24 @@ class ChatDecoder:
         self.finish_reason: str | None = None
         self.usage = Usage()
 
-    def feed(self, data: dict[str, Any]) -> list[ModelEvent]:
+    def feed_all(self, batch: list[dict[str, Any]]) -> list[ModelEvent]:
+        buffer, text = self._buffer, self.text
+        for data in batch:
+            # the common chunk, a text fragment and nothing else, without the full walk
+            choices = data.get("choices")
+            if self.message_id and choices and len(choices) == 1 and data.get("usage") is None:
+                choice = choices[0]
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                if delta and len(delta) == 1 and choice.get("finish_reason") is None:
+                    content = delta.get("content")
+                    if isinstance(content, str) and not data.get("error"):
+                        text.append(content)
+                        buffer.text(self.message_id, content)
+                        continue
+            self._chunk(data)
+        return buffer.take()
+
+    def _chunk(self, data: dict[str, Any]) -> None:
         error = data.get("error")
         if error or data.get("object") == "error":
             err = error if isinstance(error, dict) else data
@@ -101,25 +119,23 @@ class ChatDecoder:
         self.response_id = self.response_id or str(data.get("id") or "")
         if isinstance(data.get("usage"), dict):
             self.usage = chat_usage(data["usage"])
-        events: list[ModelEvent] = []
         for choice in data.get("choices") or ():
             if isinstance(choice, dict) and (choice.get("index") or 0) == 0:
-                self._choice(choice, events)
-        return events
+                self._choice(choice, self._buffer)
 
-    def _choice(self, choice: dict[str, Any], events: list[ModelEvent]) -> None:
+    def _choice(self, choice: dict[str, Any], events: DeltaBuffer) -> None:
         delta = choice.get("delta") or {}
         reasoning = delta.get("reasoning") or delta.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             self.reasoning.append(reasoning)
-            events.append(ReasoningDelta("reasoning", reasoning))
+            events.add(ReasoningDelta("reasoning", reasoning))
         content = delta.get("content")
         if isinstance(content, str) and content:
             if not self.message_id:
                 self.message_id = _short_id("msg")
-                events.append(ItemAdded(self._message_item([], "in_progress")))
+                events.add(ItemAdded(self._message_item([], "in_progress")))
             self.text.append(content)
-            events.append(OutputTextDelta(self.message_id, content))
+            events.text(self.message_id, content)
         fragments = delta.get("tool_calls")
         if not fragments and isinstance(delta.get("function_call"), dict):
             fragments = [delta["function_call"]]  # the legacy single-call form
@@ -134,7 +150,7 @@ class ChatDecoder:
                     "the model server ended the answer with an error", retryable=True
                 )
 
-    def _fragment(self, position: int, frag: dict[str, Any], events: list[ModelEvent]) -> None:
+    def _fragment(self, position: int, frag: dict[str, Any], events: DeltaBuffer) -> None:
         index = frag.get("index")
         slot = ("index", index) if isinstance(index, int) else ("position", position)
         inner = frag.get("function")
@@ -145,7 +161,7 @@ class ChatDecoder:
             call = _Call(_short_id("fc"), call_id, str(fn.get("name") or ""))
             self._slots[slot] = call
             self.calls.append(call)
-            events.append(ItemAdded(self._call_item(call, "in_progress")))
+            events.add(ItemAdded(self._call_item(call, "in_progress")))
         call.call_id = call.call_id or call_id
         call.name = call.name or str(fn.get("name") or "")
         arguments = fn.get("arguments")
@@ -153,7 +169,7 @@ class ChatDecoder:
             arguments = json.dumps(arguments)
         if isinstance(arguments, str) and arguments:
             call.arguments.append(arguments)
-            events.append(ToolInputDelta(call.item_id, arguments))
+            events.add(ToolInputDelta(call.item_id, arguments))
 
     def _message_item(self, content: list[dict[str, Any]], status: str) -> dict[str, Any]:
         return {

@@ -20,65 +20,25 @@ import httpx
 from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.models._sse import SseParser
 from agent_magics.models.base import (
+    ItemAdded,
     ItemDone,
     ModelEvent,
     ModelRequest,
     OutputTextDelta,
+    ReasoningDelta,
     StreamFailed,
+    ToolInputDelta,
 )
-from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after, try_again_hint
+from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
+from agent_magics.models.stream import DONE, DONE_BYTES, Decoder, parse_batch
 
 RETRY_STATUSES = frozenset({408, 409, 429})
-NOT_RETRYABLE_FAILURES = frozenset(
-    {
-        "context_length_exceeded",
-        "insufficient_quota",
-        "usage_not_included",
-        "invalid_prompt",
-        "server_is_overloaded",
-        "slow_down",
-    }
-)
-DONE = "[DONE]"  # the Chat Completions end marker, kept as such in recordings
-
 RetryHook = Callable[[int, float, str], None]
-
-
-class Decoder(Protocol):
-    """Turns one response's stream payloads (parsed ``data:`` JSON) into model events."""
-
-    def feed(self, data: dict[str, Any]) -> list[ModelEvent]: ...
-
-    def finish(self, done_marker: bool) -> list[ModelEvent]:
-        """The events held back to the end; raises StreamFailed if the stream was cut."""
-        ...
 
 
 class Recorder(Protocol):
     def add(self, body: dict[str, Any], tape: list[Any]) -> None: ...
-
-
-def stream_failure(code: str, message: str) -> StreamFailed:
-    """A failure reported inside a stream, mapped by its code as Codex does."""
-    if code in NOT_RETRYABLE_FAILURES:
-        return StreamFailed(f"{message} ({code})", retryable=False)
-    delay = try_again_hint(message) if code == "rate_limit_exceeded" else None
-    return StreamFailed(message, retryable=True, delay_s=delay)
-
-
-def replay_tape(decoder: Decoder, tape: list[Any]) -> list[ModelEvent]:
-    """Decode a recorded stream (its payloads in order, maybe ending with ``[DONE]``)."""
-    events: list[ModelEvent] = []
-    done = False
-    for data in tape:
-        if data == DONE:
-            done = True
-            break
-        if isinstance(data, dict):
-            events.extend(decoder.feed(data))
-    events.extend(decoder.finish(done))
-    return events
 
 
 class SseClient:
@@ -208,8 +168,8 @@ class SseClient:
     async def _decode(
         self, response: httpx.Response, decoder: Decoder, tape: list[Any] | None
     ) -> AsyncIterator[ModelEvent]:
-        """Events of one stream. The idle timer, as in Codex, runs from the moment we
-        start waiting for the next event; chunks are parsed without an await per line."""
+        """Events of one stream. The payloads of one network read are parsed together;
+        the idle timer, as in Codex, runs from the moment we wait for the next event."""
         loop = asyncio.get_running_loop()
         parser = SseParser()
         chunks = response.aiter_bytes().__aiter__()
@@ -219,42 +179,37 @@ class SseClient:
             try:
                 async with asyncio.timeout_at(deadline):
                     chunk = await chunks.__anext__()
-                sse_events = parser.feed(chunk)
+                datas = parser.feed_data(chunk)
             except StopAsyncIteration:
-                sse_events, ended = parser.close(), True
+                datas, ended = parser.close_data(), True
             except (TimeoutError, httpx.ReadTimeout):
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
             except httpx.TransportError:
                 raise StreamFailed(
                     "stream disconnected before completion", retryable=True
                 ) from None
-            for sse in sse_events:
-                if sse.data == DONE:
-                    done = True
-                    if tape is not None:
-                        tape.append(DONE)
-                    break
-                try:
-                    data = json.loads(sse.data)
-                except json.JSONDecodeError:
-                    continue
-                if not isinstance(data, dict):
-                    continue
-                if tape is not None:
-                    tape.append(data)
-                for event in self._guard(decoder.feed, data):
-                    yield self._scrubbed(event) if self.redact else event
-            if sse_events:
-                deadline = loop.time() + self.stream_idle_timeout_s
+            if not datas:
+                continue
+            if DONE_BYTES in datas:
+                datas, done = datas[: datas.index(DONE_BYTES)], True
+            batch = parse_batch(datas)
+            if tape is not None:
+                tape.extend(batch)
+                if done:
+                    tape.append(DONE)
+            for event in self._guard(decoder.feed_all, batch):
+                yield self._scrubbed(event) if self.redact else event
+            deadline = loop.time() + self.stream_idle_timeout_s
         for event in self._guard(decoder.finish, done):
             yield self._scrubbed(event) if self.redact else event
 
     def _scrubbed(self, event: ModelEvent) -> ModelEvent:
         """The model's own words never carry the key on (into history, outputs, files)."""
-        if isinstance(event, OutputTextDelta):
-            return OutputTextDelta(event.item_id, self.redact(event.delta))
-        if isinstance(event, ItemDone):
-            return ItemDone(self.redact.data(event.item))
+        if isinstance(event, OutputTextDelta | ToolInputDelta | ReasoningDelta):
+            clean = self.redact(event.delta)
+            return event if clean == event.delta else type(event)(event.item_id, clean)
+        if isinstance(event, ItemDone | ItemAdded):
+            return type(event)(self.redact.data(event.item))
         return event
 
     def _guard(self, step: Callable[[Any], list[ModelEvent]], arg: Any) -> list[ModelEvent]:

@@ -23,9 +23,9 @@ from agent_magics.errors import ConfigError, ModelError
 from agent_magics.models.base import ModelEvent, ModelRequest
 from agent_magics.models.chat import ChatDecoder, chat_body
 from agent_magics.models.chat_convert import chat_tools
-from agent_magics.models.http import Decoder, replay_tape
 from agent_magics.models.responses import ResponsesDecoder, responses_body
 from agent_magics.models.secret import Scrubber
+from agent_magics.models.stream import Decoder, replay_tape
 
 FORMAT = "agent_magics.recording"
 VERSION = 1

@@ -16,18 +16,12 @@ from agent_magics.models.base import (
     ItemDone,
     ModelEvent,
     ModelRequest,
-    OutputTextDelta,
     ReasoningDelta,
     StreamFailed,
     ToolInputDelta,
 )
-from agent_magics.models.http import (
-    NOT_RETRYABLE_FAILURES,
-    RETRY_STATUSES,
-    RetryHook,
-    SseClient,
-    stream_failure,
-)
+from agent_magics.models.http import RETRY_STATUSES, RetryHook, SseClient
+from agent_magics.models.stream import NOT_RETRYABLE_FAILURES, BaseDecoder, stream_failure
 
 TOOL_INPUT_DELTAS = frozenset(
     {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
@@ -55,24 +49,35 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-class ResponsesDecoder:
+class ResponsesDecoder(BaseDecoder):
     """Maps Responses stream events; ``response.completed`` is held until the end."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.completed: Completed | None = None
 
-    def feed(self, data: dict[str, Any]) -> list[ModelEvent]:
-        kind = data.get("type", "")
-        if kind == "response.output_text.delta":
-            return [OutputTextDelta(str(data.get("item_id", "")), str(data.get("delta", "")))]
+    def feed_all(self, batch: list[dict[str, Any]]) -> list[ModelEvent]:
+        buffer = self._buffer
+        for data in batch:
+            kind = data.get("type", "")
+            if kind == "response.output_text.delta":
+                delta = data.get("delta")
+                buffer.text(str(data.get("item_id", "")), delta if isinstance(delta, str) else "")
+            else:
+                event = self._other(kind, data)
+                if event is not None:
+                    buffer.add(event)
+        return buffer.take()
+
+    def _other(self, kind: str, data: dict[str, Any]) -> ModelEvent | None:
         if kind == "response.output_item.done":
-            return [ItemDone(data.get("item") or {})]
+            return ItemDone(data.get("item") or {})
         if kind == "response.output_item.added":
-            return [ItemAdded(data.get("item") or {})]
+            return ItemAdded(data.get("item") or {})
         if kind in TOOL_INPUT_DELTAS:
-            return [ToolInputDelta(str(data.get("item_id", "")), str(data.get("delta", "")))]
+            return ToolInputDelta(str(data.get("item_id", "")), str(data.get("delta", "")))
         if kind in REASONING_DELTAS:
-            return [ReasoningDelta(str(data.get("item_id", "")), str(data.get("delta", "")))]
+            return ReasoningDelta(str(data.get("item_id", "")), str(data.get("delta", "")))
         if kind == "response.completed":
             resp = data.get("response") or {}
             self.completed = Completed(str(resp.get("id", "")), parse_usage(resp.get("usage")))
@@ -83,7 +88,7 @@ class ResponsesDecoder:
             err = (data.get("response") or {}).get("error") or data
             code = str(err.get("code") or "")
             raise stream_failure(code, str(err.get("message") or "response.failed"))
-        return []
+        return None
 
     def finish(self, done_marker: bool) -> list[ModelEvent]:
         if self.completed is None:

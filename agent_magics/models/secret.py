@@ -21,8 +21,8 @@ class Scrubber:
         self.secret = secret or ""
         self._pieces: re.Pattern[str] | None = None
         if len(self.secret) >= MIN_PIECE:
-            pieces = {self.secret[i : i + MIN_PIECE] for i in range(len(self.secret) - 7)}
-            self._pieces = re.compile("|".join(re.escape(p) for p in sorted(pieces)))
+            pieces = sorted({self.secret[i : i + MIN_PIECE] for i in range(len(self.secret) - 7)})
+            self._pieces = re.compile("|".join(re.escape(p) for p in pieces))
 
     def __bool__(self) -> bool:
         return bool(self.secret)
