@@ -1,0 +1,204 @@
+"""Streaming throughput: 20k text deltas through our client and session vs raw httpx.
+
+A loopback server on 127.0.0.1 answers every POST with the same pre-encoded SSE body:
+one assistant message streamed as 20 000 one-character deltas (Responses events, or
+Chat Completions chunks). The candidate is a whole session turn (request built from the
+history, client, SSE parsing, event mapping, a subscribed sink, history update); the
+baseline POSTs the same request body with ``httpx.AsyncClient`` and iterates the
+response's lines, doing nothing with them. Both keep their connection pool warm; the
+median of several runs is compared.
+
+    python bench/stream_bench.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, if not installed
+
+import httpx
+
+from agent_magics import Session, SessionConfig
+from agent_magics.events import Event, TextDelta
+from agent_magics.models._sse import SseParser
+from agent_magics.testing import encode_sse, message, response_events
+
+DELTAS = 20_000
+TARGET = "<= 1.3"
+
+
+def responses_payload(n: int) -> bytes:
+    return encode_sse(response_events([message("x" * n, "msg_bench")], chunk=1))
+
+
+def chat_payload(n: int) -> bytes:
+    head = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": "b"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return f"data: {json.dumps({**head, 'choices': [choice]})}\n\n"
+
+    body = [chunk({"role": "assistant", "content": ""})]
+    body += [chunk({"content": "x"})] * n
+    body.append(chunk({}, "stop"))
+    body.append("data: [DONE]\n\n")
+    return "".join(body).encode()
+
+
+class PayloadServer:
+    """Serves one fixed body to every POST, so the server costs almost nothing."""
+
+    def __init__(self, payload: bytes) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, float, int]:
+    """Median seconds of a session turn and of raw line iteration, and the characters
+    the session's subscriber saw (text deltas that arrive in one network read reach it
+    as one event)."""
+    server = PayloadServer(payload)
+    endpoint = "responses" if provider == "responses" else "chat/completions"
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            config = SessionConfig(
+                model="bench",
+                provider=provider,
+                base_url=server.base_url,
+                api_key="sk-bench-not-a-key",
+                cwd=Path(folder),
+                shell_type="disabled",
+            )
+            session = Session(config)
+            deltas = 0
+
+            def sink(event: Event) -> None:
+                nonlocal deltas
+                if isinstance(event, TextDelta):
+                    deltas += len(event.delta)
+
+            session.subscribe(sink)
+            body = json.dumps(session.client.body(session.request())).encode()  # type: ignore[attr-defined]
+            raw = httpx.AsyncClient(timeout=60)
+            url = f"{server.base_url}/{endpoint}"
+            headers = {"content-type": "application/json", "accept": "text/event-stream"}
+            ours, base = [], []
+            for _ in range(runs + 1):  # the first round warms both pools up
+                session.reset()
+                deltas = 0
+                start = time.perf_counter()
+                await session.run_turn("go")
+                ours.append(time.perf_counter() - start)
+                seen = deltas
+                start = time.perf_counter()
+                async with raw.stream("POST", url, content=body, headers=headers) as response:
+                    async for _line in response.aiter_lines():
+                        pass
+                base.append(time.perf_counter() - start)
+            await raw.aclose()
+            await session.aclose()
+    finally:
+        server.close()
+    return statistics.median(ours[1:]), statistics.median(base[1:]), seen
+
+
+async def measure_floor(payload: bytes, runs: int) -> tuple[float, float]:
+    """Median seconds of the least any JSON-reading client must do (read the bytes, find
+    the data lines, ``json.loads`` them in one call per read), and of the baseline."""
+    server = PayloadServer(payload)
+    url = f"{server.base_url}/responses"
+    raw = httpx.AsyncClient(timeout=60)
+    floor, base = [], []
+    try:
+        for _ in range(runs + 1):
+            start = time.perf_counter()
+            parser = SseParser()
+            async with raw.stream("POST", url, content=b"{}") as response:
+                async for chunk in response.aiter_bytes():
+                    datas = parser.feed_data(chunk)
+                    if datas:
+                        json.loads(b"[" + b",".join(datas) + b"]")
+            floor.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            async with raw.stream("POST", url, content=b"{}") as response:
+                async for _line in response.aiter_lines():
+                    pass
+            base.append(time.perf_counter() - start)
+    finally:
+        await raw.aclose()
+        server.close()
+    return statistics.median(floor[1:]), statistics.median(base[1:])
+
+
+def bench_streaming(quick: bool) -> list[dict[str, Any]]:
+    """Rows: name, value (ms of the session turn), unit, ratio (vs raw httpx), target."""
+    runs = 3 if quick else 9
+    rows = []
+    for provider, payload in (
+        ("responses", responses_payload(DELTAS)),
+        ("chat", chat_payload(DELTAS)),
+    ):
+        ours, base, seen = asyncio.run(measure(provider, payload, runs))
+        if seen != DELTAS:
+            raise RuntimeError(f"{provider}: the session saw {seen} characters, not {DELTAS}")
+        rows.append(
+            {
+                "name": f"stream_20k_deltas_{provider}",
+                "value": round(ours * 1e3, 1),
+                "unit": "ms",
+                "ratio": round(ours / base, 3),
+                "target": TARGET,
+                "baseline": round(base * 1e3, 1),
+                "note": f"session turn vs httpx aiter_lines, {len(payload) >> 10} KiB; "
+                f"median of {runs}",
+            }
+        )
+    floor, base = asyncio.run(measure_floor(responses_payload(DELTAS), runs))
+    rows.append(
+        {
+            "name": "stream_20k_deltas_json_floor",
+            "value": round(floor * 1e3, 1),
+            "unit": "ms",
+            "ratio": round(floor / base, 3),
+            "target": "",
+            "baseline": round(base * 1e3, 1),
+            "note": "reference, not a target: reading the Responses stream and json.loads of "
+            "every event, nothing else",
+        }
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    for row in bench_streaming("--quick" in sys.argv):
+        print(json.dumps(row))
