@@ -49,7 +49,7 @@ def _same_engine(a: SessionConfig, b: SessionConfig) -> bool:
 
 
 @magics_class
-class AgentMagics(Magics):  # type: ignore[misc]
+class AgentMagics(Magics):
     """``%%agent``: a coding agent in the cell. Settings: ``%config AgentMagics``."""
 
     model = Unicode(None, allow_none=True, help="Model name.").tag(config=True)
@@ -201,7 +201,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
     @argument("--new", action="store_true", help="start a fresh session (forget options too)")
     @argument("--block", action="store_true", help="keep the cell busy (ipykernel >= 7.4)")
     @argument("--_awaited", action="store_true", help=argparse.SUPPRESS)
-    @cell_magic("agent")
+    @cell_magic("agent")  # type: ignore[arg-type]  # IPython types the marker loosely
     def agent_cell(self, line: str, cell: str) -> Any:
         """Ask the coding agent: the cell's text is the prompt.
 
@@ -370,7 +370,7 @@ class AgentMagics(Magics):  # type: ignore[misc]
 
     # -- the line magic --------------------------------------------------------------------
 
-    @line_magic("agent")
+    @line_magic("agent")  # type: ignore[arg-type]
     def agent_line(self, line: str) -> None:
         """%agent reset | status | tools | history | cancel | help
 
