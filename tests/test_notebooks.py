@@ -75,3 +75,14 @@ def test_demo_transcript_reads_well_without_widgets(
     assert "mode:            headless (each turn runs to its end in its cell)" in status
     summary = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     assert summary.startswith("# Temperatures")
+
+
+def test_binder_follows_repo2docker_conventions() -> None:
+    binder = NOTEBOOKS.parent / "binder"
+    post_build = binder / "postBuild"
+    lines = post_build.read_text().splitlines()
+    assert lines[0] == "#!/bin/bash" and "set -e" in lines  # errors must stop the build
+    assert post_build.stat().st_mode & 0o111  # repo2docker runs it only when executable
+    assert "python -m pip install --no-cache-dir ." in lines  # the root pyproject is ignored
+    assert not (binder / "environment.yml").exists()  # it would shadow requirements.txt
+    assert (binder / "runtime.txt").read_text().strip().startswith("python-3.")
