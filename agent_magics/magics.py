@@ -4,48 +4,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from IPython.display import display
 from traitlets import Bool, Enum, List, Unicode
 
 from agent_magics.config import SessionConfig, load_config
 from agent_magics.errors import UserError
 from agent_magics.events import Usage
 from agent_magics.session import Session
-from agent_magics.tools.approval import ApprovalPolicy, Approver, SandboxMode
+from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.ui import info
-from agent_magics.ui.approver import HEADLESS_NOTES, WidgetApprover, headless_approver
-from agent_magics.ui.headless import StaticTranscript, request_allows_stdin
-from agent_magics.ui.runner import (
-    SigintGuard,
-    TurnView,
-    can_block,
-    ipykernel_version,
-    kill_tool_processes,
-    run_turn,
-)
+from agent_magics.ui.approver import HeadlessMode
+from agent_magics.ui.controller import Controller
+from agent_magics.ui.headless import request_allows_stdin
+from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
-from agent_magics.ui.throttle import loop_scheduler
-from agent_magics.ui.widgets import TranscriptView
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
-ENGINE_FIELDS = {"base_url", "provider", "request_max_retries", "stream_idle_timeout_s"}
+PROVIDERS = list(get_args(SessionConfig.model_fields["provider"].annotation))
 COMMANDS = ("reset", "status", "tools", "history", "cancel", "help")
-NEW_ENGINE = "The model server or the tools changed; the conversation goes on with them."
-
-
-def _same_engine(a: SessionConfig, b: SessionConfig) -> bool:
-    """Whether ``b`` can take over a session built for ``a`` (same client, same tools)."""
-    same = a.model_dump(include=ENGINE_FIELDS) == b.model_dump(include=ENGINE_FIELDS)
-    return same and a.key() == b.key() and a.tools_config() == b.tools_config()
 
 
 @magics_class
@@ -81,13 +66,13 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.session: Session | None = None
+        self.agent = Controller(getattr(shell, "kernel", None))
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
-        self._tasks: list[asyncio.Task[None]] = []
-        self._guard: SigintGuard | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
-        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def session(self) -> Session | None:
+        return self.agent.session
 
     # -- settings --------------------------------------------------------------------------
 
@@ -123,7 +108,7 @@ class AgentMagics(Magics):
             print(f"agent: {exc}", file=sys.stderr)
             return None
         if args.new:
-            self._end_session()
+            self.agent.end_session()
         self._sticky, self._sticky_overrides = sticky, overrides
         return config
 
@@ -132,61 +117,16 @@ class AgentMagics(Magics):
             return bool(self.headless == "always")
         return request_allows_stdin(self.shell) is False
 
-    def _headless_mode(self) -> str:
+    def headless_mode(self) -> HeadlessMode:
         mode = self.headless_approval or os.environ.get("AGENT_MAGICS_HEADLESS_APPROVAL") or "deny"
-        return mode if mode in HEADLESS_NOTES else "deny"
-
-    # -- sessions --------------------------------------------------------------------------
-
-    def _session_for(self, config: SessionConfig, view: TurnView) -> Session:
-        old = self.session
-        if old is not None and old.config == config:
-            return old
-        if old is not None and _same_engine(old.config, config):
-            old.config = config
-            return old
-        session = Session(config)
-        if old is not None:
-            session.history, session.usage = old.history, old.usage
-            view.note(NEW_ENGINE)
-            self._close(old)
-        self.session = session
-        return session
-
-    def _close(self, session: Session) -> None:
-        kill_tool_processes(session.services)
-        try:
-            task = asyncio.get_running_loop().create_task(session.aclose())
-        except RuntimeError:
-            return
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-
-    def _end_session(self) -> None:
-        self.cancel()
-        if self.session is not None:
-            self._close(self.session)
-        self.session = None
-
-    def interrupt(self) -> None:
-        """The kernel's stop button reached the idle kernel."""
-        self.cancel()
-
-    def cancel(self) -> bool:
-        """Stop the running and queued turns and kill their tool processes."""
-        busy = [t for t in self._tasks if not t.done()]
-        for task in busy:
-            task.cancel()
-        if self.session is not None:
-            kill_tool_processes(self.session.services)
-        return bool(busy)
+        return "approve" if mode == "approve" else "deny"
 
     # -- the cell magic --------------------------------------------------------------------
 
     @magic_arguments()
     @argument("-m", "--model", help="model name")
     @argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
-    @argument("--provider", choices=["responses", "chat", "replay"], help="wire protocol")
+    @argument("--provider", choices=PROVIDERS, help="wire protocol")
     @argument("-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy])
     @argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
     @argument("-C", "--cd", help="work in this folder")
@@ -239,11 +179,8 @@ class AgentMagics(Magics):
             Find the slowest test in tests/ and explain why it is slow.
         """
         args = parse_argstring(self.agent_cell, line)
-        awaited = args._awaited
         task = self._start(args, cell)
-        if awaited:
-            return self._wait(task)
-        return None
+        return self.agent.wait(task) if args._awaited else None
 
     def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[None] | None:
         prompt = cell.strip()
@@ -253,99 +190,21 @@ class AgentMagics(Magics):
         config = self._configure(args)
         if config is None:
             return None
-        headless = self._headless_now()
+        headless = self.headless_mode() if self._headless_now() else None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            run_in_terminal(self, config, prompt, headless)
+            run_in_terminal(self.agent, config, prompt, headless)
             return None
-        view, approver = self._make_view(loop, headless)
+        view, approver = self.agent.make_view(loop, headless)
         if not args._awaited:
             if headless:
                 view.note("Headless, but this cell could not wait: the turn runs on its own.")
             elif args.block or self.block:
                 version = ".".join(map(str, ipykernel_version() or ())) or "unknown"
                 view.note(f"--block needs ipykernel 7.4 or newer (found {version}).")
-        return self._schedule(loop, config, prompt, view, approver, background=not args._awaited)
-
-    def _make_view(
-        self, loop: asyncio.AbstractEventLoop, headless: bool
-    ) -> tuple[TurnView, Approver]:
-        if headless:
-            mode = self._headless_mode()
-            note = HEADLESS_NOTES[mode]
-            view = StaticTranscript(
-                lambda md: display(md, display_id=True), loop_scheduler(loop), policy_note=note
-            )
-            return view, headless_approver(mode)  # type: ignore[arg-type]
-        approver = WidgetApprover(loop)
-        widget_view = TranscriptView(loop_scheduler(loop), approver.decide)
-        display(widget_view.root)
-        return widget_view, approver
-
-    def run_session_turn(
-        self, config: SessionConfig, prompt: str, view: TurnView, approver: Approver
-    ) -> Any:
-        """The coroutine of one turn: pick the session, listen, run."""
-
-        async def start() -> None:
-            session = self._session_for(config, view)
-            unsubscribe = session.subscribe(view)
-            session.approver = approver
-            try:
-                await session.run_turn(prompt)
-            finally:
-                unsubscribe()
-                if isinstance(approver, WidgetApprover):
-                    approver.cancel_all()
-
-        def stop() -> None:
-            if self.session is not None:
-                kill_tool_processes(self.session.services)
-
-        return start, stop
-
-    def _schedule(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        config: SessionConfig,
-        prompt: str,
-        view: TurnView,
-        approver: Approver,
-        background: bool,
-    ) -> asyncio.Task[None]:
-        start, stop = self.run_session_turn(config, prompt, view, approver)
-        previous = next((t for t in reversed(self._tasks) if not t.done()), None)
-        if previous is not None:
-            view.mark_queued()
-        task = loop.create_task(run_turn(start, view, stop, after=previous))
-        self._tasks.append(task)
-        task.add_done_callback(self._turn_done)
-        if background:
-            if self._guard is None:
-                kernel = getattr(self.shell, "kernel", None)
-                self._guard = SigintGuard(kernel, loop, self.interrupt)
-            self._guard.activate()
-        return task
-
-    def _turn_done(self, task: asyncio.Task[None]) -> None:
-        if task in self._tasks:
-            self._tasks.remove(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: run_turn already showed it
-        if not self._tasks and self._guard is not None:
-            self._guard.deactivate()
-
-    async def _wait(self, task: asyncio.Task[None] | None) -> None:
-        """The awaited form: the cell stays busy until the turn ends; an interrupt of the
-        cell stops the turn and ends the cell quietly (the transcript says so)."""
-        if task is None:
-            return
-        try:
-            await task
-        except asyncio.CancelledError:
-            task.cancel()
-            await asyncio.wait([task])
+        background = not args._awaited
+        return self.agent.schedule(loop, config, prompt, view, approver, background)
 
     # -- the input transformer (awaited cells) ---------------------------------------------
 
@@ -390,11 +249,12 @@ class AgentMagics(Magics):
         print(self.agent_cell.__doc__)
 
     def _cmd_reset(self) -> None:
-        self._end_session()
+        self.agent.end_session()
         print("agent: the conversation was reset.")
 
     def _cmd_cancel(self) -> None:
-        print("agent: the turn was stopped." if self.cancel() else "agent: no turn is running.")
+        stopped = self.agent.cancel()
+        print("agent: the turn was stopped." if stopped else "agent: no turn is running.")
 
     def _current_config(self) -> SessionConfig | None:
         if self.session is not None:
@@ -410,7 +270,7 @@ class AgentMagics(Magics):
         if config is None:
             return
         usage = self.session.usage if self.session is not None else Usage()
-        busy = sum(not t.done() for t in self._tasks)
+        busy = self.agent.busy
         turn = f"running ({busy} in progress or queued)" if busy else "idle"
         if self._headless_now():
             mode = "headless (each turn runs to its end in its cell)"
@@ -432,19 +292,6 @@ class AgentMagics(Magics):
         items = [i.wire() for i in self.session.history] if self.session is not None else []
         print(info.history_text(items))
 
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def own_loop(self) -> asyncio.AbstractEventLoop:
-        """The loop of terminal IPython (no kernel loop): one for the whole session."""
-        if self._own_loop is None or self._own_loop.is_closed():
-            self._own_loop = asyncio.new_event_loop()
-        return self._own_loop
-
-    def shutdown(self) -> None:
-        self._end_session()
-        if self._guard is not None:
-            self._guard.deactivate()
-
 
 _LOADED: dict[int, AgentMagics] = {}
 
@@ -456,6 +303,7 @@ def load(ip: Any) -> AgentMagics:
     magics = _LOADED[id(ip)] = AgentMagics(ip)
     ip.register_magics(magics)
     ip.input_transformers_cleanup.append(magics.transform)
+    atexit.register(magics.agent.kill_processes)  # the kernel is shutting down
     return magics
 
 
@@ -464,7 +312,8 @@ def unload(ip: Any) -> None:
     magics = _LOADED.pop(id(ip), None)
     if magics is None:
         return
-    magics.shutdown()
+    magics.agent.shutdown()
+    atexit.unregister(magics.agent.kill_processes)
     if magics.transform in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(magics.transform)
     manager = ip.magics_manager

@@ -21,7 +21,8 @@ from agent_magics.ui.throttle import loop_scheduler
 
 if TYPE_CHECKING:
     from agent_magics.config import SessionConfig
-    from agent_magics.magics import AgentMagics
+    from agent_magics.ui.approver import HeadlessMode
+    from agent_magics.ui.controller import Controller
 
 ANSWERS = {
     "y": ReviewDecision.APPROVED,
@@ -49,14 +50,14 @@ def stdin_approver() -> Approver:
 
 
 def run_in_terminal(
-    magics: AgentMagics, config: SessionConfig, prompt: str, headless: bool
+    agent: Controller, config: SessionConfig, prompt: str, headless: HeadlessMode | None
 ) -> None:
-    loop = magics.own_loop()
-    mode = magics._headless_mode()
-    note = HEADLESS_NOTES[mode] if headless else None
+    """One turn to its end on the agent's own loop; the transcript printed at the end."""
+    loop = agent.own_loop()
+    note = HEADLESS_NOTES[headless] if headless else None
     view = StaticTranscript(lambda md: None, loop_scheduler(loop), policy_note=note)
-    approver = headless_approver(mode) if headless else stdin_approver()  # type: ignore[arg-type]
-    start, stop = magics.run_session_turn(config, prompt, view, approver)
+    approver = headless_approver(headless) if headless else stdin_approver()
+    start, stop = agent.turn(config, prompt, view, approver)
     task: asyncio.Task[Any] = loop.create_task(run_turn(start, view, stop))
     try:
         loop.run_until_complete(task)

@@ -1,0 +1,202 @@
+"""The agent behind the magics: one session, its turns, and stopping them.
+
+A turn runs as a task on the kernel's loop (see :mod:`.runner`); a cell that comes
+while a turn is busy queues behind it. The session is kept across cells and adapted to
+each cell's settings: new per-turn settings (model, policy, folder) apply in place; a
+new model server or tool set moves the conversation to a new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from IPython.display import display
+
+from agent_magics.config import SessionConfig
+from agent_magics.session import Session
+from agent_magics.tools.approval import Approver
+from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
+from agent_magics.ui.headless import StaticTranscript
+from agent_magics.ui.runner import SigintGuard, TurnView, kill_tool_processes, run_turn
+from agent_magics.ui.throttle import loop_scheduler
+from agent_magics.ui.widgets import TranscriptView
+
+ENGINE_FIELDS = {
+    "base_url",
+    "provider",
+    "request_max_retries",
+    "stream_idle_timeout_s",
+    "record_path",
+    "replay_path",
+} & set(SessionConfig.model_fields)
+NEW_ENGINE = "The model server or the tools changed; the conversation goes on with them."
+
+
+def same_engine(a: SessionConfig, b: SessionConfig) -> bool:
+    """Whether ``b`` can take over a session built for ``a`` (same client, same tools)."""
+    same = a.model_dump(include=ENGINE_FIELDS) == b.model_dump(include=ENGINE_FIELDS)
+    return same and a.key() == b.key() and a.tools_config() == b.tools_config()
+
+
+class Controller:
+    """Sessions and turns of one ``AgentMagics`` instance."""
+
+    def __init__(self, kernel: Any = None) -> None:
+        self.kernel = kernel
+        self.session: Session | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        self._guard: SigintGuard | None = None
+        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._closing: set[asyncio.Task[None]] = set()
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def session_for(self, config: SessionConfig, view: TurnView) -> Session:
+        old = self.session
+        if old is not None and old.config == config:
+            return old
+        if old is not None and same_engine(old.config, config):
+            old.config = config
+            return old
+        session = Session(config)
+        if old is not None:
+            session.history, session.usage = old.history, old.usage
+            view.note(NEW_ENGINE)
+            self._close(old)
+        self.session = session
+        return session
+
+    def _close(self, session: Session) -> None:
+        kill_tool_processes(session.services)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            if self._own_loop is not None and not self._own_loop.is_closed():
+                self._own_loop.run_until_complete(session.aclose())
+            return
+        task = loop.create_task(session.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def end_session(self) -> None:
+        """Stop the turns, kill the tools' processes, forget the conversation."""
+        self.cancel()
+        if self.session is not None:
+            self._close(self.session)
+        self.session = None
+
+    def kill_processes(self) -> None:
+        """Kill every process the session's tools started (SIGKILL, at once)."""
+        if self.session is not None:
+            kill_tool_processes(self.session.services)
+
+    def cancel(self) -> bool:
+        """Stop the running and queued turns and kill their tool processes."""
+        busy = [t for t in self.tasks if not t.done()]
+        for task in busy:
+            task.cancel()
+        self.kill_processes()
+        return bool(busy)
+
+    def interrupt(self) -> None:
+        """The kernel's stop button reached the idle kernel."""
+        self.cancel()
+
+    @property
+    def busy(self) -> int:
+        return sum(not t.done() for t in self.tasks)
+
+    # -- turns -----------------------------------------------------------------------------
+
+    def make_view(
+        self, loop: asyncio.AbstractEventLoop, headless: HeadlessMode | None
+    ) -> tuple[TurnView, Approver]:
+        """Widgets and click approvals, or (headless) a static transcript and a policy."""
+        if headless is not None:
+            view = StaticTranscript(
+                lambda md: display(md, display_id=True),
+                loop_scheduler(loop),
+                policy_note=HEADLESS_NOTES[headless],
+            )
+            return view, headless_approver(headless)
+        approver = WidgetApprover(loop)
+        widgets = TranscriptView(loop_scheduler(loop), approver.decide)
+        display(widgets.root)
+        return widgets, approver
+
+    def turn(
+        self, config: SessionConfig, prompt: str, view: TurnView, approver: Approver
+    ) -> tuple[Callable[[], Any], Callable[[], None]]:
+        """The coroutine function of one turn (pick the session, listen, run) and its stop."""
+
+        async def start() -> None:
+            session = self.session_for(config, view)
+            unsubscribe = session.subscribe(view)
+            session.approver = approver
+            try:
+                await session.run_turn(prompt)
+            finally:
+                unsubscribe()
+                if isinstance(approver, WidgetApprover):
+                    approver.cancel_all()
+
+        return start, self.kill_processes
+
+    def schedule(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        config: SessionConfig,
+        prompt: str,
+        view: TurnView,
+        approver: Approver,
+        background: bool,
+    ) -> asyncio.Task[None]:
+        """Start the turn as a task (after the busy ones); a background turn also takes
+        the kernel's idle interrupts."""
+        start, stop = self.turn(config, prompt, view, approver)
+        previous = next((t for t in reversed(self.tasks) if not t.done()), None)
+        if previous is not None:
+            view.mark_queued()
+        task = loop.create_task(run_turn(start, view, stop, after=previous))
+        self.tasks.append(task)
+        task.add_done_callback(self._turn_done)
+        if background:
+            if self._guard is None:
+                self._guard = SigintGuard(self.kernel, loop, self.interrupt)
+            self._guard.activate()
+        return task
+
+    def _turn_done(self, task: asyncio.Task[None]) -> None:
+        if task in self.tasks:
+            self.tasks.remove(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: run_turn already showed it
+        if not self.tasks and self._guard is not None:
+            self._guard.deactivate()
+
+    @staticmethod
+    async def wait(task: asyncio.Task[None] | None) -> None:
+        """The awaited form: the cell stays busy until the turn ends; an interrupt of the
+        cell stops the turn and ends the cell quietly (the transcript says so)."""
+        if task is None:
+            return
+        try:
+            await task
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.wait([task])
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def own_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop of terminal IPython (no kernel loop): one for the whole session."""
+        if self._own_loop is None or self._own_loop.is_closed():
+            self._own_loop = asyncio.new_event_loop()
+        return self._own_loop
+
+    def shutdown(self) -> None:
+        self.end_session()
+        if self._guard is not None:
+            self._guard.deactivate()
