@@ -200,3 +200,5 @@ class Controller:
         self.end_session()
         if self._guard is not None:
             self._guard.deactivate()
+        if self._own_loop is not None and not self._own_loop.is_running():
+            self._own_loop.close()

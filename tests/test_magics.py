@@ -1,0 +1,135 @@
+"""The magics in an in-process IPython shell (no kernel: the terminal path), and the cell
+rewrite that makes headless and ``--block`` cells wait for their turn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from agent_magics.magics import AgentMagics
+from agent_magics.testing import ScriptedResponsesServer, message
+
+OPTS = "-c allow_login_shell=false"
+
+
+@pytest.fixture
+def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.chdir(tmp_path)
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext agent_magics")
+    try:
+        yield shell
+    finally:
+        shell.run_cell("%unload_ext agent_magics")
+        if hasattr(shell, "kernel"):
+            del shell.kernel
+
+
+def magics(ip: Any) -> AgentMagics:
+    found: AgentMagics = ip.magics_manager.registry["AgentMagics"]
+    return found
+
+
+def test_a_turn_without_a_kernel_prints_its_transcript(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedResponsesServer([[message("Hello from the model.")]]) as server:
+        ip.run_cell(f"%%agent --base-url {server.base_url} {OPTS}\nsay hello")
+    out = capsys.readouterr().out
+    assert out == "Hello from the model.\n\n*Tokens: 10 in · 5 out · 15 total*\n"
+
+
+def test_options_stick_until_new(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    with ScriptedResponsesServer([[message("one")], [message("two")]]) as server:
+        ip.run_cell(f"%%agent --base-url {server.base_url} -m first-model {OPTS}\nfirst")
+        session = magics(ip).session
+        ip.run_cell("%%agent\nsecond")
+        assert magics(ip).session is session  # one conversation
+        assert [r["model"] for r in server.requests] == ["first-model", "first-model"]
+        texts = [i["content"][0]["text"] for i in server.requests[1]["input"] if "role" in i]
+        assert texts[-3:] == ["first", "one", "second"]
+    with ScriptedResponsesServer([[message("three")]]) as other:
+        ip.run_cell(f"%%agent --new --base-url {other.base_url}\nthird")
+        assert magics(ip).session is not session
+        assert other.requests[0]["model"] != "first-model"
+        assert len([i for i in other.requests[0]["input"] if i.get("role") == "assistant"]) == 0
+
+
+def test_a_new_server_keeps_the_conversation(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    with ScriptedResponsesServer([[message("one")]]) as a, ScriptedResponsesServer() as b:
+        ip.run_cell(f"%%agent --base-url {a.base_url} {OPTS}\nfirst")
+        ip.run_cell(f"%%agent --base-url {b.base_url}\nsecond")
+    assert "The model server or the tools changed" in capsys.readouterr().out
+    roles = [i.get("role") for i in b.requests[0]["input"] if i.get("role")]
+    assert roles[-3:] == ["user", "assistant", "user"]
+
+
+def test_traitlets_config_sets_defaults(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.run_cell('%config AgentMagics.model = "model-from-config"')
+    with ScriptedResponsesServer([[message("ok")]]) as server:
+        ip.run_cell(f"%%agent --base-url {server.base_url} {OPTS}\nhi")
+    assert server.requests[0]["model"] == "model-from-config"
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        pytest.param("%%agent -c nope=1\nhi", "agent: Unknown setting(s): nope.\n", id="setting"),
+        pytest.param("%%agent\n   \n", "agent: the cell is empty", id="empty"),
+    ],
+)
+def test_mistakes_are_one_line(
+    ip: Any, capsys: pytest.CaptureFixture[str], cell: str, expected: str
+) -> None:
+    result = ip.run_cell(cell)
+    captured = capsys.readouterr()
+    assert result.success
+    assert (captured.err + captured.out).startswith(expected)
+
+
+def test_unload_removes_the_magics(ip: Any) -> None:
+    ip.run_cell("%unload_ext agent_magics")
+    assert "agent" not in ip.magics_manager.magics["cell"]
+    assert "agent" not in ip.magics_manager.magics["line"]
+    ip.run_cell("%load_ext agent_magics")
+    assert "agent" in ip.magics_manager.magics["cell"]
+
+
+def test_cells_stay_as_they_are_without_a_kernel(ip: Any) -> None:
+    lines = ["%%agent -a never\n", "hello\n"]
+    assert magics(ip).transform(lines) == lines
+
+
+@pytest.mark.parametrize(
+    ("lines", "rewritten"),
+    [
+        pytest.param(
+            ["%%agent -a never\n", "hello\n", "world"],
+            [
+                "await get_ipython().run_cell_magic('agent', '--_awaited -a never', "
+                "'hello\\nworld')\n"
+            ],
+            id="options",
+        ),
+        pytest.param(
+            ["%%agent\n", "it's\n"],
+            ["await get_ipython().run_cell_magic('agent', '--_awaited', \"it's\\n\")\n"],
+            id="bare",
+        ),
+        pytest.param(["%%agent?\n"], None, id="help"),
+        pytest.param(["%%agentx\n", "a\n"], None, id="other-magic"),
+        pytest.param(["print(1)\n"], None, id="code"),
+        pytest.param(["%%agent --bogus\n", "a\n"], None, id="bad-option"),
+    ],
+)
+def test_headless_cells_become_awaited(
+    ip: Any, lines: list[str], rewritten: list[str] | None
+) -> None:
+    ip.kernel = SimpleNamespace()  # a kernel is running; nothing of it is used here
+    magics(ip).headless = "always"
+    assert magics(ip).transform(lines) == (lines if rewritten is None else rewritten)
