@@ -169,3 +169,38 @@ def test_config_traits_and_line_commands(kernel: Kernel) -> None:
     assert "(the conversation is empty)" in kernel.outputs_text(kernel.run("%agent history"))
     bogus = kernel.outputs_text(kernel.run("%agent bogus"))
     assert "Unknown %agent command 'bogus'" in bogus
+
+
+def markdown_of(kernel: Kernel, msg_id: str) -> str:
+    """The latest static transcript a (headless) cell displayed."""
+    shown = [
+        m["content"]["data"].get("text/markdown", "")
+        for m in kernel.log
+        if m["parent_header"].get("msg_id") == msg_id
+        and m["msg_type"] in ("display_data", "update_display_data")
+    ]
+    return shown[-1] if shown else ""
+
+
+def test_interrupting_a_waiting_cell_stops_the_turn_quietly(kernel: Kernel) -> None:
+    sleeper = exec_call("c1", "echo $$ > sleep.pid; exec sleep 300", yield_time_ms=30_000)
+    with ScriptedResponsesServer([[sleeper], [message("next turn ok")]]) as server:
+        kernel.run('%config AgentMagics.headless = "always"')  # the cell awaits its turn
+        msg_id = kernel.execute(cell(server, "-a never -s danger-full-access", "sleep"))
+        pid_file = ws(kernel) / "sleep.pid"
+        kernel.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+        pid = int(pid_file.read_text())
+        assert not kernel.idle(msg_id)
+        kernel.km.interrupt_kernel()
+        stopped_at = time.monotonic()
+        while alive(pid) and time.monotonic() - stopped_at < 5:
+            time.sleep(0.01)
+        assert not alive(pid)
+        assert time.monotonic() - stopped_at < 2.0
+        kernel.wait_for(lambda: kernel.idle(msg_id))
+        assert markdown_of(kernel, msg_id).endswith("**Turn interrupted.**")
+        assert not [m for m in kernel.log if m["msg_type"] == "error"]
+        again = kernel.run("%%agent\nstill there?")
+        assert server.outputs(1)["c1"].startswith("aborted by user after ")
+        msg = again[0]["parent_header"]["msg_id"]
+        assert markdown_of(kernel, msg).startswith("next turn ok")
