@@ -187,8 +187,9 @@ async def test_key_echoed_by_the_model_is_scrubbed_even_in_pieces(
     [
         pytest.param(f"a {KEY} b", "a [redacted] b", id="whole"),
         pytest.param(f"x{KEY[:12]}", "x[redacted]", id="head"),
-        pytest.param(f"{KEY[-9:]}!", "[redacted]!", id="tail"),
+        pytest.param(f"{KEY[-13:]}!", "[redacted]!", id="tail"),
         pytest.param(f"{KEY[:5]} {KEY[5:12]}", f"{KEY[:5]} {KEY[5:12]}", id="short-pieces-stay"),
+        pytest.param(f"{KEY[-9:]}!", f"{KEY[-9:]}!", id="under-a-piece-stays"),
         pytest.param("nothing here", "nothing here", id="clean"),
     ],
 )
@@ -248,3 +249,8 @@ def test_cli_error_is_one_sentence_without_the_key(tmp_path: Path) -> None:
         "agent-magics: The model server rejected the API key (HTTP 401); "
         "set OPENAI_API_KEY to a valid key.\n"
     )
+
+
+def test_short_keys_are_matched_whole_only() -> None:
+    scrub = Scrubber("peer-mock-key")
+    assert scrub("peer-mock files and peer-mock-key") == "peer-mock files and [redacted]"

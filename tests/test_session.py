@@ -191,3 +191,17 @@ async def test_tool_events_pair_up(tmp_path: Path) -> None:
         await session.aclose()
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert [(e.call_id, e.output, e.success) for e in finished] == [("c9", "Plan updated", True)]
+
+
+async def test_tool_call_arguments_are_never_rewritten(tmp_path: Path) -> None:
+    # A path that happens to share a long run with the key must reach the tool as sent.
+    step = f"check /data/{KEY[3:20]}/x"
+    args = {"plan": [{"step": step, "status": "pending"}]}
+    with ScriptedResponsesServer([[function_call("update_plan", args, "c1")]]) as server:
+        session = make_session(tmp_path, server.base_url)
+        seen: list[Event] = []
+        session.subscribe(seen.append)
+        await session.run_turn("go")
+        await session.aclose()
+    plans = [e for e in seen if isinstance(e, PlanUpdated)]
+    assert plans[0].plan[0].step == step

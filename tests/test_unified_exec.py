@@ -547,3 +547,12 @@ async def test_kill_all_reaches_jobs_of_an_interactive_shell(
     assert alive(pid) and os.getpgid(pid) == pid  # a job of its own, not the shell's group
     manager_for(services).kill_all()
     assert await gone(pid)
+
+
+def test_tools_do_not_inherit_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_magics.tools.exec.command import command_env
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-in-tool-output")
+    monkeypatch.setenv("SOMETHING_ELSE", "kept")
+    env = command_env("thread", unified=True)
+    assert "OPENAI_API_KEY" not in env and env["SOMETHING_ELSE"] == "kept"

@@ -204,11 +204,14 @@ class SseClient:
             yield self._scrubbed(event) if self.redact else event
 
     def _scrubbed(self, event: ModelEvent) -> ModelEvent:
-        """The model's own words never carry the key on (into history, outputs, files)."""
-        if isinstance(event, OutputTextDelta | ToolInputDelta | ReasoningDelta):
+        """The model's words never carry the key on (into history, outputs, files).
+
+        Tool calls are left exactly as the model sent them: changing their arguments
+        would change what runs."""
+        if isinstance(event, OutputTextDelta | ReasoningDelta):
             clean = self.redact(event.delta)
             return event if clean == event.delta else type(event)(event.item_id, clean)
-        if isinstance(event, ItemDone | ItemAdded):
+        if isinstance(event, ItemDone | ItemAdded) and event.item.get("type") in TEXT_ITEMS:
             return type(event)(self.redact.data(event.item))
         return event
 
@@ -219,6 +222,9 @@ class SseClient:
             raise StreamFailed(
                 self.redact(exc.message), retryable=exc.retryable, delay_s=exc.delay_s
             ) from None
+
+
+TEXT_ITEMS = frozenset({"message", "reasoning"})
 
 
 def error_message(response: httpx.Response) -> str:

@@ -1,7 +1,9 @@
 """Keeping the API key out of everything we write: errors, recordings, model output.
 
-A stream may cut the key across two deltas, so the key is found by its pieces too:
-any run of :data:`MIN_PIECE` or more of its characters is replaced.
+A stream may cut the key across two deltas, so a long key is found by its pieces too:
+any run of :data:`MIN_PIECE` or more of its characters is replaced. A key shorter than
+:data:`MIN_KEY_FOR_PIECES` is matched whole only, so that short test keys do not eat
+ordinary words.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import re
 from typing import Any
 
 REDACTED = "[redacted]"
-MIN_PIECE = 8
+MIN_PIECE = 12
+MIN_KEY_FOR_PIECES = 24
 
 
 class Scrubber:
@@ -20,8 +23,9 @@ class Scrubber:
     def __init__(self, secret: str | None) -> None:
         self.secret = secret or ""
         self._pieces: re.Pattern[str] | None = None
-        if len(self.secret) >= MIN_PIECE:
-            pieces = sorted({self.secret[i : i + MIN_PIECE] for i in range(len(self.secret) - 7)})
+        if len(self.secret) >= MIN_KEY_FOR_PIECES:
+            count = len(self.secret) - MIN_PIECE + 1
+            pieces = sorted({self.secret[i : i + MIN_PIECE] for i in range(count)})
             self._pieces = re.compile("|".join(re.escape(p) for p in pieces))
 
     def __bool__(self) -> bool:

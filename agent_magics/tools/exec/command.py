@@ -80,11 +80,17 @@ def use_login(requested: bool | None, allowed: bool) -> bool:
     return allowed if requested is None else requested
 
 
+HIDDEN_FROM_TOOLS = frozenset({"OPENAI_API_KEY"})
+
+
 def command_env(
     thread_id: str, *, unified: bool = False, call_id: str | None = None
 ) -> dict[str, str]:
-    """The agent's environment plus Codex's variables for one command."""
-    env = dict(os.environ)
+    """The agent's environment plus Codex's variables for one command.
+
+    The model server's key (``OPENAI_API_KEY``) is left out: a command that prints its
+    environment must not carry the key into tool output."""
+    env = {k: v for k, v in os.environ.items() if k not in HIDDEN_FROM_TOOLS}
     if thread_id:
         env["CODEX_THREAD_ID"] = thread_id
     if unified:
