@@ -27,7 +27,6 @@ from agent_magics.models.base import (
     OutputTextDelta,
     ReasoningDelta,
     StreamFailed,
-    ToolInputDelta,
 )
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
