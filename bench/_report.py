@@ -18,7 +18,10 @@ class Result:
 
 def meets(target: str, value: float, ratio: float | None) -> bool | None:
     """Whether ``target`` holds: with a unit it bounds the value, without one the ratio."""
-    op, bound, *unit = target.split()
+    parts = target.split()
+    if len(parts) < 2 or parts[0] not in ("<=", ">="):
+        return None  # a reference row without a target
+    op, bound, *unit = parts
     subject = value if unit else ratio
     if subject is None:
         return None

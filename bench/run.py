@@ -59,16 +59,17 @@ class Ctx:
 class Benchmark:
     name: str
     target: str
-    run: Callable[[Ctx], Result]
+    run: Callable[[Ctx], Any]  # a Result, or rows (name, target, Result | None, note)
 
 
 BENCHMARKS: list[Benchmark] = []
 
 
-def benchmark(
-    name: str, target: str
-) -> Callable[[Callable[[Ctx], Result]], Callable[[Ctx], Result]]:
-    def register(fn: Callable[[Ctx], Result]) -> Callable[[Ctx], Result]:
+F = TypeVar("F", bound=Callable[[Ctx], Any])
+
+
+def benchmark(name: str, target: str) -> Callable[[F], F]:
+    def register(fn: F) -> F:
         BENCHMARKS.append(Benchmark(name, target, fn))
         return fn
 
@@ -154,6 +155,40 @@ def bench_exclusive(ctx: Ctx) -> Result:
     return _sleepers(ctx, parallel=False, turns=ctx.pick(3, 1))
 
 
+def _rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, Result | None, str]]:
+    """Rows of a benchmark module that measures several things at once."""
+    out: list[tuple[str, str, Result | None, str]] = []
+    for row in rows:
+        value = row.get("value")
+        result = None
+        if value is not None:
+            result = Result(
+                float(value),
+                str(row.get("unit", "")),
+                row.get("ratio"),
+                row.get("baseline"),
+                str(row.get("note", "")),
+            )
+        out.append((str(row["name"]), str(row.get("target", "")), result, str(row.get("note", ""))))
+    return out
+
+
+@benchmark("sandbox_start", "(per row)")
+def bench_sandbox(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
+    """Start cost of a sandboxed ``true`` vs a plain one, per working mechanism."""
+    from sandbox_bench import bench_sandbox_start
+
+    return _rows(bench_sandbox_start(ctx.quick))
+
+
+@benchmark("streaming_20k_deltas", "(per row)")
+def bench_stream(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
+    """20k streamed text deltas through client and session vs raw httpx line iteration."""
+    from stream_bench import bench_streaming
+
+    return _rows(bench_streaming(ctx.quick))
+
+
 def _sleepers(ctx: Ctx, parallel: bool, turns: int) -> Result:
     calls, seconds = 8, 0.2
     phase = _cases.session_tool_phase(ctx.tmp, parallel, calls, seconds, turns)
@@ -223,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
                     f"{type(exc).__name__}: {exc}",
                 )
                 continue
-            report(b.name, b.target, result, time.monotonic() - t0, args.json)
+            secs = time.monotonic() - t0
+            if isinstance(result, Result):
+                report(b.name, b.target, result, secs, args.json)
+                continue
+            for name, target, row, note in result:
+                report(name, target, row, secs, args.json, "" if row else note)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if not args.json:
