@@ -190,11 +190,13 @@ async def test_missing_rg_is_a_launch_failure(tmp_path: Path) -> None:
     )
 
 
-def test_argv_matches_codex() -> None:
+def test_argv_is_codex_without_the_sort() -> None:
+    # Codex passes --sortr=modified, which makes ripgrep single-threaded; we order the
+    # files ourselves, and read them NUL-terminated so that no name can split in two.
     assert rg_argv("rg", "a b", None, "/w") == [
         "rg",
         "--files-with-matches",
-        "--sortr=modified",
+        "--null",
         "--regexp",
         "a b",
         "--no-messages",

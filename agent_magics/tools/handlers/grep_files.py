@@ -1,9 +1,21 @@
 """``grep_files``: which files contain a regular expression, newest first, via ripgrep.
 
-ripgrep runs as a subprocess with the same arguments Codex passes it, so matching rules
-(regex dialect, ``.gitignore`` handling, hidden files, binary files) are ripgrep's own.
-It runs on the event loop's subprocess machinery and is killed if it outlives the
-timeout or the call is cancelled.
+Codex asks ripgrep itself to sort (``--sortr=modified``), which forces ripgrep onto a
+single thread. We run the same search without the sort, so ripgrep uses all its
+threads, and order the matching files ourselves the way that sort would have:
+
+* ripgrep reads every file's modification time (following symlinks) and sorts
+  newest first with a stable sort; a file whose time cannot be read ranks after every
+  readable time in the ascending order that ``--sortr`` reverses, so it comes *first*;
+* a stable sort leaves files with equal times in the order its single-threaded walk
+  found them: depth first, each folder's entries in the order the OS lists them.
+  We rebuild that order by listing only the folders where tied files part ways.
+
+Paths are read NUL-separated (``--null``) so that a name containing a newline cannot
+be mistaken for two; the ordered paths are then joined with newlines and parsed
+exactly as Codex parses ripgrep's own output. The stat calls and folder listings run
+in a worker thread. ripgrep is killed if it outlives the timeout or the call is
+cancelled.
 """
 
 from __future__ import annotations
@@ -44,7 +56,8 @@ def join_path(cwd: str, path: str) -> str:
 
 
 def rg_argv(rg: str, pattern: str, include: str | None, search_path: str) -> list[str]:
-    argv = [rg, "--files-with-matches", "--sortr=modified", "--regexp", pattern, "--no-messages"]
+    """ripgrep's arguments: Codex's, minus ``--sortr=modified``, plus ``--null``."""
+    argv = [rg, "--files-with-matches", "--null", "--regexp", pattern, "--no-messages"]
     if include is not None:
         argv += ["--glob", include]
     return [*argv, "--", search_path]
@@ -63,6 +76,110 @@ def parse_rg_output(stdout: bytes, limit: int) -> list[str]:
         if len(results) == limit:
             break
     return results
+
+
+_SEP = os.sep.encode()
+# (the path's components below the search root, the path as ripgrep printed it)
+_Entry = tuple[list[bytes], bytes]
+
+
+class _Listing:
+    """A folder's entry names in the order the OS lists them (as ripgrep's walk sees them)."""
+
+    def __init__(self, folder: bytes) -> None:
+        try:
+            self.names = os.listdir(folder)
+        except OSError:
+            self.names = []
+        self.lookups = 0
+        self.index: dict[bytes, int] | None = None
+
+    def rank(self, name: bytes) -> tuple[int, bytes]:
+        """Where ``name`` is listed; names no longer there go last, by name."""
+        self.lookups += 1
+        if self.index is None and self.lookups > 8:  # many lookups: one pass, then O(1)
+            self.index = dict(zip(self.names, range(len(self.names)), strict=True))
+        if self.index is not None:
+            return self.index.get(name, len(self.names)), name
+        try:
+            return self.names.index(name), name
+        except ValueError:
+            return len(self.names), name
+
+
+def _walk_order(root: bytes, tied: list[_Entry], cache: dict[bytes, _Listing]) -> list[bytes]:
+    """``tied`` in the order of ripgrep's single-threaded walk from ``root``.
+
+    The walk is depth first and visits each folder's entries in listing order, so
+    a folder is listed only where two of the paths part ways below it.
+    """
+    out: list[bytes] = []
+    stack: list[tuple[bytes, list[_Entry], int]] = [(root, tied, 0)]
+    while stack:
+        folder, group, depth = stack.pop()
+        if len(group) == 1:
+            out.append(group[0][1])
+            continue
+        branches: dict[bytes, list[_Entry]] = {}
+        for entry in group:
+            if len(entry[0]) == depth:  # the search path itself (a file)
+                out.append(entry[1])
+            else:
+                branches.setdefault(entry[0][depth], []).append(entry)
+        names = list(branches)
+        if len(names) > 1:
+            listing = cache.get(folder)
+            if listing is None:
+                listing = cache[folder] = _Listing(folder)
+            names.sort(key=listing.rank)
+        for name in reversed(names):
+            stack.append((folder + name + _SEP, branches[name], depth + 1))
+    return out
+
+
+def _mtime_ns(path: bytes) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except (OSError, ValueError):
+        return None
+
+
+def order_like_rg(paths: list[bytes], search_path: str, limit: int) -> list[bytes]:
+    """The first of ``paths`` in the order ``rg --sortr=modified`` prints them.
+
+    ``paths`` are ripgrep's matches in any order. The result stops once it holds
+    enough paths for ``limit`` output lines (see ``parse_rg_output``).
+    """
+    root = os.fsencode(search_path)
+    root = root if root.endswith(_SEP) else root + _SEP
+    # Newest first. ripgrep ranks an unreadable time after every readable one and then
+    # reverses the whole order, so files without a time come first.
+    timed = sorted(
+        ((_mtime_ns(path), path) for path in paths),
+        key=lambda item: (0, 0) if item[0] is None else (1, -item[0]),
+    )
+    cache: dict[bytes, _Listing] = {}
+    ordered: list[bytes] = []
+    lines = 0
+    start = 0
+    while start < len(timed) and lines < limit:
+        end = start + 1
+        while end < len(timed) and timed[end][0] == timed[start][0]:
+            end += 1
+        group = [path for _, path in timed[start:end]]
+        if len(group) > 1:
+            entries = [
+                (path[len(root) :].split(_SEP) if path.startswith(root) else [], path)
+                for path in group
+            ]
+            group = _walk_order(root, entries, cache)
+        for path in group:
+            ordered.append(path)
+            lines += len(parse_rg_output(path, U64_MAX))
+            if lines >= limit:
+                break
+        start = end
+    return ordered
 
 
 def _launch_error(detail: str) -> RespondToModel:
@@ -151,7 +268,11 @@ class GrepFilesHandler:
             ) from None
         argv = rg_argv(find_rg() or "rg", pattern, include, search_path)
         code, stdout = await run_rg(argv, cwd)
-        results = parse_rg_output(stdout, limit) if code == 0 else []
+        results: list[str] = []
+        if code == 0:
+            found = [path for path in stdout.split(b"\0") if path]
+            ordered = await asyncio.to_thread(order_like_rg, found, search_path, limit)
+            results = parse_rg_output(b"\n".join(ordered), limit)
         if not results:
             return ToolOutput(NO_MATCHES, success=False)
         return ToolOutput("\n".join(results))
