@@ -76,7 +76,7 @@ class ToolCard:
 
     def _make_buttons(self) -> None:
         for label, decision, style in BUTTONS:
-            button = W.Button(description=label, button_style=style)
+            button = W.Button(description=label, button_style=style, layout=W.Layout(width="auto"))
             button.on_click(lambda _b, d=decision: self.click(d))
             self.buttons[label] = button
         self.button_row.children = tuple(self.buttons.values())
