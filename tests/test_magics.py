@@ -3,6 +3,8 @@ rewrite that makes headless and ``--block`` cells wait for their turn."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -133,3 +135,13 @@ def test_headless_cells_become_awaited(
     ip.kernel = SimpleNamespace()  # a kernel is running; nothing of it is used here
     magics(ip).headless = "always"
     assert magics(ip).transform(lines) == (lines if rewritten is None else rewritten)
+
+
+def test_the_core_never_imports_jupyter() -> None:
+    code = (
+        "import sys, agent_magics, agent_magics.session, agent_magics.cli\n"
+        "import agent_magics.tools.build\n"
+        "print(sorted(m for m in ('IPython', 'ipywidgets', 'ipykernel') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
