@@ -25,7 +25,7 @@ from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
 
 PATCH = "*** Begin Patch\n*** Add File: d.txt\n+dd\n*** End Patch"
 HEREDOC = f"apply_patch <<'EOF'\n{PATCH}\nEOF"
-CWD = Path("/work/ws")
+CWD = Path("/project/ws")
 
 
 @pytest.mark.parametrize(

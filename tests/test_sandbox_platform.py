@@ -36,8 +36,8 @@ from tests.sandbox_helpers import (
 
 SPEC = SandboxSpec(
     "bwrap",
-    writable_roots=(Path("/work/ws"), Path("/tmp")),
-    read_only_subpaths=(Path("/work/ws/.git"),),
+    writable_roots=(Path("/project/ws"), Path("/tmp")),
+    read_only_subpaths=(Path("/project/ws/.git"),),
     network=False,
 )
 
@@ -49,7 +49,7 @@ def test_seatbelt_profile_text() -> None:
     assert profile.startswith("(version 1)\n(deny default)\n(allow process-exec)\n")
     assert profile.endswith(
         "(allow file-write*\n"
-        '  (require-all (subpath "/work/ws") (require-not (subpath "/work/ws/.git")))\n'
+        '  (require-all (subpath "/project/ws") (require-not (subpath "/project/ws/.git")))\n'
         '  (subpath "/tmp"))\n'
         "(allow network-outbound)\n(allow network-inbound)\n(allow network-bind)\n"
         "(allow system-socket)\n"
@@ -89,8 +89,8 @@ def test_bwrap_options() -> None:
         "/tmp",
         "/tmp",
         "--bind",
-        "/work/ws",
-        "/work/ws",
+        "/project/ws",
+        "/project/ws",
         "--ro-bind",
         "/etc",
         "/etc",
@@ -102,8 +102,8 @@ def test_bwrap_options() -> None:
 def test_landlock_launcher_argv() -> None:
     argv = landlock_wrap(SPEC, ["echo", "hi"])
     assert argv[:4] == [sys.executable, "-I", "-S", str(LAUNCHER)]
-    assert argv[4:] == ["--rw", "/work/ws", "--rw", "/tmp", "--no-network", "--", "echo", "hi"]
-    assert landlock_exec.parse(argv[4:]) == (["/work/ws", "/tmp"], False, ["echo", "hi"])
+    assert argv[4:] == ["--rw", "/project/ws", "--rw", "/tmp", "--no-network", "--", "echo", "hi"]
+    assert landlock_exec.parse(argv[4:]) == (["/project/ws", "/tmp"], False, ["echo", "hi"])
 
 
 @pytest.mark.parametrize(
