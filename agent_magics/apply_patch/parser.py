@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_magics.rust_text import RUST_WHITESPACE
+
 __all__ = [
     "RUST_WHITESPACE",
     "AddFile",
@@ -28,13 +30,6 @@ __all__ = [
     "rust_trim_end",
 ]
 
-#: Unicode ``White_Space``: what Rust's ``str::trim`` removes (not Python's ``str.strip``
-#: set, which also strips U+001C..U+001F).
-RUST_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(chr(code) for code in range(0x2000, 0x200B))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"

@@ -8,11 +8,10 @@ plain-text exec format the model knows; history itself keeps the JSON.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from agent_magics.tools.context import ContentItem, ToolOutput
+from agent_magics.tools.exec.format import reserialize_shell_output
 from agent_magics.tools.truncate import (
     APPROX_BYTES_PER_TOKEN,
     HISTORY_BUDGET_FACTOR,
@@ -56,36 +55,6 @@ def history_output(output: ToolOutput, policy: TruncationPolicy) -> ToolOutput:
     if isinstance(output.content, str):
         return ToolOutput(truncate_text(output.content, scaled), output.success)
     return ToolOutput(truncate_items(output.content, scaled), output.success)
-
-
-_LINES_HEADER = re.compile(r"Total output lines: (\d+)\n\n?")
-
-
-def rust_float(value: float) -> str:
-    """A number as Rust's ``Display`` prints an f32 rounded to one decimal (``0``, ``1.5``)."""
-    rounded = round(float(value), 1)
-    return str(int(rounded)) if rounded.is_integer() else str(rounded)
-
-
-def reserialize_shell_output(text: str) -> str:
-    """A structured exec output (``{"output", "metadata"}`` JSON) as plain text; any
-    other text unchanged."""
-    try:
-        data = json.loads(text)
-        output = data["output"]
-        meta = data["metadata"]
-        code, secs = int(meta["exit_code"]), float(meta["duration_seconds"])
-    except (ValueError, TypeError, KeyError):
-        return text
-    if not isinstance(output, str):
-        return text
-    lines = [f"Exit code: {code}", f"Wall time: {rust_float(secs)} seconds"]
-    header = _LINES_HEADER.match(output)
-    if header:
-        lines.append(f"Total output lines: {header.group(1)}")
-        output = output[header.end() :]
-    lines += ["Output:", output]
-    return "\n".join(lines)
 
 
 def _has_freeform_apply_patch(tools: list[dict[str, Any]]) -> bool:

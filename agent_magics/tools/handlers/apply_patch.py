@@ -9,7 +9,6 @@ shown as text when the freeform tool is offered).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Literal
@@ -28,11 +27,11 @@ from agent_magics.tools.approval import ApprovalRequest
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import CustomPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.exec.format import structured_output
 from agent_magics.tools.policy import patch_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import is_writable, writable_roots
 from agent_magics.tools.spec import FreeformSpec, FunctionSpec, ToolSpec, obj, string
-from agent_magics.tools.truncate import formatted_truncate_text
 
 FREEFORM_DESCRIPTION = (
     "Edit files by sending a patch in the apply_patch format as raw text (not JSON)."
@@ -74,18 +73,6 @@ VERIFICATION_FAILED = "apply_patch verification failed: "
 
 class ApplyPatchArgs(BaseModel):
     input: str
-
-
-def structured_output(output: str, exit_code: int, duration_s: float) -> str:
-    """The JSON an exec reports: output (already truncated), exit code, duration."""
-    return json.dumps(
-        {
-            "output": output,
-            "metadata": {"exit_code": exit_code, "duration_seconds": round(duration_s, 1)},
-        },
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
 
 
 async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> ToolOutput:
@@ -134,7 +121,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         can_retry_unsandboxed=turn.approval_policy.value != "never",
         confinement=SandboxSpec("path_check", tuple(roots)),
     )
-    body = structured_output(formatted_truncate_text(text, turn.truncation), code, duration)
+    body = structured_output(text, code, duration, turn.truncation)
     return ToolOutput(body, success=code == 0)
 
 

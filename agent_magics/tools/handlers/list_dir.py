@@ -18,10 +18,10 @@ from pydantic import BaseModel, Field
 
 from agent_magics.apply_patch.oserror import io_error_text
 from agent_magics.errors import RespondToModel
+from agent_magics.rust_text import U64_MAX, cut_at_char_boundary
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.handlers.read_file import U64_MAX, cut_at_char_boundary
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 DEFAULT_OFFSET = 1

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from agent_magics.apply_patch.oserror import io_error_text
 from agent_magics.errors import RespondToModel
+from agent_magics.rust_text import RUST_WHITESPACE, U64_MAX, cut_at_char_boundary
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
@@ -40,13 +41,6 @@ CHUNK_BYTES = 1 << 20  # slice mode reads the file this many bytes at a time
 # raw line, so 500 displayed bytes come from at most 500 raw ones; the rest is margin
 # for a character that straddles the cut.
 KEEP_BYTES = 2 * MAX_LINE_BYTES
-U64_MAX = 2**64 - 1
-# Characters Rust's ``str::trim`` removes (Unicode White_Space); Python's ``str.strip``
-# would also remove U+001C..U+001F.
-RUST_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
 
 
 class IndentationOptions(BaseModel):
@@ -63,16 +57,6 @@ class ReadFileArgs(BaseModel):
     limit: int = Field(default=DEFAULT_LIMIT, ge=0, le=U64_MAX)
     mode: Literal["slice", "indentation"] = "slice"
     indentation: IndentationOptions | None = None
-
-
-def cut_at_char_boundary(text: str, max_bytes: int) -> str:
-    """The longest prefix of ``text`` that fits in ``max_bytes`` UTF-8 bytes."""
-    if len(text) * 4 <= max_bytes:
-        return text
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    return data[:max_bytes].decode("utf-8", "ignore")
 
 
 def _render(number: int, raw: bytearray, full_len: int, terminated: bool) -> str:
