@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from agent_magics.errors import ConfigError
+from agent_magics.mcp.config import McpServerConfig
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig
 from agent_magics.tools.truncate import TruncationPolicy
@@ -84,6 +85,10 @@ class SessionConfig(BaseModel):
     """Record the live session's requests and responses to this JSONL file (no API key)."""
     replay_path: Path | None = None
     """The recording the ``replay`` provider plays (default: the shipped demo)."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers whose tools the agent gets (``[mcp_servers.NAME]`` tables)."""
+    log_dir: Path | None = None
+    """Where MCP servers' stderr logs go (default: ``~/.agent_magics/logs``)."""
 
     @field_validator("experimental_supported_tools", mode="before")
     @classmethod
@@ -136,15 +141,30 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def _nest(flat: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
+def _deep_merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """``layer`` over ``base``; tables merge key by key (so one file's
+    ``[mcp_servers.a]`` and another's ``[mcp_servers.b]`` both count)."""
+    out = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
     return out
+
+
+def _set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
+    """``a.b.c = value`` into nested tables, replacing non-table values on the way."""
+    parts = key.split(".")
+    node = target
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+        child = dict(child)
+        node[part] = child
+        node = child
+    node[parts[-1]] = value
 
 
 def load_files(cwd: Path, home: Path | None = None) -> dict[str, Any]:
@@ -154,7 +174,7 @@ def load_files(cwd: Path, home: Path | None = None) -> dict[str, Any]:
     for path in (home / CONFIG_DIR / CONFIG_FILE, cwd / CONFIG_DIR / CONFIG_FILE):
         if path.is_file():
             try:
-                merged |= tomllib.loads(path.read_text(encoding="utf-8"))
+                merged = _deep_merge(merged, tomllib.loads(path.read_text(encoding="utf-8")))
             except (tomllib.TOMLDecodeError, OSError) as exc:
                 raise ConfigError(f"Cannot read {path}: {exc}") from None
     return merged
@@ -173,15 +193,13 @@ def build_config(
     """Merge ``base`` and ``layers`` (later wins; ``None`` values skipped) and ``-c`` items."""
     merged = dict(base)
     for layer in layers:
-        merged |= {k: v for k, v in layer.items() if v is not None}
+        merged = _deep_merge(merged, {k: v for k, v in layer.items() if v is not None})
     for item in overrides:
         key, value = parse_override(item)
-        merged[key] = value
-    extras = {k: merged.pop(k) for k in list(merged) if k not in SessionConfig.model_fields}
-    nested = _nest(extras)
-    if nested:
-        known = ", ".join(sorted(nested))
-        raise ConfigError(f"Unknown setting(s): {known}.")
+        _set_dotted(merged, key, value)
+    unknown = sorted(k for k in merged if k not in SessionConfig.model_fields)
+    if unknown:
+        raise ConfigError(f"Unknown setting(s): {', '.join(unknown)}.")
     try:
         return SessionConfig.model_validate(merged)
     except ValidationError as exc:
@@ -201,5 +219,4 @@ def load_config(
     options = dict(options or {})
     folder = Path(options.get("cwd") or cwd or Path.cwd())
     files = load_files(folder, home)
-    files.pop("mcp_servers", None)  # read by the MCP layer
     return build_config({"cwd": folder}, files, from_env(env), options, overrides=overrides)

@@ -21,6 +21,26 @@ class SandboxUnavailable:
 
 
 @dataclass(frozen=True)
+class McpServerReady:
+    """An MCP server started (or was reached) and listed its tools."""
+
+    server: str
+    transport: str
+    tools: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class McpServerFailed:
+    """An MCP server could not start, timed out or died; its tools answer an error.
+
+    ``log_path``: where its stderr went (stdio servers)."""
+
+    server: str
+    reason: str
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
 class TurnStarted:
     prompt: str
 
@@ -47,6 +67,9 @@ class ToolCallProposed:
     tool_name: str
     arguments: str
     kind: str = "function"
+    server: str | None = None
+    """For an MCP tool: its server and its own name (``tool_name`` is qualified)."""
+    mcp_tool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +169,8 @@ class TurnAbortedEvent:
 
 Event = (
     SandboxUnavailable
+    | McpServerReady
+    | McpServerFailed
     | TurnStarted
     | TextDelta
     | AssistantMessage

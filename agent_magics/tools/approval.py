@@ -98,6 +98,12 @@ class ApprovalRequest:
     paths: Sequence[Path] = ()
     retry_without_sandbox: bool = False
     keys: Sequence[Any] = field(default=(), compare=False)
+    server: str | None = None
+    """For an MCP call: the server, the tool's own name and the JSON arguments."""
+    mcp_tool: str | None = None
+    arguments: str | None = None
+    remember_allowed: bool = True
+    """False when "approve for session" must not be offered (always-ask tools)."""
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ReviewDecision]]
