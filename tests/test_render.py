@@ -25,7 +25,7 @@ from agent_magics.events import (
     Usage,
 )
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.ui import info, render
+from agent_magics.ui import info, markdown, render
 from agent_magics.ui.state import ToolBlock, Transcript, output_parts
 from agent_magics.ui.throttle import Throttle
 
@@ -230,7 +230,7 @@ def test_plan_checklist_html() -> None:
 
 
 def test_plan_checklist_markdown() -> None:
-    assert render.plan_markdown(PLAN) == (
+    assert markdown.plan_markdown(PLAN) == (
         "*why <now>*\n- [x] read\n- [ ] **fix** (in progress)\n- [ ] test"
     )
 
@@ -251,10 +251,10 @@ def test_usage_line(usage: Usage, expected: str) -> None:
 
 
 def test_fences_outgrow_the_backticks_inside() -> None:
-    assert render.fence("a", "text") == "```text\na\n```"
-    assert render.fence("x ```` y") == "`````\nx ```` y\n`````"
-    assert render.inline_code("a`b") == "``a`b``"
-    assert render.inline_code("`a") == "`` `a ``"
+    assert markdown.fence("a", "text") == "```text\na\n```"
+    assert markdown.fence("x ```` y") == "`````\nx ```` y\n`````"
+    assert markdown.inline_code("a`b") == "``a`b``"
+    assert markdown.inline_code("`a") == "`` `a ``"
 
 
 def approval(call_id: str) -> ApprovalRequest:
@@ -281,7 +281,7 @@ def test_transcript_folds_a_turn_and_renders_markdown() -> None:
     t.apply(ToolCallFinished("c1", "exec_command", "Exit code: 0\nOutput:\ngone\n", True, 0.1))
     t.apply(AssistantMessage("Removed `x`."))
     t.apply(TurnFinished("Removed `x`.", Usage(10, 0, 5, 0, 15)))
-    assert render.transcript_markdown(t) == (
+    assert markdown.transcript_markdown(t) == (
         "Let me look.\n\n"
         "**exec_command** `rm x` · done · approved\n\n"
         "```console\n$ rm x\n```\n\n"
@@ -303,7 +303,7 @@ def test_headless_denial_is_explained() -> None:
         ToolCallFinished("c1", "exec_command", "rejected", False, 0.0),
     ]:
         t.apply(e)
-    assert render.tool_markdown(t.tools[0], t.policy_note) == (
+    assert markdown.tool_markdown(t.tools[0], t.policy_note) == (
         "**exec_command** `rm x` · denied · by the headless policy\n\n"
         "```console\n$ rm x\n```\n\n"
         "> Denied: nobody can approve.\n\n"
@@ -322,7 +322,7 @@ def test_an_interrupt_closes_open_cards() -> None:
         t.apply(e)
     assert t.tools[0].status == "aborted"
     assert render.turn_status_text(t) == "Turn interrupted."
-    assert render.transcript_markdown(t).endswith("**Turn interrupted.**")
+    assert markdown.transcript_markdown(t).endswith("**Turn interrupted.**")
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
-from agent_magics.ui.render import transcript_markdown
+from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.state import NoticeBlock, Transcript
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 

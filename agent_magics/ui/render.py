@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_magics.events import PlanUpdated, Usage
 from agent_magics.tools.approval import ReviewDecision
-from agent_magics.ui.state import NoticeBlock, TextBlock, ToolBlock, ToolStatus, Transcript
+from agent_magics.ui.state import NoticeBlock, ToolBlock, ToolStatus, Transcript
 
 SUMMARY_CHARS = 120
 DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halves
@@ -298,77 +298,3 @@ def turn_status_html(t: Transcript) -> str:
 
 def notice_html(block: NoticeBlock) -> str:
     return f'<div style="color:#6e7781"><i>{esc(block.text)}</i></div>'
-
-
-# -- markdown (the static transcript) ---------------------------------------------------
-
-
-def fence(text: str, lang: str = "") -> str:
-    """A fenced code block that no backtick run inside ``text`` can close."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def inline_code(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def plan_markdown(plan: PlanUpdated) -> str:
-    lines = [f"*{plan.explanation}*"] if plan.explanation else []
-    for step in plan.plan:
-        if step.status == "completed":
-            lines.append(f"- [x] {step.step}")
-        elif step.status == "in_progress":
-            lines.append(f"- [ ] **{step.step}** (in progress)")
-        else:
-            lines.append(f"- [ ] {step.step}")
-    return "\n".join(lines)
-
-
-def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
-    summary = call_summary(block.tool_name, block.arguments, block.kind)
-    decided = decision_text(block)
-    head = f"**{block.tool_name}** {inline_code(summary)} · {STATUS_LABELS[block.status]}"
-    parts = [head + (f" · {decided}" if decided else "")]
-    command = command_text(block.tool_name, block.arguments)
-    patch = patch_text(block.tool_name, block.arguments, block.kind)
-    if command is not None:
-        parts.append(fence(f"$ {command}", "console"))
-    elif patch is not None:
-        parts.append(fence(patch.rstrip("\n"), "diff"))
-    if block.plan is not None:
-        parts.append(plan_markdown(block.plan))
-    if block.image is not None and block.image.data_url:
-        parts.append(f"![{block.image.path}]({block.image.data_url})")
-    if block.decided_by_policy and block.decision is ReviewDecision.DENIED and policy_note:
-        parts.append(f"> {policy_note}")
-    text, code = shown_output(block)
-    if (text or code is not None) and block.tool_name != "update_plan":
-        body = fence(clip_output(text), "text")
-        title = output_title(text, code)
-        parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
-    return "\n\n".join(parts)
-
-
-def transcript_markdown(t: Transcript) -> str:
-    """The whole turn as markdown, readable in a saved notebook without widget state."""
-    parts: list[str] = []
-    for block in t.blocks:
-        if isinstance(block, TextBlock):
-            if block.text.strip():
-                parts.append(block.text.strip())
-        elif isinstance(block, ToolBlock):
-            parts.append(tool_markdown(block, t.policy_note))
-        else:
-            parts.append(f"*{block.text}*")
-    if t.status in ("failed", "aborted"):
-        parts.append(f"**{turn_status_text(t)}**")
-    elif t.status in ("starting", "queued", "running", "waiting"):
-        parts.append(f"*{turn_status_text(t)}*")
-    if t.usage is not None and t.status != "running":
-        parts.append(f"*{usage_text(t.usage)}*")
-    return "\n\n".join(parts)
