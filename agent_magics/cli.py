@@ -19,6 +19,8 @@ from agent_magics.errors import TurnAborted, UserError
 from agent_magics.events import (
     ApprovalDecided,
     Event,
+    McpServerFailed,
+    McpServerReady,
     RetryScheduled,
     ToolCallFinished,
     ToolCallProposed,
@@ -30,6 +32,7 @@ from agent_magics.tools.approval import (
     ReviewDecision,
     SandboxMode,
     deny_all,
+    terminal_answer,
 )
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
@@ -68,17 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _terminal_approver() -> Approver:
     async def ask(request: ApprovalRequest) -> ReviewDecision:
-        what = " ".join(request.command) or (request.patch or request.tool_name)
-        question = (
-            f"\n{request.reason or 'Run this?'}\n  {what}\n"
-            "[y] approve  [a] approve for session  [n] deny  [q] abort turn: "
-        )
-        answer = await asyncio.to_thread(_read_answer, question)
-        return {
-            "y": ReviewDecision.APPROVED,
-            "a": ReviewDecision.APPROVED_FOR_SESSION,
-            "q": ReviewDecision.ABORT,
-        }.get(answer, ReviewDecision.DENIED)
+        answer = await asyncio.to_thread(_read_answer, request.terminal_question("Run this?"))
+        return terminal_answer(request, answer)
 
     return ask
 
@@ -104,6 +98,11 @@ def _report(event: Event) -> None:
         print(f"approval {event.decision.value}{how}", file=sys.stderr)
     elif isinstance(event, RetryScheduled):
         print(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}", file=sys.stderr)
+    elif isinstance(event, McpServerFailed):
+        log = f" (log: {event.log_path})" if event.log_path else ""
+        print(f"mcp server {event.server} failed: {event.reason}{log}", file=sys.stderr)
+    elif isinstance(event, McpServerReady):
+        print(f"mcp server {event.server} ready: {', '.join(event.tools)}", file=sys.stderr)
 
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,8 +13,11 @@ from agent_magics.events import (
     ApprovalDecided,
     ApprovalRequested,
     AssistantMessage,
+    McpServerFailed,
+    McpServerReady,
     PlanStep,
     PlanUpdated,
+    SandboxUnavailable,
     TextDelta,
     ToolCallFinished,
     ToolCallProposed,
@@ -26,7 +30,7 @@ from agent_magics.events import (
 )
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.ui import info, markdown, render
-from agent_magics.ui.state import ToolBlock, Transcript, output_parts
+from agent_magics.ui.state import NoticeBlock, ToolBlock, Transcript, output_parts
 from agent_magics.ui.throttle import Throttle
 
 PATCH = (
@@ -155,6 +159,53 @@ def test_card_header() -> None:
         "<b>exec_command</b> <code>make &lt;all&gt;</code> · "
         f'<span style="color:{GREEN};font-weight:600">done</span> · approved'
     )
+
+
+def test_mcp_cards_name_the_server_and_the_tool() -> None:
+    t = Transcript()
+    t.apply(TurnStarted("go"))
+    call = ToolCallProposed("c", "mcp__time__now", args(tz="UTC"), server="time", mcp_tool="now")
+    block = t.apply(call)
+    assert isinstance(block, ToolBlock) and block.label == "time · now"
+    assert render.card_header_html(block) == (
+        '<b>time · now</b> <code>{"tz": "UTC"}</code> · '
+        '<span style="color:#6e7781;font-weight:600">queued</span>'
+    )
+    assert markdown.tool_markdown(block).startswith('**time · now** `{"tz": "UTC"}` · queued')
+
+
+@pytest.mark.parametrize(
+    ("event", "kind", "text"),
+    [
+        pytest.param(
+            McpServerFailed("docs", "timed out after 10 s", "logs/mcp-docs.log"),
+            "error",
+            "MCP server 'docs' is not available: timed out after 10 s. Its tools answer the "
+            "model with an error. Its log: logs/mcp-docs.log",
+            id="failed",
+        ),
+        pytest.param(
+            McpServerFailed("web", "HTTP 404 from the URL.", None),
+            "error",
+            "MCP server 'web' is not available: HTTP 404 from the URL. Its tools answer the "
+            "model with an error.",
+            id="failed-http",
+        ),
+        pytest.param(
+            McpServerReady("time", "stdio", ("a", "b")),
+            "info",
+            "MCP server 'time' is ready: 2 tools.",
+            id="ready",
+        ),
+        pytest.param(SandboxUnavailable("No sandbox."), "error", "No sandbox.", id="sandbox"),
+    ],
+)
+def test_session_notices(event: Any, kind: str, text: str) -> None:
+    t = Transcript()
+    block = t.apply(event)
+    assert isinstance(block, NoticeBlock) and (block.kind, block.text) == (kind, text)
+    color = "#cf222e" if kind == "error" else "#6e7781"
+    assert render.notice_html(block) == f'<div style="color:{color}"><i>{text}</i></div>'
 
 
 def test_question_names_the_reason_and_the_sandbox_retry() -> None:

@@ -176,6 +176,19 @@ async def test_second_clicks_and_stale_decisions_are_ignored() -> None:
     assert decisions == [("c1", ReviewDecision.DENIED)]
 
 
+def test_always_ask_tools_get_no_approve_for_session_button() -> None:
+    request = ApprovalRequest("c1", "mcp__s__t", "mcp", Path("."), remember_allowed=False)
+    block = ToolBlock("c1", "mcp__s__t", "{}", status="waiting", request=request)
+    card = ToolCard(block, lambda *d: None)
+    card.update(block)
+    assert [b.description for b in card.button_row.children] == ["Approve", "Deny", "Abort turn"]
+    remembered = ApprovalRequest("c2", "mcp__s__t", "mcp", Path("."))
+    block = ToolBlock("c2", "mcp__s__t", "{}", status="waiting", request=remembered)
+    card = ToolCard(block, lambda *d: None)
+    card.update(block)
+    assert [b.description for b in card.button_row.children] == LABELS
+
+
 async def test_plan_image_and_streamed_text(
     tmp_path: Path, rig_factory: Callable[..., Rig]
 ) -> None:

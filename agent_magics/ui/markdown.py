@@ -53,7 +53,7 @@ def plan_markdown(plan: PlanUpdated) -> str:
 def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
     summary = call_summary(block.tool_name, block.arguments, block.kind)
     decided = decision_text(block)
-    head = f"**{block.tool_name}** {inline_code(summary)} · {STATUS_LABELS[block.status]}"
+    head = f"**{block.label}** {inline_code(summary)} · {STATUS_LABELS[block.status]}"
     parts = [head + (f" · {decided}" if decided else "")]
     command = command_text(block.tool_name, block.arguments)
     patch = patch_text(block.tool_name, block.arguments, block.kind)

@@ -180,9 +180,7 @@ def card_header_html(block: ToolBlock) -> str:
     summary = call_summary(block.tool_name, block.arguments, block.kind)
     decided = decision_text(block)
     extra = f" · {esc(decided)}" if decided else ""
-    return (
-        f"<b>{esc(block.tool_name)}</b> <code>{esc(summary)}</code> · {status_html(block)}{extra}"
-    )
+    return f"<b>{esc(block.label)}</b> <code>{esc(summary)}</code> · {status_html(block)}{extra}"
 
 
 def question_html(block: ToolBlock) -> str:
@@ -297,4 +295,5 @@ def turn_status_html(t: Transcript) -> str:
 
 
 def notice_html(block: NoticeBlock) -> str:
-    return f'<div style="color:#6e7781"><i>{esc(block.text)}</i></div>'
+    color = "#cf222e" if block.kind == "error" else "#6e7781"
+    return f'<div style="color:{color}"><i>{esc(block.text)}</i></div>'

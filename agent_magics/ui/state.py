@@ -16,9 +16,12 @@ from agent_magics.events import (
     AssistantMessage,
     Event,
     ImageViewed,
+    McpServerFailed,
+    McpServerReady,
     PlanUpdated,
     ReasoningSummary,
     RetryScheduled,
+    SandboxUnavailable,
     TextDelta,
     ToolCallFinished,
     ToolCallProposed,
@@ -66,6 +69,15 @@ class ToolBlock:
     plan: PlanUpdated | None = None
     image: ImageViewed | None = None
     duration_s: float | None = None
+    server: str | None = None  # an MCP tool's server and own name
+    mcp_tool: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``server · tool`` for an MCP tool, else the tool's name."""
+        if self.server is not None and self.mcp_tool is not None:
+            return f"{self.server} · {self.mcp_tool}"
+        return self.tool_name
 
 
 @dataclass
@@ -93,6 +105,23 @@ def output_parts(output: Any) -> tuple[str, list[str]]:
         elif item.get("type") == "input_image" and item.get("image_url"):
             images.append(str(item["image_url"]))
     return "\n".join(texts), images
+
+
+def server_notice(event: SandboxUnavailable | McpServerFailed | McpServerReady) -> NoticeBlock:
+    """A line about the session's machinery: no sandbox here, an MCP server up or down."""
+    if isinstance(event, SandboxUnavailable):
+        return NoticeBlock("error", event.message)
+    if isinstance(event, McpServerFailed):
+        log = f" Its log: {event.log_path}" if event.log_path else ""
+        return NoticeBlock(
+            "error",
+            f"MCP server '{event.server}' is not available: {event.reason.rstrip('.')}."
+            f" Its tools answer the model with an error.{log}",
+        )
+    n = len(event.tools)
+    return NoticeBlock(
+        "info", f"MCP server '{event.server}' is ready: {n} tool{'' if n == 1 else 's'}."
+    )
 
 
 @dataclass
@@ -155,6 +184,8 @@ class Transcript:
         if isinstance(event, RetryScheduled):
             text = f"Retrying in {event.delay_s:.1f} s (attempt {event.attempt}): {event.reason}"
             return self._add(NoticeBlock("retry", text))
+        if isinstance(event, (SandboxUnavailable, McpServerFailed, McpServerReady)):
+            return self._add(server_notice(event))
         if isinstance(event, TurnFinished):
             self.status, self.usage = "done", event.usage
             return None
@@ -171,6 +202,7 @@ class Transcript:
     def _apply_tool(self, event: Event) -> Block | None:
         if isinstance(event, ToolCallProposed):
             block = ToolBlock(event.call_id, event.tool_name, event.arguments, event.kind)
+            block.server, block.mcp_tool = event.server, event.mcp_tool
             self._tools[event.call_id] = block
             return self._add(block)
         call_id = getattr(event, "call_id", None)

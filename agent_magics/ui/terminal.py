@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
+from agent_magics.tools.approval import (
+    ApprovalRequest,
+    Approver,
+    ReviewDecision,
+    terminal_answer,
+)
 from agent_magics.ui.approver import HEADLESS_NOTES, headless_approver
 from agent_magics.ui.headless import Markdown, StaticTranscript
-from agent_magics.ui.render import call_summary
 from agent_magics.ui.runner import run_turn
 from agent_magics.ui.throttle import loop_scheduler
 
@@ -24,27 +28,16 @@ if TYPE_CHECKING:
     from agent_magics.ui.approver import HeadlessMode
     from agent_magics.ui.controller import Controller
 
-ANSWERS = {
-    "y": ReviewDecision.APPROVED,
-    "a": ReviewDecision.APPROVED_FOR_SESSION,
-    "q": ReviewDecision.ABORT,
-}
-
 
 def stdin_approver() -> Approver:
     """Ask on stdin: y approve, a approve for session, n deny, q abort the turn."""
 
     async def ask(request: ApprovalRequest) -> ReviewDecision:
-        what = " ".join(request.command) or request.patch or request.tool_name
-        question = (
-            f"\n{request.reason or 'Allow this call?'}\n  {call_summary('', what)}\n"
-            "[y] approve  [a] approve for session  [n] deny  [q] abort turn: "
-        )
         try:
-            answer = await asyncio.to_thread(input, question)
+            answer = await asyncio.to_thread(input, request.terminal_question())
         except (EOFError, OSError):
             answer = "n"
-        return ANSWERS.get(answer.strip().lower()[:1], ReviewDecision.DENIED)
+        return terminal_answer(request, answer)
 
     return ask
 

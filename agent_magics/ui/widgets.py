@@ -74,8 +74,10 @@ class ToolCard:
             layout=W.Layout(**CARD_LAYOUT),
         )
 
-    def _make_buttons(self) -> None:
+    def _make_buttons(self, remember_allowed: bool = True) -> None:
         for label, decision, style in BUTTONS:
+            if decision is ReviewDecision.APPROVED_FOR_SESSION and not remember_allowed:
+                continue  # a tool set to ask every time
             button = W.Button(description=label, button_style=style, layout=W.Layout(width="auto"))
             button.on_click(lambda _b, d=decision: self.click(d))
             self.buttons[label] = button
@@ -96,7 +98,7 @@ class ToolCard:
             if self._asked is not block.request:
                 self._asked = block.request
                 if not self.buttons:
-                    self._make_buttons()
+                    self._make_buttons(block.request.remember_allowed)
                 for button in self.buttons.values():
                     button.disabled = False
             self.question.value = render.question_html(block)
