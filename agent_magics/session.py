@@ -12,7 +12,8 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent_magics.config import SessionConfig
 from agent_magics.errors import TurnAborted
@@ -30,6 +31,7 @@ from agent_magics.events import (
     Usage,
 )
 from agent_magics.instructions import BASE_INSTRUCTIONS, environment_context, project_docs
+from agent_magics.mcp.config import McpServerConfig
 from agent_magics.models.base import (
     Completed,
     ItemDone,
@@ -48,7 +50,11 @@ from agent_magics.tools.history import history_output, reserialized_input
 from agent_magics.tools.router import ToolCall, ToolRouter, output_item, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 
+if TYPE_CHECKING:
+    from agent_magics.mcp.manager import McpManager, ServerStatus
+
 Item = Any  # a protocol item model
+DEFAULT_LOG_DIR = Path.home() / ".agent_magics" / "logs"
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,10 @@ class Session:
         self.thread_id = str(uuid.uuid4())
         self._sinks: list[EventSink] = []
         self.services = SessionServices(approver=approver, emit=self._emit)
-        self.registry = build_registry(config.tools_config())
+        # The MCP SDK is imported only when a server is configured (or added later).
+        self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
+        self._mcp_started = False
+        self.registry = build_registry(config.tools_config(), self.mcp)
         self.router = ToolRouter(self.registry, self.services)
         self._client = client
         self.history: list[Item] = []
@@ -97,6 +106,91 @@ class Session:
     @approver.setter
     def approver(self, approver: Approver) -> None:
         self.services.approver = approver
+
+    # -- MCP servers --------------------------------------------------------------------
+
+    def _new_mcp(self) -> McpManager:
+        from agent_magics.mcp.manager import McpManager
+
+        log_dir = self.config.log_dir or DEFAULT_LOG_DIR
+        return McpManager(
+            self.config.mcp_servers, cwd=self.config.cwd, log_dir=log_dir, emit=self._emit
+        )
+
+    def _rebuild_tools(self) -> None:
+        """Offer the tools of the servers as they are now."""
+        self.registry = build_registry(self.config.tools_config(), self.mcp)
+        self.router.registry = self.registry
+
+    def _set_mcp_settings(self, servers: dict[str, McpServerConfig]) -> None:
+        """Keep the settings in step with servers added or removed by hand, so the next
+        turn's :meth:`sync_mcp_servers` keeps them."""
+        self.config = self.config.model_copy(update={"mcp_servers": servers})
+
+    async def start_mcp(self) -> None:
+        """Start the configured MCP servers (once; the first turn does it when nobody
+        did). A server that fails is reported by an event; this never raises for it."""
+        if self.mcp is None or self._mcp_started:
+            return
+        await self.mcp.start()
+        self._mcp_started = True
+        self._rebuild_tools()
+
+    async def add_mcp_server(self, name: str, config: McpServerConfig) -> ServerStatus:
+        """Add (or replace) a server for the rest of the session and start it."""
+        if self.mcp is None:
+            self.mcp = self._new_mcp()
+        self._set_mcp_settings({**self.config.mcp_servers, name: config})
+        status = await self.mcp.add(name, config)
+        self._rebuild_tools()
+        return status
+
+    async def sync_mcp_servers(self) -> None:
+        """Bring the running servers in line with ``self.config.mcp_servers``: stop the
+        ones no longer there, (re)start the new and changed ones, start the rest if the
+        servers were not started yet."""
+        wanted = self.config.mcp_servers
+        changed = False
+        if self.mcp is None:
+            if not wanted:
+                return
+            self.mcp = self._new_mcp()
+            changed = True
+        else:
+            for name in self.mcp.names():
+                if name not in wanted:
+                    await self.mcp.remove(name)
+                    changed = True
+            for name, cfg in wanted.items():
+                if self.mcp.config(name) != cfg:
+                    await self.mcp.add(name, cfg)
+                    changed = True
+        if changed:
+            self._rebuild_tools()
+        await self.start_mcp()
+
+    async def remove_mcp_server(self, name: str) -> bool:
+        """Stop a server and stop offering its tools; False when there is none by that name."""
+        if self.mcp is None:
+            return False
+        self._set_mcp_settings({k: v for k, v in self.config.mcp_servers.items() if k != name})
+        removed = await self.mcp.remove(name)
+        self._rebuild_tools()
+        return removed
+
+    async def restart_mcp_server(self, name: str) -> ServerStatus:
+        """Stop a server and start it again (e.g. after it failed)."""
+        if self.mcp is None:
+            from agent_magics.errors import ConfigError
+
+            raise ConfigError(f"There is no MCP server named {name!r}.")
+        status = await self.mcp.restart(name)
+        self._rebuild_tools()
+        return status
+
+    def mcp_statuses(self) -> list[ServerStatus]:
+        """Every configured server: state, reason of a failure, tools, log file."""
+        return self.mcp.statuses() if self.mcp is not None else []
 
     # -- model --------------------------------------------------------------------------
 
@@ -171,6 +265,7 @@ class Session:
         usage = Usage()
         final_text = ""
         try:
+            await self.sync_mcp_servers()  # settings may have changed since the last turn
             while True:
                 items, step_usage = await self._sample()
                 usage = usage + step_usage
@@ -269,16 +364,20 @@ class Session:
     # -- lifecycle ----------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget the conversation (tools and approvals for the session are kept)."""
+        """Forget the conversation (tools, MCP servers and approvals for the session
+        are kept)."""
         self.history.clear()
         self.usage = Usage()
         self.thread_id = str(uuid.uuid4())
 
     async def aclose(self) -> None:
-        """End the session: stop every process its tools started, close the client."""
+        """End the session: stop every process its tools started and every MCP server,
+        close the client."""
         for state in self.services.all_state():
             close = getattr(state, "close", None)
             if close is not None:
                 await close()
+        if self.mcp is not None:
+            await self.mcp.aclose()
         if self._client is not None:
             await self._client.aclose()

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.registry import ToolHandler, ToolRegistry
+
+if TYPE_CHECKING:
+    from agent_magics.mcp.manager import McpManager
 
 
 def _shell_handlers(config: ToolsConfig) -> list[ToolHandler]:
@@ -40,15 +45,33 @@ def _file_handlers(config: ToolsConfig) -> list[ToolHandler]:
     return out
 
 
-def build_registry(config: ToolsConfig) -> ToolRegistry:
-    """Shell tool, update_plan, request_user_input, apply_patch, opt-in file tools,
-    view_image: the order Codex offers them in."""
+def _resource_handlers(mcp: McpManager | None) -> list[ToolHandler]:
+    if mcp is None or not mcp.configured:
+        return []
+    from agent_magics.tools.handlers.mcp_resource import RESOURCE_TOOLS, McpResourceHandler
+
+    return [McpResourceHandler(name, mcp) for name in RESOURCE_TOOLS]
+
+
+def _mcp_handlers(mcp: McpManager | None) -> list[ToolHandler]:
+    if mcp is None:
+        return []
+    from agent_magics.tools.handlers.mcp import McpToolHandler
+
+    tools = sorted(mcp.tools(), key=lambda t: t.qualified_name)
+    return [McpToolHandler(t, mcp, mcp.approval_mode(t.server)) for t in tools]
+
+
+def build_registry(config: ToolsConfig, mcp: McpManager | None = None) -> ToolRegistry:
+    """Shell tool, MCP resource tools (when a server is configured), update_plan,
+    request_user_input, apply_patch, opt-in file tools, view_image, then the MCP servers'
+    tools sorted by name: the order Codex offers them in."""
     from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
     from agent_magics.tools.handlers.plan import UpdatePlanHandler
     from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
     from agent_magics.tools.handlers.view_image import ViewImageHandler
 
-    handlers = _shell_handlers(config)
+    handlers = _shell_handlers(config) + _resource_handlers(mcp)
     if config.update_plan:
         handlers.append(UpdatePlanHandler())
     if config.request_user_input:
@@ -57,6 +80,7 @@ def build_registry(config: ToolsConfig) -> ToolRegistry:
         handlers.append(ApplyPatchHandler(config.apply_patch_tool_type))
     handlers += _file_handlers(config)
     handlers.append(ViewImageHandler())
+    handlers += _mcp_handlers(mcp)
     registry = ToolRegistry()
     for handler in handlers:
         registry.register(handler.name, handler, handler.spec(config))

@@ -76,7 +76,20 @@ class ToolRouter:
         return bool(tool and tool.parallel)
 
     def announce(self, call: ToolCall) -> None:
-        self.services.emit(ToolCallProposed(call.call_id, call.name, call.raw_input, call.kind))
+        tool = self.registry.get(call.name)
+        # An MCP tool's handler names its server and the tool's own name for the card.
+        server = getattr(tool.handler, "server", None) if tool else None
+        mcp_tool = getattr(tool.handler, "mcp_tool", None) if tool else None
+        self.services.emit(
+            ToolCallProposed(
+                call.call_id,
+                call.name,
+                call.raw_input,
+                call.kind,
+                server=server if isinstance(server, str) else None,
+                mcp_tool=mcp_tool if isinstance(mcp_tool, str) else None,
+            )
+        )
 
     async def dispatch(self, call: ToolCall, turn: TurnContext) -> ToolOutput:
         started = time.monotonic()
