@@ -7,6 +7,7 @@ import asyncio
 import atexit
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, get_args
@@ -21,16 +22,16 @@ from agent_magics.errors import UserError
 from agent_magics.events import Usage
 from agent_magics.session import Session
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.ui import info
+from agent_magics.ui import info, mcp_command
 from agent_magics.ui.approver import HeadlessMode
-from agent_magics.ui.controller import Controller
+from agent_magics.ui.controller import Controller, same_engine
 from agent_magics.ui.headless import request_allows_stdin
 from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
 PROVIDERS = list(get_args(SessionConfig.model_fields["provider"].annotation))
-COMMANDS = ("reset", "status", "tools", "history", "cancel", "help")
+COMMANDS = ("reset", "status", "tools", "history", "mcp", "cancel", "help")
 
 
 @magics_class
@@ -231,18 +232,24 @@ class AgentMagics(Magics):
 
     @line_magic("agent")  # type: ignore[arg-type]
     def agent_line(self, line: str) -> None:
-        """%agent reset | status | tools | history | cancel | help
+        """%agent reset | status | tools | history | mcp | cancel | help
 
         reset    forget the conversation and stop its tool processes (options stay)
         status   model, approval policy, sandbox, folder, tokens used, turn state
         tools    the tools the model is offered
         history  the conversation so far, one line per item
+        mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
+                 (%agent mcp help for the options)
         cancel   stop the running turn (and any queued ones)
         help     the manual of %%agent
         """
-        word = line.strip().split(" ", 1)[0] or "help"
+        word, _, rest = line.strip().partition(" ")
+        word = word or "help"
         if word not in COMMANDS:
             raise UsageError(f"Unknown %agent command {word!r}; try: {', '.join(COMMANDS)}.")
+        if word == "mcp":
+            self._cmd_mcp(rest)
+            return
         getattr(self, f"_cmd_{word}")()
 
     def _cmd_help(self) -> None:
@@ -287,6 +294,66 @@ class AgentMagics(Magics):
         config = self._current_config()
         if config is not None:
             print(info.tools_text(Session(config).registry.wire_specs()))
+
+    def _cmd_mcp(self, rest: str) -> None:
+        try:
+            words = shlex.split(rest)
+        except ValueError as exc:
+            raise UsageError(f"%agent mcp: {exc}.") from None
+        sub = words[0] if words else "list"
+        if sub == "help":
+            print(mcp_command.__doc__)
+        elif sub == "list":
+            self._mcp_list()
+        elif sub not in mcp_command.SUBCOMMANDS:
+            known = ", ".join(mcp_command.SUBCOMMANDS)
+            raise UsageError(f"Unknown %agent mcp command {sub!r}; try: {known}.")
+        elif len(words) < 2:
+            raise UsageError(f"%agent mcp {sub} needs a server name.")
+        else:
+            try:
+                self._mcp_change(sub, words[1:])
+            except UserError as exc:
+                print(f"agent: {exc}", file=sys.stderr)
+
+    def _mcp_list(self) -> None:
+        if self.session is not None:
+            print(mcp_command.list_text(self.session.mcp_statuses()))
+            return
+        config = self._current_config()
+        if config is not None:
+            print(mcp_command.configured_text(config.mcp_servers))
+
+    def _mcp_change(self, sub: str, words: list[str]) -> None:
+        name = words[0]
+        servers: dict[str, Any] = dict(self._sticky.get("mcp_servers") or {})
+        if sub == "add":
+            name, table = mcp_command.parse_add(words)
+            servers[name] = table
+            done = f"MCP server '{name}' added"
+        elif sub == "remove":
+            servers.pop(name, None)
+            prefix = f"mcp_servers.{name}."
+            self._sticky_overrides = [o for o in self._sticky_overrides if not o.startswith(prefix)]
+            rest = {**self._sticky, "mcp_servers": servers}
+            if name in self.build_config(rest, self._sticky_overrides).mcp_servers:
+                servers[name] = {"enabled": False}  # from a config file: keep it off
+            done = f"MCP server '{name}' removed"
+        else:
+            done = f"MCP server '{name}' restarted"
+        sticky = {**self._sticky, "mcp_servers": servers}
+        config = self.build_config(sticky, self._sticky_overrides)
+        if sub == "restart" and name not in config.mcp_servers:
+            raise UserError(f"No MCP server named '{name}'.")
+        self._sticky = sticky
+        session = self.session
+        if session is None:
+            print(f"agent: {done}; it starts with the next turn.")
+            return
+        if same_engine(session.config, config):
+            session.config = config
+        restart = name if sub == "restart" else None
+        self.agent.change_mcp(session, restart, done)
 
     def _cmd_history(self) -> None:
         items = [i.wire() for i in self.session.history] if self.session is not None else []

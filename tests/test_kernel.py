@@ -204,3 +204,41 @@ def test_interrupting_a_waiting_cell_stops_the_turn_quietly(kernel: Kernel) -> N
         assert server.outputs(1)["c1"].startswith("aborted by user after ")
         msg = again[0]["parent_header"]["msg_id"]
         assert markdown_of(kernel, msg).startswith("next turn ok")
+
+
+DEMO_SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
+
+
+def texts_of(kernel: Kernel, msg_id: str) -> list[str]:
+    """Every text/plain a cell displayed or updated later (by display id)."""
+    return [
+        m["content"]["data"].get("text/plain", "")
+        for m in kernel.log
+        if m["parent_header"].get("msg_id") == msg_id
+        and m["msg_type"] in ("display_data", "update_display_data")
+    ]
+
+
+def test_mcp_servers_change_in_a_live_session(kernel: Kernel, tmp_path: Path) -> None:
+    python = kernel.value("__import__('sys').executable")
+    logs = tmp_path / "logs"
+    call = function_call("mcp__demo__add", {"a": 2, "b": 3}, "c1")
+    with ScriptedResponsesServer([[message("first")], [call], [message("5")]]) as server:
+        kernel.run(cell(server, f"-a never -c log_dir='{logs}'", "hello"))
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        msg_id = kernel.execute(f"%agent mcp add demo -- {python} {DEMO_SERVER}")
+        kernel.wait_for(
+            lambda: any("is ready" not in t and "ready," in t for t in texts_of(kernel, msg_id))
+        )
+        shown = texts_of(kernel, msg_id)
+        assert shown[0] == "agent: starting MCP servers…"
+        assert shown[-1].startswith("agent: MCP server 'demo' added.\ndemo         stdio ready, ")
+        kernel.run(cell(server, "", "add 2 and 3"))
+        kernel.wait_for(lambda: len(server.requests) == 3)
+        outputs = [i for i in server.requests[2]["input"] if i["type"] == "function_call_output"]
+        assert outputs[-1]["output"] == '{"result":5}'
+    listing = kernel.outputs_text(kernel.run("%agent mcp"))
+    assert listing.startswith("demo         stdio ready, ")
+    msg_id = kernel.execute("%agent mcp remove demo")
+    kernel.wait_for(lambda: any("removed" in t for t in texts_of(kernel, msg_id)))
+    assert "mcp__demo__add" not in kernel.outputs_text(kernel.run("%agent tools"))

@@ -14,7 +14,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from agent_magics.magics import AgentMagics
-from agent_magics.testing import ScriptedResponsesServer, message
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
 
 OPTS = "-c allow_login_shell=false"
 
@@ -145,3 +145,42 @@ def test_the_core_never_imports_jupyter() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+DEMO_SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
+
+
+def test_mcp_servers_are_listed_added_used_and_removed(
+    ip: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    ip.run_cell("%agent mcp")
+    assert capsys.readouterr().out.startswith("No MCP servers.")
+    ip.run_cell(f"%agent mcp add demo -- {sys.executable} {DEMO_SERVER}")
+    assert (
+        capsys.readouterr().out == "agent: MCP server 'demo' added; it starts with the next turn.\n"
+    )
+    ip.run_cell("%agent mcp")
+    assert capsys.readouterr().out.startswith("demo         stdio not started")
+    call = function_call("mcp__demo__add", {"a": 2, "b": 3}, "c1")
+    with ScriptedResponsesServer([[call], [message("5")]]) as server:
+        ip.run_cell(
+            f"%%agent --base-url {server.base_url} -a never -c log_dir='{logs}' {OPTS}\nadd"
+        )
+        outputs = [i for i in server.requests[1]["input"] if i["type"] == "function_call_output"]
+    assert outputs == [{"type": "function_call_output", "call_id": "c1", "output": '{"result":5}'}]
+    out = capsys.readouterr().out
+    assert "**demo · add**" in out and "MCP server 'demo' is ready" in out
+    ip.run_cell("%agent mcp")
+    assert capsys.readouterr().out.startswith("demo         stdio ready,")
+    ip.run_cell("%agent mcp remove demo")
+    assert (
+        capsys.readouterr().out == "agent: MCP server 'demo' removed.\n"
+        "No MCP servers. Add one with: %agent mcp add NAME -- COMMAND ARG...\n"
+    )
+    ip.run_cell("%agent tools")
+    assert "mcp__demo__add" not in capsys.readouterr().out
+    ip.run_cell("%agent mcp add bad --tool-timeout soon -- x")
+    assert capsys.readouterr().err == (
+        "agent: %agent mcp add: argument --tool-timeout: invalid float value: 'soon'.\n"
+    )

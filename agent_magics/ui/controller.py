@@ -23,6 +23,17 @@ from agent_magics.ui.runner import SigintGuard, TurnView, kill_tool_processes, r
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TranscriptView
 
+
+class TextDisplay:
+    """Plain text for ``display`` (a display id lets it be replaced later)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {"text/plain": self.text}
+
+
 ENGINE_FIELDS = {
     "base_url",
     "provider",
@@ -50,6 +61,7 @@ class Controller:
         self._guard: SigintGuard | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self._mcp_tasks: set[asyncio.Task[str]] = set()
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -187,6 +199,42 @@ class Controller:
         except asyncio.CancelledError:
             task.cancel()
             await asyncio.wait([task])
+
+    # -- MCP servers -----------------------------------------------------------------------
+
+    def change_mcp(self, session: Session, restart: str | None, done: str) -> None:
+        """Bring the session's MCP servers in line with its settings (and restart one),
+        showing progress in the cell: a display updated in place when they are up, so
+        the cell returns at once and the result still lands in it (also headless)."""
+        from agent_magics.ui.mcp_command import list_text
+
+        async def change() -> str:
+            await session.sync_mcp_servers()
+            if restart is not None:
+                await session.restart_mcp_server(restart)
+            return f"agent: {done}.\n{list_text(session.mcp_statuses())}"
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            print(self.own_loop().run_until_complete(change()))
+            return
+        handle = display(TextDisplay("agent: starting MCP servers…"), display_id=True)
+
+        def finished(task: asyncio.Task[str]) -> None:
+            if task.cancelled():
+                text = "agent: stopped before the MCP servers were up."
+            elif task.exception() is not None:
+                text = f"agent: MCP servers could not be changed: {task.exception()}"
+            else:
+                text = task.result()
+            if handle is not None:
+                handle.update(TextDisplay(text))
+
+        task = loop.create_task(change())
+        self._mcp_tasks.add(task)
+        task.add_done_callback(self._mcp_tasks.discard)
+        task.add_done_callback(finished)
 
     # -- lifecycle -------------------------------------------------------------------------
 

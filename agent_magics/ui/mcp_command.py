@@ -1,0 +1,135 @@
+"""``%agent mcp``: list, add, remove and restart the session's MCP servers (pure parts).
+
+    %agent mcp                                  list servers: state, tools, why one failed
+    %agent mcp add NAME [options] -- CMD ARG..  a stdio server
+    %agent mcp add NAME --url URL [options]     a streamable HTTP server
+    %agent mcp remove NAME
+    %agent mcp restart NAME
+
+Options of ``add``: ``--env KEY=VALUE`` and ``--env-var NAME`` (repeatable), ``--cwd``,
+``--startup-timeout S``, ``--tool-timeout S``, ``--approval auto|prompt|writes|approve``,
+``--bearer-token-env-var NAME``. Added servers stay for the following cells (until
+``%%agent --new``); a server from a config file is disabled by ``remove``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from agent_magics.errors import ConfigError
+from agent_magics.mcp.config import McpServerConfig
+
+SUBCOMMANDS = ("list", "add", "remove", "restart")
+
+
+class StatusLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def transport(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def tools(self) -> Sequence[str]: ...
+    @property
+    def log_path(self) -> Path | None: ...
+    @property
+    def description(self) -> str: ...
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would exit the kernel
+        raise ConfigError(f"%agent mcp add: {message}.")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="%agent mcp add", add_help=False)
+    p.add_argument("name")
+    p.add_argument("--url")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--env-var", action="append", default=[], metavar="NAME")
+    p.add_argument("--cwd")
+    p.add_argument("--startup-timeout", type=float)
+    p.add_argument("--tool-timeout", type=float)
+    p.add_argument("--approval", choices=["auto", "prompt", "writes", "approve"])
+    p.add_argument("--bearer-token-env-var")
+    return p
+
+
+def parse_add(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """``NAME [options] [--] [COMMAND ARG...]`` as a server name and its config table
+    (validated; raises ConfigError with one sentence)."""
+    words = list(words)
+    if "--" in words:
+        at = words.index("--")
+        own, command = words[:at], words[at + 1 :]
+    else:
+        own, command = words, []
+    args, rest = _parser().parse_known_args(own)
+    command = [*rest, *command]
+    table: dict[str, Any] = {}
+    if command:
+        table["command"], table["args"] = command[0], command[1:]
+    if args.url:
+        table["url"] = args.url
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"%agent mcp add: --env takes KEY=VALUE, got {item!r}.")
+        env[key] = value
+    optional = {
+        "env": env,
+        "env_vars": args.env_var,
+        "cwd": args.cwd,
+        "startup_timeout_sec": args.startup_timeout,
+        "tool_timeout_sec": args.tool_timeout,
+        "default_tools_approval_mode": args.approval,
+        "bearer_token_env_var": args.bearer_token_env_var,
+    }
+    table |= {k: v for k, v in optional.items() if v}
+    try:
+        McpServerConfig.model_validate(table)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise ConfigError(f"%agent mcp add {args.name}: {err['msg']}.") from None
+    return args.name, table
+
+
+def status_line(status: StatusLike) -> str:
+    tools = len(status.tools)
+    state = status.state
+    if state == "ready":
+        state = f"ready, {tools} tool{'' if tools == 1 else 's'}"
+    head = f"{status.name:<12} {status.transport:<5} {state:<16} {status.description}"
+    lines = [head.rstrip()]
+    if status.reason and status.state == "failed":
+        lines.append(f"{'':12} {status.reason}")
+    if status.log_path is not None and status.state == "failed":
+        lines.append(f"{'':12} log: {status.log_path}")
+    return "\n".join(lines)
+
+
+def list_text(statuses: Sequence[StatusLike]) -> str:
+    """What ``%agent mcp`` prints."""
+    if not statuses:
+        return "No MCP servers. Add one with: %agent mcp add NAME -- COMMAND ARG..."
+    return "\n".join(status_line(s) for s in statuses)
+
+
+def configured_text(servers: dict[str, McpServerConfig]) -> str:
+    """The listing before any session started: servers start with the first turn."""
+    if not servers:
+        return list_text([])
+    rows = []
+    for name, cfg in servers.items():
+        state = "not started" if cfg.enabled else "disabled"
+        rows.append(f"{name:<12} {cfg.transport:<5} {state:<16} {cfg.describe()}".rstrip())
+    return "\n".join(rows)
