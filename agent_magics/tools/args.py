@@ -24,7 +24,7 @@ def _position(raw: str, index: int) -> str:
     return f"line {line} column {col}"
 
 
-def _json_error(raw: str, exc: json.JSONDecodeError) -> str:
+def json_error_text(raw: str, exc: json.JSONDecodeError) -> str:
     msg = exc.msg
     if not raw.strip():
         return f"EOF while parsing a value at {_position(raw, len(raw))}"
@@ -148,7 +148,7 @@ def decode_args(model: type[M], raw: str) -> M:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ArgumentError(PREFIX + _json_error(raw, exc)) from None
+        raise ArgumentError(PREFIX + json_error_text(raw, exc)) from None
     end = _position(raw, len(raw.rstrip()))
     if isinstance(data, list):
         names = _field_names(model)

@@ -19,7 +19,7 @@ from agent_magics.mcp.manager import McpError, McpManager, McpTool
 from agent_magics.mcp.results import call_error_output, call_result_output, compact_json
 from agent_magics.rust_text import RUST_WHITESPACE
 from agent_magics.tools.approval import ApprovalRequest
-from agent_magics.tools.args import _json_error
+from agent_magics.tools.args import json_error_text
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import rust_debug_str
@@ -47,7 +47,7 @@ def parse_arguments(raw: str) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise RespondToModel(f"err: {_json_error(raw, exc)}") from None
+        raise RespondToModel(f"err: {json_error_text(raw, exc)}") from None
 
 
 class McpToolHandler:

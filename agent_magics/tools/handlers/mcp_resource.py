@@ -18,7 +18,7 @@ from agent_magics.errors import RespondToModel
 from agent_magics.mcp.manager import McpError, McpManager
 from agent_magics.mcp.results import compact_json
 from agent_magics.rust_text import RUST_WHITESPACE
-from agent_magics.tools.args import PREFIX, _json_error, describe_value
+from agent_magics.tools.args import PREFIX, json_error_text, describe_value
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
@@ -69,7 +69,7 @@ def _parse(raw: str) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise RespondToModel(PREFIX + _json_error(raw, exc)) from None
+        raise RespondToModel(PREFIX + json_error_text(raw, exc)) from None
 
 
 def _strings(value: Any, struct: str, names: tuple[str, ...], required: bool) -> list[str | None]:
