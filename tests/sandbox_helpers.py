@@ -1,9 +1,8 @@
 """What the sandbox and approval tests share: a folder layout outside every writable root,
-a way to pick the sandbox mechanism, a recording approver and tool invocations."""
+a way to pick the sandbox mechanism, and a recording approver."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -17,13 +16,7 @@ from typing import Any
 import pytest
 
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.tools.context import (
-    FunctionPayload,
-    SessionServices,
-    ShellInfo,
-    ToolInvocation,
-    TurnContext,
-)
+from agent_magics.tools.context import SessionServices
 from agent_magics.tools.sandbox import platform
 from agent_magics.tools.sandbox.roots import real
 
@@ -139,14 +132,6 @@ class RecordingApprover:
     async def __call__(self, request: ApprovalRequest) -> ReviewDecision:
         self.asked.append(request)
         return self.decision
-
-
-def invocation(
-    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
-) -> ToolInvocation:
-    context = TurnContext(cwd=cwd, shell=ShellInfo("/bin/bash", "bash"), **turn)
-    payload = FunctionPayload(json.dumps(args))
-    return ToolInvocation("c1", handler.name, payload, context, services)
 
 
 async def close(services: SessionServices) -> None:

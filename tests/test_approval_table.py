@@ -29,9 +29,9 @@ from tests.sandbox_helpers import (
     RecordingApprover,
     arena,
     close,
-    invocation,
     use_mechanism,
 )
+from tests.tool_helpers import shell_invocation
 
 __all__ = ["arena"]  # the fixture, imported for this module's tests
 
@@ -149,7 +149,7 @@ async def outcome_of(
     if escalated:
         args |= {"sandbox_permissions": "require_escalated", "justification": JUSTIFICATION}
     turn = {"approval_policy": ApprovalPolicy(policy), "sandbox_mode": SandboxMode(sandbox)}
-    inv = invocation(SHELL, args, services, arena.ws, **turn)
+    inv = shell_invocation(SHELL, args, services, arena.ws, **turn)
     try:
         text = (await SHELL.handle(inv)).text
     except RespondToModel as exc:

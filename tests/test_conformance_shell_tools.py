@@ -9,14 +9,10 @@ for the calls of our shell tools (and for the workspace).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import uuid
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,15 +30,13 @@ from agent_magics.tools.registry import ToolHandler
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import run_calls
 from agent_magics.tools.truncate import TruncationPolicy
-
-CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-
-pytestmark = pytest.mark.skipif(not CONF.is_dir(), reason=f"no conformance folder at {CONF}")
-
-if CONF.is_dir():
-    sys.path.insert(0, str(CONF))
-    import compare  # type: ignore[import-not-found]
-    import harness  # type: ignore[import-not-found]
+from tests.conformance_helpers import (
+    assert_schema_in_own_words,
+    build_case,
+    case_params,
+    golden_problems,
+    harness,
+)
 
 OURS = {"exec_command", "write_stdin", "shell_command", "shell"}
 GROUPS = ("exec_command", "write_stdin", "shell_command", "parallel", "errors")
@@ -50,18 +44,6 @@ GROUPS = ("exec_command", "write_stdin", "shell_command", "parallel", "errors")
 
 def _calls_ours(case: dict[str, Any]) -> bool:
     return any(call["name"] in OURS for turn in case["turns"] for call in turn)
-
-
-def _case_ids() -> list[Any]:
-    if not CONF.is_dir():
-        return []
-    params = []
-    for group in GROUPS:
-        for path in sorted((CONF / "cases" / group).glob("*.json")):
-            if _calls_ours(json.loads(path.read_text())):
-                rel = f"{group}/{path.name}"
-                params.append(pytest.param(rel, id=rel.removesuffix(".json")))
-    return params
 
 
 @pytest.fixture
@@ -143,38 +125,12 @@ def ws() -> Iterator[Path]:
 
 
 @pytest.mark.usefixtures("codex_like_env")
-@pytest.mark.parametrize("rel", _case_ids())
+@pytest.mark.parametrize("rel", case_params(GROUPS, _calls_ours))
 async def test_golden(ws: Path, rel: str) -> None:
-    case = json.loads((CONF / "cases" / rel).read_text())
-    golden = json.loads((CONF / "goldens" / rel).read_text())
-    harness.materialize_files(str(ws), case.get("files") or {})
-    for command in case.get("setup") or []:
-        subprocess.run(command, shell=True, cwd=ws, check=True)
+    case, golden = build_case(rel, ws)
     outputs = await _run(case, ws)
     ours = {c["call_id"] for t in case["turns"] for c in t if c["name"] in OURS}
-    with warnings.catch_warnings():  # the harness reads files without closing them
-        warnings.simplefilter("ignore", ResourceWarning)
-        workspace = harness.snapshot_tree(str(ws))
-    candidate = {"outputs": {k: v for k, v in outputs.items() if k in ours}, "workspace": workspace}
-    golden = {**golden, "outputs": {k: v for k, v in golden["outputs"].items() if k in ours}}
-    assert compare.compare_case(golden, candidate, ws=str(ws)) == []
-
-
-def _without_descriptions(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
-    if isinstance(schema, list):
-        return [_without_descriptions(v) for v in schema]
-    return schema
-
-
-def _descriptions(schema: Any) -> list[str]:
-    if isinstance(schema, dict):
-        own = [schema["description"]] if isinstance(schema.get("description"), str) else []
-        return own + [d for v in schema.values() for d in _descriptions(v)]
-    if isinstance(schema, list):
-        return [d for v in schema for d in _descriptions(v)]
-    return []
+    assert golden_problems(golden, ws, outputs, only=ours) == []
 
 
 @pytest.mark.parametrize(
@@ -186,9 +142,4 @@ def _descriptions(schema: Any) -> list[str]:
     ],
 )
 def test_spec_matches_codex_schema_in_our_own_words(handler: ToolHandler, specs: str) -> None:
-    codex = json.loads((CONF / specs).read_text())
-    [theirs] = [t for t in codex["tools"] if t.get("name") == handler.name]
-    ours = handler.spec(ToolsConfig()).to_wire()
-    assert _without_descriptions(ours) == _without_descriptions(theirs)
-    assert len(_descriptions(ours)) == len(_descriptions(theirs))
-    assert not set(_descriptions(ours)) & set(_descriptions(theirs))
+    assert_schema_in_own_words(handler, specs)

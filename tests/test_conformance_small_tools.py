@@ -8,10 +8,6 @@ and ``compare.compare_case`` must report no difference.
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +20,18 @@ from agent_magics.tools.handlers.request_user_input import RequestUserInputHandl
 from agent_magics.tools.handlers.view_image import ViewImageHandler
 from agent_magics.tools.registry import ToolHandler, ToolRegistry
 from agent_magics.tools.router import ToolRouter, tool_call_from_item
-
-CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-
-pytestmark = pytest.mark.skipif(not CONF.is_dir(), reason=f"no conformance folder at {CONF}")
-
-if CONF.is_dir():
-    sys.path.insert(0, str(CONF))
-    import compare  # type: ignore[import-not-found]
-    import harness  # type: ignore[import-not-found]
+from tests.conformance_helpers import (
+    assert_schema_in_own_words,
+    build_case,
+    case_params,
+    golden_problems,
+    harness,
+)
 
 HANDLERS: list[ToolHandler] = [UpdatePlanHandler(), RequestUserInputHandler(), ViewImageHandler()]
 
 # (case, call ids whose outputs we produce; None = all of them, workspace compared too)
 PARTIAL = {"parallel/mixed_tools.json": ["c2", "c3", "c4"]}
-
-
-def _case_ids() -> list[Any]:
-    if not CONF.is_dir():
-        return []
-    rels = [
-        f"{g}/{p.name}"
-        for g in ("update_plan", "view_image")
-        for p in sorted((CONF / "cases" / g).glob("*.json"))
-    ]
-    rels += ["errors/request_user_input_default_mode.json", *PARTIAL]
-    return [pytest.param(rel, id=rel.removesuffix(".json")) for rel in rels]
 
 
 def _registry() -> ToolRegistry:
@@ -73,50 +55,22 @@ async def _run(case: dict[str, Any], ws: Path, only: list[str] | None) -> dict[s
     return outputs
 
 
-@pytest.mark.parametrize("rel", _case_ids())
+@pytest.mark.parametrize(
+    "rel",
+    case_params(
+        ("update_plan", "view_image"),
+        extra=["errors/request_user_input_default_mode.json", *PARTIAL],
+    ),
+)
 async def test_golden(tmp_path: Path, rel: str) -> None:
-    case = json.loads((CONF / "cases" / rel).read_text())
-    golden = json.loads((CONF / "goldens" / rel).read_text())
     ws = tmp_path / "ws"
     ws.mkdir()
-    harness.materialize_files(str(ws), case.get("files") or {})
-    for command in case.get("setup") or []:
-        subprocess.run(command, shell=True, cwd=ws, check=True)
+    case, golden = build_case(rel, ws)
     only = PARTIAL.get(rel)
     outputs = await _run(case, ws, only)
-    candidate: dict[str, Any] = {"outputs": outputs}
-    if only is None:
-        with warnings.catch_warnings():  # the harness reads files without closing them
-            warnings.simplefilter("ignore", ResourceWarning)
-            candidate["workspace"] = harness.snapshot_tree(str(ws))
-    else:
-        golden = {**golden, "outputs": {k: golden["outputs"][k] for k in only}}
-    assert compare.compare_case(golden, candidate, ws=str(ws)) == []
-
-
-def _without_descriptions(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
-    if isinstance(schema, list):
-        return [_without_descriptions(v) for v in schema]
-    return schema
-
-
-def _descriptions(schema: Any) -> list[str]:
-    if isinstance(schema, dict):
-        own = [schema["description"]] if isinstance(schema.get("description"), str) else []
-        return own + [d for v in schema.values() for d in _descriptions(v)]
-    if isinstance(schema, list):
-        return [d for v in schema for d in _descriptions(v)]
-    return []
+    assert golden_problems(golden, ws, outputs, only=only, workspace=only is None) == []
 
 
 @pytest.mark.parametrize("handler", [pytest.param(h, id=h.name) for h in HANDLERS])
 def test_spec_matches_codex_schema_in_our_own_words(handler: ToolHandler) -> None:
-    codex = json.loads((CONF / "codex_tool_specs.json").read_text())
-    [theirs] = [t for t in codex["tools"] if t.get("name") == handler.name]
-    ours = handler.spec(ToolsConfig()).to_wire()
-    assert _without_descriptions(ours) == _without_descriptions(theirs)
-    assert len(_descriptions(ours)) == len(_descriptions(theirs))
-    shared = set(_descriptions(ours)) & set(_descriptions(theirs))
-    assert not shared, f"descriptions copied from Codex: {shared}"
+    assert_schema_in_own_words(handler, "codex_tool_specs.json")

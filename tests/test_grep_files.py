@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import stat
 import sys
@@ -13,13 +12,6 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import (
-    FunctionPayload,
-    SessionServices,
-    ToolInvocation,
-    TurnContext,
-)
 from agent_magics.tools.handlers.grep_files import (
     GrepFilesHandler,
     join_path,
@@ -28,32 +20,17 @@ from agent_magics.tools.handlers.grep_files import (
     run_rg,
 )
 from agent_magics.tools.rg import RG_NAME, find_rg
+from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
 
-CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-VECTORS = CONF / "vectors" / "grep_files_cases.json"
 needs_rg = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 
 
-def _vectors(section: str) -> list[Any]:
-    if not VECTORS.is_file():
-        return [pytest.param(None, id="no-vectors", marks=pytest.mark.skip("no shared dir"))]
-    data = json.loads(VECTORS.read_text())
-    return [
-        pytest.param(case, id=case.get("id") or f"{section}-{i}")
-        for i, case in enumerate(data[section])
-    ]
-
-
 async def call(cwd: Path, arguments: str | dict[str, Any]) -> tuple[str, bool]:
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    inv = ToolInvocation(
-        "call-1", "grep_files", FunctionPayload(raw), TurnContext(cwd=cwd), SessionServices()
-    )
-    try:
-        out = await GrepFilesHandler().handle(inv)
-    except RespondToModel as exc:
-        return exc.message, False
-    return out.text, out.success
+    return await call_tool(GrepFilesHandler(), cwd, arguments)
+
+
+def _vectors(section: str) -> list[Any]:
+    return vectors("grep_files_cases", section)
 
 
 @pytest.mark.parametrize("case", _vectors("parse_results_cases"))
@@ -241,23 +218,5 @@ async def test_cancel_kills_rg(tmp_path: Path) -> None:
         os.kill(pid, 0)
 
 
-def _without_descriptions(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
-    return schema
-
-
 def test_spec_has_codex_parameters() -> None:
-    handler = GrepFilesHandler()
-    ours = handler.spec(ToolsConfig()).to_wire()
-    specs = CONF / "codex_tool_specs_legacy.json"
-    if not specs.is_file():
-        pytest.skip("no shared dir")
-    codex = next(t for t in json.loads(specs.read_text())["tools"] if t["name"] == "grep_files")
-    assert _without_descriptions(ours["parameters"]) == _without_descriptions(codex["parameters"])
-    assert ours["description"] != codex["description"]
-    assert (handler.name, handler.supports_parallel, handler.payload_kind) == (
-        "grep_files",
-        True,
-        "function",
-    )
+    assert_codex_parameters(GrepFilesHandler(), "grep_files")

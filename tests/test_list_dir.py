@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from pathlib import Path
@@ -10,37 +9,16 @@ from typing import Any
 
 import pytest
 
-from agent_magics.errors import RespondToModel
-from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import (
-    FunctionPayload,
-    SessionServices,
-    ToolInvocation,
-    TurnContext,
-)
 from agent_magics.tools.handlers.list_dir import ListDirHandler
-
-CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-VECTORS = CONF / "vectors" / "list_dir_cases.json"
-
-
-def _vectors(section: str) -> list[Any]:
-    if not VECTORS.is_file():
-        return [pytest.param(None, id="no-vectors", marks=pytest.mark.skip("no shared dir"))]
-    data = json.loads(VECTORS.read_text())
-    return [pytest.param(case, id=case["id"]) for case in data[section]]
+from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
 
 
 async def call(cwd: Path, arguments: str | dict[str, Any]) -> tuple[str, bool]:
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    inv = ToolInvocation(
-        "call-1", "list_dir", FunctionPayload(raw), TurnContext(cwd=cwd), SessionServices()
-    )
-    try:
-        out = await ListDirHandler().handle(inv)
-    except RespondToModel as exc:
-        return exc.message, False
-    return out.text, out.success
+    return await call_tool(ListDirHandler(), cwd, arguments)
+
+
+def _vectors(section: str) -> list[Any]:
+    return vectors("list_dir_cases", section)
 
 
 def build_tree(root: Path, tree: list[dict[str, Any]]) -> None:
@@ -190,23 +168,5 @@ async def test_argument_errors(tmp_path: Path, raw: str, names: list[str]) -> No
     assert not success
 
 
-def _without_descriptions(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
-    return schema
-
-
 def test_spec_has_codex_parameters() -> None:
-    handler = ListDirHandler()
-    ours = handler.spec(ToolsConfig()).to_wire()
-    specs = CONF / "codex_tool_specs_legacy.json"
-    if not specs.is_file():
-        pytest.skip("no shared dir")
-    codex = next(t for t in json.loads(specs.read_text())["tools"] if t["name"] == "list_dir")
-    assert _without_descriptions(ours["parameters"]) == _without_descriptions(codex["parameters"])
-    assert ours["description"] != codex["description"]
-    assert (handler.name, handler.supports_parallel, handler.payload_kind) == (
-        "list_dir",
-        True,
-        "function",
-    )
+    assert_codex_parameters(ListDirHandler(), "list_dir")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import os
 import tracemalloc
 from pathlib import Path
@@ -12,43 +11,22 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import (
-    CustomPayload,
-    FunctionPayload,
-    SessionServices,
-    ToolInvocation,
-    TurnContext,
-)
+from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.read_file import (
     DEFAULT_LIMIT,
     MAX_LINE_BYTES,
     ReadFileHandler,
     read_slice,
 )
-
-CONF = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-VECTORS = CONF / "vectors" / "read_file_cases.json"
-
-
-def _vectors(section: str) -> list[Any]:
-    if not VECTORS.is_file():
-        return [pytest.param(None, id="no-vectors", marks=pytest.mark.skip("no shared dir"))]
-    data = json.loads(VECTORS.read_text())
-    return [pytest.param(case, id=case["id"]) for case in data[section]]
+from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
 
 
 async def call(cwd: Path, arguments: str | dict[str, Any]) -> tuple[str, bool]:
-    """The text the model would see and the success flag."""
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    inv = ToolInvocation(
-        "call-1", "read_file", FunctionPayload(raw), TurnContext(cwd=cwd), SessionServices()
-    )
-    try:
-        out = await ReadFileHandler().handle(inv)
-    except RespondToModel as exc:
-        return exc.message, False
-    return out.text, out.success
+    return await call_tool(ReadFileHandler(), cwd, arguments)
+
+
+def _vectors(section: str) -> list[Any]:
+    return vectors("read_file_cases", section)
 
 
 def _content(case: dict[str, Any]) -> bytes | None:
@@ -304,26 +282,8 @@ async def test_indentation_edges(
     assert text == (expected, True)
 
 
-def _without_descriptions(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_descriptions(v) for k, v in schema.items() if k != "description"}
-    return schema
-
-
 def test_spec_has_codex_parameters() -> None:
-    handler = ReadFileHandler()
-    ours = handler.spec(ToolsConfig()).to_wire()
-    specs = CONF / "codex_tool_specs_legacy.json"
-    if not specs.is_file():
-        pytest.skip("no shared dir")
-    codex = next(t for t in json.loads(specs.read_text())["tools"] if t["name"] == "read_file")
-    assert _without_descriptions(ours["parameters"]) == _without_descriptions(codex["parameters"])
-    assert ours["description"] != codex["description"]
-    assert (handler.name, handler.supports_parallel, handler.payload_kind) == (
-        "read_file",
-        True,
-        "function",
-    )
+    assert_codex_parameters(ReadFileHandler(), "read_file")
 
 
 async def test_custom_payload_is_refused(tmp_path: Path) -> None:

@@ -34,10 +34,10 @@ from tests.sandbox_helpers import (
     RecordingApprover,
     arena,
     close,
-    invocation,
     require_mechanism,
     use_mechanism,
 )
+from tests.tool_helpers import shell_invocation
 
 __all__ = ["arena"]  # the fixture, imported for this module's tests
 
@@ -79,7 +79,8 @@ async def run_orchestrated(
     with use_mechanism(monkeypatch, mechanism):
         assert probe().kind == (None if mechanism == "none" else mechanism)
         try:
-            out = await EXEC.handle(invocation(EXEC, {"cmd": cmd}, services, arena.ws, **turn))
+            inv = shell_invocation(EXEC, {"cmd": cmd}, services, arena.ws, **turn)
+            out = await EXEC.handle(inv)
             text = out.text
         except RespondToModel as exc:
             text = exc.message

@@ -29,10 +29,10 @@ from agent_magics.tools.sandbox.platform import platform_sandbox, probe, unavail
 from tests.sandbox_helpers import (
     LINUX_MECHANISMS,
     close,
-    invocation,
     require_mechanism,
     use_mechanism,
 )
+from tests.tool_helpers import shell_invocation
 
 SPEC = SandboxSpec(
     "bwrap",
@@ -186,7 +186,7 @@ def mechanism(request: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 async def exec_text(
     handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path
 ) -> str:
-    inv = invocation(handler, args, services, cwd, sandbox_mode=SandboxMode.WORKSPACE_WRITE)
+    inv = shell_invocation(handler, args, services, cwd, sandbox_mode=SandboxMode.WORKSPACE_WRITE)
     try:
         return (await handler.handle(inv)).text
     except RespondToModel as exc:

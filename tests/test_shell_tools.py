@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision
-from agent_magics.tools.context import (
-    FunctionPayload,
-    SessionServices,
-    ShellInfo,
-    ToolInvocation,
-    TurnContext,
-)
+from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.format import (
     json_f32,
@@ -30,32 +23,25 @@ from agent_magics.tools.exec.format import (
 )
 from agent_magics.tools.exec.guard import can_retry_unsandboxed, looks_sandbox_denied
 from agent_magics.tools.exec.shell_exec import aggregate, decode_output
-from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
+from agent_magics.tools.handlers.shell import (
+    ShellArgs,
+    ShellCommandArgs,
+    ShellCommandHandler,
+    ShellHandler,
+)
+from agent_magics.tools.handlers.unified_exec import ExecCommandArgs
 from agent_magics.tools.truncate import TruncationPolicy
+from tests.tool_helpers import alive, gone, shell_invocation
 
 SHELL = ShellHandler()
 SHELL_COMMAND = ShellCommandHandler()
-
-
-@pytest.fixture
-async def services() -> Any:
-    services = SessionServices()
-    yield services
-    await manager_for(services).close()
-
-
-def invocation(
-    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
-) -> ToolInvocation:
-    context = TurnContext(cwd=cwd, shell=ShellInfo("/bin/bash", "bash"), **turn)
-    return ToolInvocation("c1", handler.name, FunctionPayload(json.dumps(args)), context, services)
 
 
 async def run(
     handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
 ) -> tuple[str, bool]:
     try:
-        out = await handler.handle(invocation(handler, args, services, cwd, **turn))
+        out = await handler.handle(shell_invocation(handler, args, services, cwd, **turn))
     except RespondToModel as exc:
         return exc.message, False
     return str(out.content), out.success
@@ -65,27 +51,6 @@ def without_wall_time(text: str) -> str:
     lines = text.split("\n")
     assert lines[1].startswith("Wall time: ") and lines[1].endswith(" seconds")
     return "\n".join([lines[0], "Wall time: W seconds", *lines[2:]])
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2] != "Z"
-
-
-async def gone(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 # -- shell_command ----------------------------------------------------------------------------
@@ -350,8 +315,41 @@ async def test_shell_spawn_errors(
     ],
 )
 def test_is_mutating(tmp_path: Path, argv: list[str], mutating: bool) -> None:
-    inv = invocation(SHELL, {"command": argv}, SessionServices(), tmp_path)
+    inv = shell_invocation(SHELL, {"command": argv}, SessionServices(), tmp_path)
     assert SHELL.is_mutating(inv) is mutating
+
+
+ESCALATION = ["sandbox_permissions", "additional_permissions", "justification", "prefix_rule"]
+
+
+@pytest.mark.parametrize(
+    ("model", "fields"),
+    [
+        pytest.param(ShellArgs, ["workdir", "timeout_ms", *ESCALATION, "command"], id="shell"),
+        pytest.param(
+            ShellCommandArgs,
+            ["workdir", "timeout_ms", *ESCALATION, "command", "login"],
+            id="shell_command",
+        ),
+        pytest.param(
+            ExecCommandArgs,
+            [
+                "cmd",
+                "workdir",
+                "shell",
+                "tty",
+                "yield_time_ms",
+                "max_output_tokens",
+                "login",
+                *ESCALATION,
+            ],
+            id="exec_command",
+        ),
+    ],
+)
+def test_argument_fields_keep_their_order(model: type[BaseModel], fields: list[str]) -> None:
+    """The order is seen: a JSON array fills the fields in it, the first bad one is named."""
+    assert list(model.model_fields) == fields
 
 
 # -- formats --------------------------------------------------------------------------------

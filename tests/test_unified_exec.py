@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,43 +12,23 @@ import pytest
 
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision, approve_all
-from agent_magics.tools.context import (
-    FunctionPayload,
-    SessionServices,
-    ShellInfo,
-    ToolInvocation,
-    TurnContext,
-)
+from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import ProcessManager, manager_for
 from agent_magics.tools.exec.buffer import HeadTailBuffer
 from agent_magics.tools.exec.collect import clamp_yield, poll_wait_ms
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+from tests.tool_helpers import alive, gone, shell_invocation
 
 EXEC = ExecCommandHandler()
 STDIN = WriteStdinHandler()
-
-
-@pytest.fixture
-async def services() -> Any:
-    services = SessionServices()
-    yield services
-    await manager_for(services).close()
-
-
-def invocation(
-    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
-) -> ToolInvocation:
-    context = TurnContext(cwd=cwd, shell=ShellInfo("/bin/bash", "bash"), **turn)
-    return ToolInvocation(
-        "call-1", handler.name, FunctionPayload(json.dumps(args)), context, services
-    )
 
 
 async def run(
     handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
 ) -> str:
     try:
-        return str((await handler.handle(invocation(handler, args, services, cwd, **turn))).content)
+        out = await handler.handle(shell_invocation(handler, args, services, cwd, **turn))
+        return str(out.content)
     except RespondToModel as exc:
         return f"ERROR {exc.message}"
 
@@ -63,28 +41,6 @@ def session_of(text: str) -> int:
     found = re.search(r"Process running with session ID (\d+)", text)
     assert found, text
     return int(found.group(1))
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting to be reaped counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2] != "Z"
-
-
-async def gone(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def read_until(
@@ -517,11 +473,13 @@ async def test_approved_for_session_is_remembered(tmp_path: Path) -> None:
 def test_is_mutating(tmp_path: Path, cmd: str, mutating: bool) -> None:
     assert (
         EXEC.is_mutating(
-            invocation(EXEC, {"cmd": cmd}, SessionServices(approver=approve_all), tmp_path)
+            shell_invocation(EXEC, {"cmd": cmd}, SessionServices(approver=approve_all), tmp_path)
         )
         is mutating
     )
-    assert STDIN.is_mutating(invocation(STDIN, {"session_id": 1}, SessionServices(), tmp_path))
+    assert STDIN.is_mutating(
+        shell_invocation(STDIN, {"session_id": 1}, SessionServices(), tmp_path)
+    )
 
 
 async def test_dangerous_command_is_refused_under_never(

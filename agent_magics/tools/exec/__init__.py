@@ -6,8 +6,9 @@
 * :mod:`.shell_exec` — one-shot runs for ``shell`` / ``shell_command`` and
   :func:`reserialize_shell_output`;
 * :mod:`.format` — the exact output texts; :mod:`.intercept` — apply_patch through a
-  shell; :mod:`.guard` — permission guards and approval keys; :mod:`.command` — argv and
-  environment.
+  shell; :mod:`.guard` — permission guards, approval keys and denial detection;
+  :mod:`.call` — what a shell tool call goes through (arguments, approved run);
+  :mod:`.command` — argv and environment.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """What the shell tools check before running a command, and how they describe it for
-approval: escalation guards, approval keys, sandbox-denial detection.
+approval: escalation guards, approval keys, sandbox-denial detection (of commands, and of
+apply_patch's in-process writes).
 """
 
 from __future__ import annotations
@@ -109,6 +110,21 @@ def looks_sandbox_denied(output: str, exit_code: int, linux_sandbox: bool = True
     if exit_code in (2, 126, 127):
         return False
     return linux_sandbox and exit_code == 128 + signal.SIGSYS
+
+
+def write_denied(path: Path) -> str:
+    """The line a write the sandbox refuses reports, as Codex's confined apply_patch
+    prints it (Rust's text for ``EPERM``)."""
+    return f"Failed to write file {path}: Operation not permitted (os error 1)\n"
+
+
+def looks_write_denied(output: str, exit_code: int) -> bool:
+    """Whether an in-process apply_patch failed because of :func:`write_denied` writes.
+
+    Narrower than :func:`looks_sandbox_denied` on purpose: a patch's own failure (say
+    ``Failed to write file`` for a real I/O error) is the model's to fix, not a denial.
+    """
+    return exit_code != 0 and "not permitted" in output
 
 
 def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:

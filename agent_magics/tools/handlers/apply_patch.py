@@ -28,6 +28,7 @@ from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import CustomPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import structured_output
+from agent_magics.tools.exec.guard import looks_write_denied, write_denied
 from agent_magics.tools.policy import patch_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import is_writable, writable_roots
@@ -102,11 +103,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
     async def attempt(sandbox: SandboxSpec) -> tuple[str, int, float]:
         started = time.monotonic()
         if sandbox.confined and not inside:
-            denied = "".join(
-                f"Failed to write file {p}: Operation not permitted (os error 1)\n"
-                for p in paths
-                if not is_writable(p, roots)
-            )
+            denied = "".join(write_denied(p) for p in paths if not is_writable(p, roots))
             return denied, 1, time.monotonic() - started
         text, code = await asyncio.to_thread(_apply, verified)
         return text, code, time.monotonic() - started
@@ -117,7 +114,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         requirement,
         attempt,
         rejection=REJECTED_BY_USER,
-        is_sandbox_denial=lambda r: r[1] != 0 and "not permitted" in r[0],
+        is_sandbox_denial=lambda r: looks_write_denied(r[0], r[1]),
         can_retry_unsandboxed=turn.approval_policy.value != "never",
         confinement=SandboxSpec("path_check", tuple(roots)),
     )

@@ -9,26 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
-from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput, TurnContext
+from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.command import command_env, shell_argv, use_login
-from agent_magics.tools.exec.guard import (
-    EXEC_REJECTED,
-    approval_key,
-    can_retry_unsandboxed,
-    check_permissions,
-    is_mutating,
-    looks_sandbox_denied,
-    requirement_for,
+from agent_magics.tools.exec.call import (
+    EscalationArgs,
+    call_is_mutating,
+    command_props,
+    decode_call,
+    run_approved,
 )
+from agent_magics.tools.exec.command import command_env, shell_argv, use_login
+from agent_magics.tools.exec.guard import looks_sandbox_denied
 from agent_magics.tools.exec.intercept import apply_intercepted, find_apply_patch
 from agent_magics.tools.exec.shell_exec import (
     DEFAULT_TIMEOUT_MS,
@@ -44,13 +41,10 @@ from agent_magics.tools.spec import (
     JsonSchema,
     ToolSpec,
     array,
-    boolean,
     number,
     obj,
     string,
 )
-
-PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
 
 SHELL_DESCRIPTION = (
     "Run a command and return its output.\n"
@@ -63,15 +57,16 @@ SHELL_COMMAND_DESCRIPTION = (
 )
 
 
-class _CommonArgs(BaseModel):
+class _RunFields(BaseModel):
     workdir: str | None = None
     timeout_ms: int | None = Field(
         default=None, ge=0, validation_alias=AliasChoices("timeout_ms", "timeout")
     )
-    sandbox_permissions: PermissionName = "use_default"
-    additional_permissions: dict[str, Any] | None = None
-    justification: str | None = None
-    prefix_rule: list[str] | None = None
+
+
+# workdir and timeout_ms, then the escalation fields: the order is seen by the model.
+class _CommonArgs(EscalationArgs, _RunFields):
+    pass
 
 
 class ShellArgs(_CommonArgs):
@@ -83,29 +78,15 @@ class ShellCommandArgs(_CommonArgs):
     login: bool | None = None
 
 
-def _common_props() -> dict[str, JsonSchema]:
+def _common_props(login: bool) -> dict[str, JsonSchema]:
+    sandbox_permissions = string(
+        'Set to "require_escalated" to ask for running outside the sandbox; the default '
+        'is "use_default".'
+    )
     return {
-        "workdir": string("Folder to run in; the turn's working folder when omitted."),
+        **command_props(sandbox_permissions, login=login),
         "timeout_ms": number("Stop the command after this many milliseconds (default 10000)."),
-        "sandbox_permissions": string(
-            'Set to "require_escalated" to ask for running outside the sandbox; the default '
-            'is "use_default".'
-        ),
-        "justification": string(
-            "Only with `require_escalated`: the question to show the user when asking."
-        ),
-        "prefix_rule": array(
-            string(),
-            "Only with `require_escalated`: a command prefix the user may approve for later "
-            'calls too, e.g. ["git", "pull"].',
-        ),
     }
-
-
-def _arguments(inv: ToolInvocation) -> str:
-    if not isinstance(inv.payload, FunctionPayload):
-        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
-    return inv.payload.arguments
 
 
 def _user_shell_argv(turn: TurnContext, script: str, login: bool) -> list[str]:
@@ -117,8 +98,7 @@ async def run_shell_call(
 ) -> ToolOutput:
     """The part shell and shell_command share: guards, apply_patch, approval, the run."""
     turn = inv.turn
-    permissions = SandboxPermissions(args.sandbox_permissions)
-    check_permissions(turn.approval_policy, permissions, args.additional_permissions, "shell")
+    permissions = args.checked_permissions(inv, "shell")
     cwd: Path = inv.resolve(args.workdir) if args.workdir else turn.cwd
     found = find_apply_patch(argv, cwd)
     if found is not None:
@@ -137,27 +117,7 @@ async def run_shell_call(
         text = decode_output(result.aggregated)
         return not result.timed_out and looks_sandbox_denied(text, result.exit_code)
 
-    request = ApprovalRequest(
-        call_id=inv.call_id,
-        tool_name=inv.tool_name,
-        kind="exec",
-        cwd=cwd,
-        command=tuple(argv),
-        reason=args.justification,
-        keys=[approval_key(argv, cwd, permissions)],
-    )
-    requirement = requirement_for(
-        turn.approval_policy, turn.sandbox_mode, argv, permissions, args.justification
-    )
-    result = await inv.services.orchestrator.run(
-        inv,
-        request,
-        requirement,
-        attempt,
-        rejection=EXEC_REJECTED,
-        is_sandbox_denial=denied,
-        can_retry_unsandboxed=can_retry_unsandboxed(turn.approval_policy),
-    )
+    result = await run_approved(inv, argv, cwd, args, permissions, attempt, denied)
     text, ok = exec_output_text(result, structured, turn.truncation)
     return ToolOutput(text, success=ok)
 
@@ -168,19 +128,15 @@ class ShellHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        props = _common_props()
+        props = _common_props(login=False)
         props["command"] = array(string(), "The command and its arguments.")
         return FunctionSpec(self.name, SHELL_DESCRIPTION, obj(props, ["command"]))
 
     def is_mutating(self, inv: ToolInvocation) -> bool:
-        try:
-            args = decode_args(ShellArgs, _arguments(inv))
-        except RespondToModel:
-            return True
-        return is_mutating(args.command)
+        return call_is_mutating(inv, ShellArgs, lambda args: args.command)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        args = decode_args(ShellArgs, _arguments(inv))
+        args = decode_call(ShellArgs, inv)
         return await run_shell_call(inv, args.command, args, structured=True)
 
 
@@ -190,24 +146,19 @@ class ShellCommandHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        props = _common_props()
+        props = _common_props(login=config.allow_login_shell)
         props["command"] = string("The script to run in the user's shell.")
-        if config.allow_login_shell:
-            props["login"] = boolean(
-                "Run the shell as a login shell (true, the default) or not (false)."
-            )
         return FunctionSpec(self.name, SHELL_COMMAND_DESCRIPTION, obj(props, ["command"]))
 
     def is_mutating(self, inv: ToolInvocation) -> bool:
-        try:
-            args = decode_args(ShellCommandArgs, _arguments(inv))
-        except RespondToModel:
-            return True
-        login = inv.turn.allow_login_shell if args.login is None else args.login
-        return is_mutating(_user_shell_argv(inv.turn, args.command, login))
+        def argv(args: ShellCommandArgs) -> list[str]:
+            login = inv.turn.allow_login_shell if args.login is None else args.login
+            return _user_shell_argv(inv.turn, args.command, login)
+
+        return call_is_mutating(inv, ShellCommandArgs, argv)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        args = decode_args(ShellCommandArgs, _arguments(inv))
+        args = decode_call(ShellCommandArgs, inv)
         login = use_login(args.login, inv.turn.allow_login_shell)
         argv = _user_shell_argv(inv.turn, args.command, login)
         return await run_shell_call(inv, argv, args, structured=False)

@@ -11,18 +11,24 @@ import codecs
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from agent_magics.apply_patch.oserror import rust_os_error
 from agent_magics.errors import RespondToModel
 from agent_magics.events import ToolOutputDelta
-from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
-from agent_magics.tools.args import decode_args
+from agent_magics.tools.approval import SandboxPermissions
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput, TurnContext
+from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
+from agent_magics.tools.exec.call import (
+    EscalationArgs,
+    call_is_mutating,
+    command_props,
+    decode_call,
+    run_approved,
+)
 from agent_magics.tools.exec.command import command_env, resolve_shell, shell_argv, use_login
 from agent_magics.tools.exec.format import (
     create_process_failed,
@@ -32,23 +38,14 @@ from agent_magics.tools.exec.format import (
     sandbox_denied_failure,
     unified_response,
 )
-from agent_magics.tools.exec.guard import (
-    EXEC_REJECTED,
-    approval_key,
-    can_retry_unsandboxed,
-    check_permissions,
-    is_mutating,
-    looks_sandbox_denied,
-    requirement_for,
-)
+from agent_magics.tools.exec.guard import looks_sandbox_denied
 from agent_magics.tools.exec.intercept import PatchCall, apply_intercepted, find_apply_patch
-from agent_magics.tools.exec.manager import StdinClosed, UnknownSession
+from agent_magics.tools.exec.manager import ExecResult, StdinClosed, UnknownSession
 from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, array, boolean, number, obj, string
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
-PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
 
 EXEC_DESCRIPTION = (
     "Run a shell command in a terminal-like session. Returns its output, or a session ID "
@@ -60,7 +57,7 @@ STDIN_DESCRIPTION = (
 BUDGET = "Most tokens of output to return (default 10000)."
 
 
-class ExecCommandArgs(BaseModel):
+class _ExecFields(BaseModel):
     cmd: str
     workdir: str | None = None
     shell: str | None = None
@@ -68,10 +65,11 @@ class ExecCommandArgs(BaseModel):
     yield_time_ms: int = Field(default=10_000, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=0)
     login: bool | None = None
-    sandbox_permissions: PermissionName = "use_default"
-    additional_permissions: dict[str, Any] | None = None
-    justification: str | None = None
-    prefix_rule: list[str] | None = None
+
+
+# The fields of _ExecFields, then the escalation fields: the order is seen by the model.
+class ExecCommandArgs(EscalationArgs, _ExecFields):
+    pass
 
 
 class WriteStdinArgs(BaseModel):
@@ -81,8 +79,18 @@ class WriteStdinArgs(BaseModel):
     max_output_tokens: int | None = Field(default=None, ge=0)
 
 
-def _budget(value: int | None) -> int:
-    return DEFAULT_MAX_OUTPUT_TOKENS if value is None else value
+def _answer(result: ExecResult, max_output_tokens: int | None) -> ToolOutput:
+    """Codex's unified exec answer for ``result``, its output capped at the budget."""
+    budget = DEFAULT_MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
+    text = unified_response(
+        chunk_id=new_chunk_id(),
+        wall_time=result.wall_time,
+        exit_code=result.exit_code,
+        session_id=result.session_id,
+        output=result.output,
+        max_tokens=budget,
+    )
+    return ToolOutput(text)
 
 
 def exec_argv(args: ExecCommandArgs, turn: TurnContext, login: bool) -> list[str]:
@@ -105,12 +113,6 @@ def _delta_emitter(inv: ToolInvocation) -> Callable[[bytes], None]:
     return emit
 
 
-def _arguments(inv: ToolInvocation) -> str:
-    if not isinstance(inv.payload, FunctionPayload):
-        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
-    return inv.payload.arguments
-
-
 class ExecCommandHandler:
     name = "exec_command"
     payload_kind: Literal["function", "custom"] = "function"
@@ -119,7 +121,6 @@ class ExecCommandHandler:
     def spec(self, config: ToolsConfig) -> ToolSpec:
         props = {
             "cmd": string("The shell command to run."),
-            "workdir": string("Folder to run in; the turn's working folder when omitted."),
             "shell": string("Shell program to run the command with; the user's shell by default."),
             "tty": boolean(
                 "Give the command a pseudo-terminal (needed for interactive input); "
@@ -129,45 +130,30 @@ class ExecCommandHandler:
                 "How long to wait for output before returning (default 10000 ms; 250-30000)."
             ),
             "max_output_tokens": number(BUDGET),
-            "sandbox_permissions": {
-                "type": "string",
-                "description": (
-                    "`use_default` (the default) runs in the sandbox; `require_escalated` "
-                    "asks to run outside it."
-                ),
-                "enum": ["use_default", "require_escalated"],
-            },
-            "justification": string(
-                "Only with `require_escalated`: the question to show the user when asking."
-            ),
-            "prefix_rule": array(
-                string(),
-                "Only with `require_escalated`: a command prefix the user may approve for "
-                'later calls too, e.g. ["git", "pull"].',
-            ),
         }
-        if config.allow_login_shell:
-            props["login"] = boolean(
-                "Run the shell as a login shell (true, the default) or not (false)."
-            )
+        sandbox_permissions = {
+            "type": "string",
+            "description": (
+                "`use_default` (the default) runs in the sandbox; `require_escalated` asks to "
+                "run outside it."
+            ),
+            "enum": ["use_default", "require_escalated"],
+        }
+        props.update(command_props(sandbox_permissions, login=config.allow_login_shell))
         return FunctionSpec(self.name, EXEC_DESCRIPTION, obj(props, ["cmd"]))
 
     def is_mutating(self, inv: ToolInvocation) -> bool:
-        try:
-            args = decode_args(ExecCommandArgs, _arguments(inv))
-        except RespondToModel:
-            return True
-        login = inv.turn.allow_login_shell if args.login is None else args.login
-        return is_mutating(exec_argv(args, inv.turn, login))
+        def argv(args: ExecCommandArgs) -> list[str]:
+            login = inv.turn.allow_login_shell if args.login is None else args.login
+            return exec_argv(args, inv.turn, login)
+
+        return call_is_mutating(inv, ExecCommandArgs, argv)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        args = decode_args(ExecCommandArgs, _arguments(inv))
+        args = decode_call(ExecCommandArgs, inv)
         turn = inv.turn
         argv = exec_argv(args, turn, use_login(args.login, turn.allow_login_shell))
-        permissions = SandboxPermissions(args.sandbox_permissions)
-        check_permissions(
-            turn.approval_policy, permissions, args.additional_permissions, "exec_command"
-        )
+        permissions = args.checked_permissions(inv, "exec_command")
         cwd = inv.resolve(args.workdir) if args.workdir else turn.cwd
         found = find_apply_patch(argv, cwd)
         if found is not None:
@@ -214,28 +200,10 @@ class ExecCommandHandler:
             text = process.snapshot().decode("utf-8", errors="replace")
             return process.exit_code is not None and looks_sandbox_denied(text, process.exit_code)
 
-        request = ApprovalRequest(
-            call_id=inv.call_id,
-            tool_name=inv.tool_name,
-            kind="exec",
-            cwd=cwd,
-            command=tuple(argv),
-            reason=args.justification,
-            keys=[approval_key(argv, cwd, permissions, tty=args.tty)],
-        )
-        requirement = requirement_for(
-            turn.approval_policy, turn.sandbox_mode, argv, permissions, args.justification
-        )
         try:
             try:
-                process = await inv.services.orchestrator.run(
-                    inv,
-                    request,
-                    requirement,
-                    attempt,
-                    rejection=EXEC_REJECTED,
-                    is_sandbox_denial=denied,
-                    can_retry_unsandboxed=can_retry_unsandboxed(turn.approval_policy),
+                process = await run_approved(
+                    inv, argv, cwd, args, permissions, attempt, denied, tty=args.tty
                 )
             except RespondToModel as exc:
                 raise RespondToModel(create_process_failed(exc.message)) from None
@@ -263,15 +231,7 @@ class ExecCommandHandler:
             seen = result.output.decode("utf-8", errors="replace")
             if looks_sandbox_denied(seen, result.exit_code):
                 raise RespondToModel(sandbox_denied_failure(seen, result.exit_code))
-        text = unified_response(
-            chunk_id=new_chunk_id(),
-            wall_time=result.wall_time,
-            exit_code=result.exit_code,
-            session_id=result.session_id,
-            output=result.output,
-            max_tokens=_budget(args.max_output_tokens),
-        )
-        return ToolOutput(text)
+        return _answer(result, args.max_output_tokens)
 
 
 class WriteStdinHandler:
@@ -295,7 +255,7 @@ class WriteStdinHandler:
         return True
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        args = decode_args(WriteStdinArgs, _arguments(inv))
+        args = decode_call(WriteStdinArgs, inv)
         manager = manager_for(inv.services)
         try:
             result = await manager.write_stdin(
@@ -303,12 +263,4 @@ class WriteStdinHandler:
             )
         except (UnknownSession, StdinClosed) as exc:
             raise RespondToModel(f"write_stdin failed: {exc}") from None
-        text = unified_response(
-            chunk_id=new_chunk_id(),
-            wall_time=result.wall_time,
-            exit_code=result.exit_code,
-            session_id=result.session_id,
-            output=result.output,
-            max_tokens=_budget(args.max_output_tokens),
-        )
-        return ToolOutput(text)
+        return _answer(result, args.max_output_tokens)

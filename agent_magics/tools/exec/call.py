@@ -1,0 +1,134 @@
+"""What a call of ``shell``, ``shell_command`` or ``exec_command`` goes through, shared:
+decoding its arguments, judging whether it mutates, the arguments with which it asks to
+leave the sandbox (and their schema), and the approved, possibly escalated run.
+
+Each tool's arguments model names :class:`EscalationArgs` as its first base, so that the
+escalation fields come after the tool's own (pydantic orders inherited fields from the
+last base to the first): ``class ExecCommandArgs(EscalationArgs, _ExecFields)`` has
+``cmd`` .. ``login``, then ``sandbox_permissions`` .. ``prefix_rule``. The order is
+model-visible: a JSON array fills the fields in it, and the first invalid field is the one
+reported; ``tests/test_shell_tools.py`` pins it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
+from agent_magics.tools.args import decode_args
+from agent_magics.tools.context import FunctionPayload, ToolInvocation
+from agent_magics.tools.exec.guard import (
+    EXEC_REJECTED,
+    approval_key,
+    can_retry_unsandboxed,
+    check_permissions,
+    is_mutating,
+    requirement_for,
+)
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.spec import JsonSchema, array, boolean, string
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
+
+
+class EscalationArgs(BaseModel):
+    """The arguments with which a command asks to run outside the sandbox."""
+
+    sandbox_permissions: PermissionName = "use_default"
+    additional_permissions: dict[str, Any] | None = None
+    justification: str | None = None
+    prefix_rule: list[str] | None = None
+
+    def checked_permissions(
+        self, inv: ToolInvocation, tool: Literal["shell", "exec_command"]
+    ) -> SandboxPermissions:
+        """``sandbox_permissions``, once Codex's guards for the turn's policy let it pass."""
+        permissions = SandboxPermissions(self.sandbox_permissions)
+        check_permissions(inv.turn.approval_policy, permissions, self.additional_permissions, tool)
+        return permissions
+
+
+def command_props(sandbox_permissions: JsonSchema, *, login: bool) -> dict[str, JsonSchema]:
+    """The properties the command tools share: ``workdir``, those of
+    :class:`EscalationArgs` (each tool words ``sandbox_permissions`` its own way) and,
+    when ``login`` is offered, ``login``."""
+    props = {
+        "workdir": string("Folder to run in; the turn's working folder when omitted."),
+        "sandbox_permissions": sandbox_permissions,
+        "justification": string(
+            "Only with `require_escalated`: the question to show the user when asking."
+        ),
+        "prefix_rule": array(
+            string(),
+            "Only with `require_escalated`: a command prefix the user may approve for later "
+            'calls too, e.g. ["git", "pull"].',
+        ),
+    }
+    if login:
+        props["login"] = boolean(
+            "Run the shell as a login shell (true, the default) or not (false)."
+        )
+    return props
+
+
+def decode_call(model: type[M], inv: ToolInvocation) -> M:
+    """The call's JSON arguments as ``model``, or :class:`RespondToModel` in Codex's words."""
+    if not isinstance(inv.payload, FunctionPayload):
+        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
+    return decode_args(model, inv.payload.arguments)
+
+
+def call_is_mutating(
+    inv: ToolInvocation, model: type[M], argv_of: Callable[[M], Sequence[str]]
+) -> bool:
+    """Whether the call may change anything: yes unless its arguments decode to a
+    known-safe command."""
+    try:
+        args = decode_call(model, inv)
+    except RespondToModel:
+        return True
+    return is_mutating(argv_of(args))
+
+
+async def run_approved(
+    inv: ToolInvocation,
+    argv: Sequence[str],
+    cwd: Path,
+    args: EscalationArgs,
+    permissions: SandboxPermissions,
+    attempt: Callable[[SandboxSpec], Awaitable[T]],
+    is_sandbox_denial: Callable[[T], bool],
+    tty: bool | None = None,
+) -> T:
+    """Ask for approval of running ``argv`` as the policy requires, then run ``attempt``
+    (again outside the sandbox after a denial, when the policy allows asking)."""
+    turn = inv.turn
+    request = ApprovalRequest(
+        call_id=inv.call_id,
+        tool_name=inv.tool_name,
+        kind="exec",
+        cwd=cwd,
+        command=tuple(argv),
+        reason=args.justification,
+        keys=[approval_key(argv, cwd, permissions, tty=tty)],
+    )
+    requirement = requirement_for(
+        turn.approval_policy, turn.sandbox_mode, argv, permissions, args.justification
+    )
+    return await inv.services.orchestrator.run(
+        inv,
+        request,
+        requirement,
+        attempt,
+        rejection=EXEC_REJECTED,
+        is_sandbox_denial=is_sandbox_denial,
+        can_retry_unsandboxed=can_retry_unsandboxed(turn.approval_policy),
+    )

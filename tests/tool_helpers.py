@@ -1,0 +1,104 @@
+"""What the handler tests share: calling a handler as the router would, Codex's unit
+vectors, the spec check of the file tools, and watching the processes a command starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import (
+    FunctionPayload,
+    SessionServices,
+    ShellInfo,
+    ToolInvocation,
+    TurnContext,
+)
+from agent_magics.tools.registry import ToolHandler
+from tests.conformance_helpers import CONF, codex_spec, without_descriptions
+
+CALL_ID = "call-1"
+
+
+async def call_tool(
+    handler: ToolHandler, cwd: Path, arguments: str | dict[str, Any]
+) -> tuple[str, bool]:
+    """The text the model would see and the success flag."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    inv = ToolInvocation(
+        CALL_ID, handler.name, FunctionPayload(raw), TurnContext(cwd=cwd), SessionServices()
+    )
+    try:
+        out = await handler.handle(inv)
+    except RespondToModel as exc:
+        return exc.message, False
+    return out.text, out.success
+
+
+def vectors(name: str, section: str) -> list[Any]:
+    """The cases of ``section`` in Codex's unit vectors ``vectors/<name>.json``."""
+    path = CONF / "vectors" / f"{name}.json"
+    if not path.is_file():
+        return [pytest.param(None, id="no-vectors", marks=pytest.mark.skip("no shared dir"))]
+    data = json.loads(path.read_text())
+    return [
+        pytest.param(case, id=case.get("id") or f"{section}-{i}")
+        for i, case in enumerate(data[section])
+    ]
+
+
+def assert_codex_parameters(handler: ToolHandler, name: str) -> None:
+    """A file tool is named ``name``, takes Codex's parameters, describes itself in its own
+    words and runs in parallel with other calls."""
+    ours = handler.spec(ToolsConfig()).to_wire()
+    if not (CONF / "codex_tool_specs_legacy.json").is_file():
+        pytest.skip("no shared dir")
+    codex = codex_spec(name, "codex_tool_specs_legacy.json")
+    assert without_descriptions(ours["parameters"]) == without_descriptions(codex["parameters"])
+    assert ours["description"] != codex["description"]
+    assert (handler.name, handler.supports_parallel, handler.payload_kind) == (
+        name,
+        True,
+        "function",
+    )
+
+
+def shell_invocation(
+    handler: ToolHandler, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
+) -> ToolInvocation:
+    """A call of a shell tool with ``args``, in a bash turn in ``cwd``."""
+    context = TurnContext(cwd=cwd, shell=ShellInfo("/bin/bash", "bash"), **turn)
+    return ToolInvocation(
+        CALL_ID, handler.name, FunctionPayload(json.dumps(args)), context, services
+    )
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting to be reaped counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+async def gone(pid: int, within: float = 5.0) -> bool:
+    """Whether process ``pid`` ends within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
