@@ -83,10 +83,10 @@ class PayloadServer:
         self.httpd.server_close()
 
 
-async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, float, int]:
-    """Median seconds of a session turn and of raw line iteration, and the characters
-    the session's subscriber saw (text deltas that arrive in one network read reach it
-    as one event)."""
+async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, float, str, str]:
+    """Median seconds of a session turn and of raw line iteration, the text the
+    session's subscriber saw in text deltas (those that arrive in one network read reach
+    it as one event), and the final message of the turn."""
     server = PayloadServer(payload)
     endpoint = "responses" if provider == "responses" else "chat/completions"
     try:
@@ -100,12 +100,11 @@ async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, floa
                 shell_type="disabled",
             )
             session = Session(config)
-            deltas = 0
+            deltas: list[str] = []
 
             def sink(event: Event) -> None:
-                nonlocal deltas
                 if isinstance(event, TextDelta):
-                    deltas += len(event.delta)
+                    deltas.append(event.delta)
 
             session.subscribe(sink)
             body = json.dumps(session.client.body(session.request())).encode()  # type: ignore[attr-defined]
@@ -115,11 +114,11 @@ async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, floa
             ours, base = [], []
             for _ in range(runs + 1):  # the first round warms both pools up
                 session.reset()
-                deltas = 0
+                deltas.clear()
                 start = time.perf_counter()
-                await session.run_turn("go")
+                result = await session.run_turn("go")
                 ours.append(time.perf_counter() - start)
-                seen = deltas
+                seen, final = "".join(deltas), result.final_text
                 start = time.perf_counter()
                 async with raw.stream("POST", url, content=body, headers=headers) as response:
                     async for _line in response.aiter_lines():
@@ -129,7 +128,7 @@ async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, floa
             await session.aclose()
     finally:
         server.close()
-    return statistics.median(ours[1:]), statistics.median(base[1:]), seen
+    return statistics.median(ours[1:]), statistics.median(base[1:]), seen, final
 
 
 async def measure_floor(payload: bytes, runs: int) -> tuple[float, float]:
@@ -168,9 +167,12 @@ def bench_streaming(quick: bool) -> list[dict[str, Any]]:
         ("responses", responses_payload(DELTAS)),
         ("chat", chat_payload(DELTAS)),
     ):
-        ours, base, seen = asyncio.run(measure(provider, payload, runs))
-        if seen != DELTAS:
-            raise RuntimeError(f"{provider}: the session saw {seen} characters, not {DELTAS}")
+        ours, base, seen, final = asyncio.run(measure(provider, payload, runs))
+        if seen != "x" * DELTAS or final != seen:
+            raise RuntimeError(
+                f"{provider}: the session saw {len(seen)} characters of text deltas and a "
+                f"final message of {len(final)}, not {DELTAS} x's each"
+            )
         rows.append(
             {
                 "name": f"stream_20k_deltas_{provider}",

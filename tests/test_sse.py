@@ -46,3 +46,13 @@ def test_fast_path_matches_the_line_parser_wherever_the_body_is_cut(body: bytes)
 def test_reference_values() -> None:
     assert reference(b"data: a\ndata: b\n\ndata:c\n\n") == [b"a\nb", b"c"]
     assert reference(b": only a comment\n\n") == []
+
+
+def test_regions_are_whole_events_until_a_carriage_return() -> None:
+    parser = SseParser()
+    assert parser.feed_region(b"data: a\n\nda") == b"data: a\n\n"
+    assert parser.feed_region(b"ta: b\n") == b""
+    assert parser.feed_region(b"\ndata: c\n\n") == b"data: b\n\ndata: c\n\n"
+    assert parser.feed_region(b"data: d\r\n\r\n") is None  # not taken: read it so
+    assert parser.feed_data(b"data: d\r\n\r\n") == [b"d"]
+    assert parser.feed_region(b"data: e\n\n") is None  # line by line from then on

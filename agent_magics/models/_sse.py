@@ -46,27 +46,29 @@ class SseParser:
         self._lines_only = False
 
     def feed_data(self, chunk: bytes) -> list[bytes]:
-        """Only the ``data`` of the events completed by ``chunk``, found with a few
-        C-level passes over the chunk rather than a Python step per line. Streams with
-        ``\r`` line ends take the line-by-line path; so do chunks whose events have
-        several data lines, or fields after their data."""
+        """Only the ``data`` of the events completed by ``chunk``: :meth:`feed_region`,
+        then :func:`region_data`; streams with ``\\r`` line ends take the line-by-line
+        path."""
+        region = self.feed_region(chunk)
+        if region is None:
+            return [e.data.encode() for e in self.feed(chunk)]
+        return region_data(region) if region else []
+
+    def feed_region(self, chunk: bytes) -> bytes | None:
+        """The events ``chunk`` completes, as the bytes they were sent in (up to and
+        with the last blank line; empty if none ended). ``None`` once the stream has
+        used a ``\\r``: such a stream is read by :meth:`feed` from then on (``chunk``
+        included)."""
         if self._lines_only or b"\r" in chunk:
             self._lines_only = True
-            return [e.data.encode() for e in self.feed(chunk)]
+            return None
         buf = self._tail + chunk if self._tail else chunk
         cut = buf.rfind(b"\n\n")
         if cut < 0:
             self._tail = buf
-            return []
-        region, self._tail = buf[: cut + 1], buf[cut + 2 :]
-        lines = region.split(b"\n")
-        # data lines that end their event; if that is every data line, each event has
-        # one data line (the usual shape) and these are the payloads
-        ends = [line for line, after in pairwise(lines) if not after and line[:5] == b"data:"]
-        if len(ends) == region.count(b"\ndata:") + (region[:5] == b"data:"):
-            return [d[6:] if d[5:6] == b" " else d[5:] for d in ends]
-        parser = SseParser()
-        return [e.data.encode() for e in parser.feed(region + b"\n")]
+            return b""
+        self._tail = buf[cut + 2 :]
+        return buf[: cut + 2]
 
     def close_data(self) -> list[bytes]:
         """The data of a last event the body ended without a blank line after."""
@@ -114,3 +116,18 @@ class SseParser:
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":
             self._id = value.decode("utf-8", "replace")
+
+
+def region_data(region: bytes) -> list[bytes]:
+    """The ``data`` of each event in ``region`` (whole events, as from
+    :meth:`SseParser.feed_region`), found with a few C-level passes over the bytes
+    rather than a Python step per line; events with several data lines, or fields
+    after their data, take the line-by-line path."""
+    lines = region.split(b"\n")
+    # data lines that end their event; if that is every data line, each event has
+    # one data line (the usual shape) and these are the payloads
+    ends = [line for line, after in pairwise(lines) if not after and line[:5] == b"data:"]
+    if len(ends) == region.count(b"\ndata:") + (region[:5] == b"data:"):
+        return [d[6:] if d[5:6] == b" " else d[5:] for d in ends]
+    parser = SseParser()
+    return [e.data.encode() for e in parser.feed(region)]

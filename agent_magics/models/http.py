@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
 import httpx
 
 from agent_magics.errors import ConnectionFailed, ModelError
-from agent_magics.models._sse import SseParser
 from agent_magics.models.base import (
     ItemAdded,
     ItemDone,
@@ -30,9 +30,11 @@ from agent_magics.models.base import (
 )
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
-from agent_magics.models.stream import DONE, DONE_BYTES, Decoder, parse_batch
+from agent_magics.models.stream import Decoder, StreamReader
 
 RETRY_STATUSES = frozenset({408, 409, 429})
+DRAIN_S = 0.1  # how long the end of a body is awaited after [DONE] (as the openai package)
+DRAIN_MAX_BYTES = 1 << 16
 RetryHook = Callable[[int, float, str], None]
 
 
@@ -167,40 +169,37 @@ class SseClient:
     async def _decode(
         self, response: httpx.Response, decoder: Decoder, tape: list[Any] | None
     ) -> AsyncIterator[ModelEvent]:
-        """Events of one stream. The payloads of one network read are parsed together;
-        the idle timer, as in Codex, runs from the moment we wait for the next event."""
+        """Events of one stream, read by :class:`StreamReader`. The idle timer, as in
+        Codex, runs from the moment we wait for the next event."""
         loop = asyncio.get_running_loop()
-        parser = SseParser()
+        reader = StreamReader(decoder, tape)
         chunks = response.aiter_bytes().__aiter__()
         deadline = loop.time() + self.stream_idle_timeout_s
-        done = ended = False
-        while not (done or ended):
+        while not reader.done:
             try:
                 async with asyncio.timeout_at(deadline):
                     chunk = await chunks.__anext__()
-                datas = parser.feed_data(chunk)
             except StopAsyncIteration:
-                datas, ended = parser.close_data(), True
+                break
             except (TimeoutError, httpx.ReadTimeout):
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
             except httpx.TransportError:
                 raise StreamFailed(
                     "stream disconnected before completion", retryable=True
                 ) from None
-            if not datas:
+            with self._redacted_failures():
+                events = reader.read(chunk)
+            if events is None:
                 continue
-            if DONE_BYTES in datas:
-                datas, done = datas[: datas.index(DONE_BYTES)], True
-            batch = parse_batch(datas)
-            if tape is not None:
-                tape.extend(batch)
-                if done:
-                    tape.append(DONE)
-            for event in self._guard(decoder.feed_all, batch):
+            for event in events:
                 yield self._scrubbed(event) if self.redact else event
             deadline = loop.time() + self.stream_idle_timeout_s
-        for event in self._guard(decoder.finish, done):
+        with self._redacted_failures():
+            events = reader.end()
+        for event in events:
             yield self._scrubbed(event) if self.redact else event
+        if reader.done:
+            await _drain(chunks)
 
     def _scrubbed(self, event: ModelEvent) -> ModelEvent:
         """The model's words never carry the key on (into history, outputs, files).
@@ -214,9 +213,10 @@ class SseClient:
             return type(event)(self.redact.data(event.item))
         return event
 
-    def _guard(self, step: Callable[[Any], list[ModelEvent]], arg: Any) -> list[ModelEvent]:
+    @contextmanager
+    def _redacted_failures(self) -> Iterator[None]:
         try:
-            return step(arg)
+            yield
         except StreamFailed as exc:
             raise StreamFailed(
                 self.redact(exc.message), retryable=exc.retryable, delay_s=exc.delay_s
@@ -224,6 +224,21 @@ class SseClient:
 
 
 TEXT_ITEMS = frozenset({"message", "reasoning"})
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows ``[DONE]``, normally just the end of the body, so that the
+    HTTP/1.1 connection goes back to the pool, as the ``openai`` package does; a body
+    that does not end within :data:`DRAIN_S`, or goes on, is closed instead."""
+    received = 0
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            async for chunk in chunks:
+                received += len(chunk)
+                if received > DRAIN_MAX_BYTES:
+                    return
+    except (TimeoutError, httpx.TransportError):
+        return
 
 
 def error_message(response: httpx.Response) -> str:
