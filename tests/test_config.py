@@ -142,3 +142,8 @@ def test_http_headers_from_config_and_environment() -> None:
         "X-From-Env": "v",
         "Authorization": "Bearer t0k",
     }
+
+
+def test_listings_never_show_a_urls_credentials() -> None:
+    config = McpServerConfig(url="https://user:pw@mcp.example.com:8443/mcp?token=abc#x")
+    assert config.describe() == "https://mcp.example.com:8443/mcp"

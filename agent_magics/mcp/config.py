@@ -106,9 +106,11 @@ class McpServerConfig(BaseModel):
         return tool not in self.disabled_tools
 
     def describe(self) -> str:
-        """``command arg ...`` or the URL, for listings."""
+        """``command arg ...`` or the URL (without credentials or query), for listings."""
         if self.url is not None:
-            return self.url
+            from agent_magics.mcp._reasons import safe_url
+
+            return safe_url(self.url)
         return " ".join([self.command or "", *self.args])
 
 
