@@ -231,3 +231,46 @@ class ScriptedResponsesServer:
             for i in body.get("input", [])
             if i.get("type") in ("function_call_output", "custom_tool_call_output")
         }
+
+
+class PayloadServer:
+    """Serves one fixed SSE body to every POST on 127.0.0.1 and counts the connections
+    it accepted; the server's own cost stays near nothing (for benchmarks)."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+        self.connections = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                owner.connections += 1
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(owner.payload)))
+                self.end_headers()
+                self.wfile.write(owner.payload)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> PayloadServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

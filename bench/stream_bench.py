@@ -14,12 +14,10 @@ median of several runs is compared.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ import httpx
 from agent_magics import Session, SessionConfig
 from agent_magics.events import Event, TextDelta
 from agent_magics.models._sse import SseParser
-from agent_magics.testing import encode_sse, message, response_events
+from agent_magics.testing import PayloadServer, encode_sse, message, response_events
 
 DELTAS = 20_000
 TARGET = "<= 1.3"
@@ -53,34 +51,6 @@ def chat_payload(n: int) -> bytes:
     body.append(chunk({}, "stop"))
     body.append("data: [DONE]\n\n")
     return "".join(body).encode()
-
-
-class PayloadServer:
-    """Serves one fixed body to every POST, so the server costs almost nothing."""
-
-    def __init__(self, payload: bytes) -> None:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 async def measure(provider: str, payload: bytes, runs: int) -> tuple[float, float, str, str]:

@@ -6,10 +6,8 @@ where it should, and each event it must not read is tried."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import random
-import threading
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -25,7 +23,7 @@ from agent_magics.models.base import ItemAdded, ModelEvent, ModelRequest, Output
 from agent_magics.models.chat import ChatClient, ChatDecoder
 from agent_magics.models.responses import ResponsesDecoder
 from agent_magics.models.stream import DONE, Decoder, StreamReader
-from agent_magics.testing import ScriptedResponsesServer, message, response_events
+from agent_magics.testing import PayloadServer, ScriptedResponsesServer, message, response_events
 from tests.chat_fault_server import chat_chunks, chunk
 
 TEXTS = {
@@ -511,43 +509,8 @@ async def test_session_turn_reads_a_long_answer(tmp_path: Path) -> None:
     assert [e.text for e in events if isinstance(e, AssistantMessage)] == [text * 4]
 
 
-class CountingServer:
-    """Serves one chat stream to every POST and counts the connections it accepted."""
-
-    def __init__(self, body: bytes) -> None:
-        self.connections = 0
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                server.connections += 1
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 async def test_chat_connection_is_used_again_after_done() -> None:
-    server = CountingServer(sse(chat("hello " * 2000)))
+    server = PayloadServer(sse(chat("hello " * 2000)))
     client = ChatClient(server.base_url, "sk-test")
     request = ModelRequest(model="m", instructions="", input=[], tools=[])
     try:
