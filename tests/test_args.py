@@ -34,6 +34,23 @@ class Exec(BaseModel):
     [
         pytest.param(Exec, "", "EOF while parsing a value at line 1 column 0", id="empty"),
         pytest.param(Exec, "{not json", "key must be a string at line 1 column 2", id="bad-key"),
+        # Text that ends early: serde says what it was reading and where the text ran out.
+        pytest.param(Exec, "{", "EOF while parsing an object at line 1 column 1", id="eof-open"),
+        pytest.param(
+            Exec, '{"cmd"', "EOF while parsing an object at line 1 column 6", id="eof-key"
+        ),
+        pytest.param(
+            Exec, '{"cmd": ', "EOF while parsing a value at line 1 column 8", id="eof-value"
+        ),
+        pytest.param(
+            Exec, '{"cmd": "ls",', "EOF while parsing a value at line 1 column 13", id="eof-comma"
+        ),
+        pytest.param(
+            Exec, '{"cmd": "ls', "EOF while parsing a string at line 1 column 11", id="eof-string"
+        ),
+        pytest.param(
+            Plan, '{"plan": [1', "EOF while parsing a list at line 1 column 11", id="eof-list"
+        ),
         pytest.param(
             Plan, '{"plan": []} trailing', "trailing characters at line 1 column 14", id="trailing"
         ),

@@ -24,16 +24,50 @@ def _position(raw: str, index: int) -> str:
     return f"line {line} column {col}"
 
 
+def _open_container(raw: str) -> str | None:
+    """``{`` or ``[``: the innermost container still open at the end of ``raw``."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append(ch)
+        elif ch in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _eof_text(raw: str, msg: str) -> str:
+    """serde's wording when the text ends early: what it was reading when it ran out."""
+    if msg.startswith("Unterminated string"):
+        return "EOF while parsing a string"
+    last = raw.rstrip()[-1]
+    if last in ",:":
+        return "EOF while parsing a value"
+    container = last if last in "{[" else _open_container(raw)
+    return "EOF while parsing a list" if container == "[" else "EOF while parsing an object"
+
+
 def json_error_text(raw: str, exc: json.JSONDecodeError) -> str:
     msg = exc.msg
     if not raw.strip():
         return f"EOF while parsing a value at {_position(raw, len(raw))}"
+    at_end = not raw[exc.pos :].strip() or msg.startswith("Unterminated string")
+    if at_end:
+        # serde reports where the text ran out: the column of its last character.
+        return f"{_eof_text(raw, msg)} at {_position(raw, len(raw))}"
     if msg.startswith("Expecting property name"):
         text = "key must be a string"
     elif msg.startswith("Extra data"):
         text = "trailing characters"
-    elif exc.pos >= len(raw):
-        text = "EOF while parsing a value"
     elif msg.startswith("Expecting ':'"):
         text = "expected `:`"
     elif msg.startswith("Expecting ',' delimiter"):
