@@ -147,6 +147,19 @@ def test_the_core_never_imports_jupyter() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_mcp_sdk_loads_only_when_a_server_is_configured() -> None:
+    code = (
+        "import sys, agent_magics.magics\n"
+        "from agent_magics import Session, SessionConfig\n"
+        "Session(SessionConfig(cwd='.'))\n"
+        "print('mcp' in sys.modules)\n"
+        "Session(SessionConfig(cwd='.', mcp_servers={'t': {'command': 'srv'}}))\n"
+        "print('mcp' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
 DEMO_SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 
 

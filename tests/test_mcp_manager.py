@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent
 
 from agent_magics.events import Event, McpServerFailed, McpServerReady
 from agent_magics.mcp import McpError, McpManager, McpServerConfig, _reasons, call_result_output
-from agent_magics.mcp.config import DEFAULT_ENV_VARS
+from agent_magics.mcp.config import DEFAULT_ENV_VARS, safe_url
 
 DEMO = Path(__file__).resolve().parent / "mcp_servers" / "demo_server.py"
 SILENT = DEMO.with_name("silent_server.py")
@@ -431,7 +431,7 @@ def test_exit_reasons(returncode: int, line: str | None, starting: bool, reason:
 
 def test_reasons_never_show_credentials_of_a_url() -> None:
     url = "http://user:pw@127.0.0.1:8080/mcp?token=abc#x"
-    assert _reasons.safe_url(url) == "http://127.0.0.1:8080/mcp"
+    assert safe_url(url) == "http://127.0.0.1:8080/mcp"
     failure = _reasons.describe(httpx2.ConnectError("refused"), url=url)
     assert failure == "could not connect to http://127.0.0.1:8080/mcp: refused"
 

@@ -8,18 +8,28 @@
 
 from __future__ import annotations
 
-from agent_magics.mcp.config import McpServerConfig
-from agent_magics.mcp.manager import McpError, McpManager, McpTool, ServerStatus
-from agent_magics.mcp.names import qualify_tools
-from agent_magics.mcp.results import call_error_output, call_result_output
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "McpError",
-    "McpManager",
-    "McpServerConfig",
-    "McpTool",
-    "ServerStatus",
-    "call_error_output",
-    "call_result_output",
-    "qualify_tools",
-]
+# Importing this package must stay cheap: agent_magics.config reads mcp.config for every
+# session, while the SDK (~0.65 s) is needed only once a server is configured. The names
+# below are loaded on first use.
+_EXPORTS = {
+    "McpError": "manager",
+    "McpManager": "manager",
+    "McpServerConfig": "config",
+    "McpTool": "manager",
+    "ServerStatus": "manager",
+    "call_error_output": "results",
+    "call_result_output": "results",
+    "qualify_tools": "names",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

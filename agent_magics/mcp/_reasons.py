@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
+
+from agent_magics.mcp.config import safe_url
 
 MAX_STDERR_LINE = 300
 
@@ -87,20 +88,6 @@ def describe(exc: BaseException, *, command: str | None = None, url: str | None 
         return f"MCP error {exc.code}: {exc.message}"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def safe_url(url: str) -> str:
-    """``url`` without credentials, query or fragment (they may hold secrets)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _connection_closed(exc: BaseException) -> bool:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -108,8 +109,6 @@ class McpServerConfig(BaseModel):
     def describe(self) -> str:
         """``command arg ...`` or the URL (without credentials or query), for listings."""
         if self.url is not None:
-            from agent_magics.mcp._reasons import safe_url
-
             return safe_url(self.url)
         return " ".join([self.command or "", *self.args])
 
@@ -140,3 +139,17 @@ def http_headers(
         if token.strip():
             headers["Authorization"] = f"Bearer {token}"
     return headers
+
+
+def safe_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (they may hold secrets)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
