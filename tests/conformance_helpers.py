@@ -20,16 +20,11 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.registry import ToolHandler
 from tests.conftest import CONFORMANCE as CONF
 
-NO_FOLDER = f"no conformance folder at {CONF}"
-
-# The conformance harness's own modules (None without the shared folder).
-harness: Any = None
-compare: Any = None
-if CONF.is_dir():
-    if str(CONF) not in sys.path:
-        sys.path.insert(0, str(CONF))
-    harness = importlib.import_module("harness")
-    compare = importlib.import_module("compare")
+# The conformance harness's own modules (tests/conformance/harness.py, compare.py).
+if str(CONF) not in sys.path:
+    sys.path.insert(0, str(CONF))
+harness: Any = importlib.import_module("harness")
+compare: Any = importlib.import_module("compare")
 
 
 def case_params(
@@ -38,10 +33,7 @@ def case_params(
     extra: Iterable[str] = (),
 ) -> list[Any]:
     """The cases of ``groups`` that ``keep`` accepts, then the ``extra`` ones, as
-    ``group/name.json`` parameters with the id ``group/name`` (one skipped parameter
-    without the shared folder)."""
-    if not CONF.is_dir():
-        return [pytest.param(None, id="no-conformance", marks=pytest.mark.skip(NO_FOLDER))]
+    ``group/name.json`` parameters with the id ``group/name``."""
     rels = [
         f"{group}/{path.name}"
         for group in groups
@@ -110,8 +102,6 @@ def codex_spec(name: str, specs: str = "codex_tool_specs.json") -> dict[str, Any
 
 def assert_schema_in_own_words(handler: ToolHandler, specs: str) -> None:
     """The handler's spec is Codex's but for the descriptions: as many, none copied."""
-    if not CONF.is_dir():
-        pytest.skip(NO_FOLDER)
     theirs = codex_spec(handler.name, specs)
     ours = handler.spec(ToolsConfig()).to_wire()
     assert without_descriptions(ours) == without_descriptions(theirs)

@@ -13,13 +13,12 @@ from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import manager_for
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFORMANCE = ROOT.parent / "shared" / "conformance"
+CONFORMANCE = ROOT / "tests" / "conformance"
+"""Recorded Codex outputs and the harness that compares against them (see its README)."""
 
 
 @pytest.fixture(scope="session")
 def conformance() -> Path:
-    if not CONFORMANCE.is_dir():
-        pytest.skip("the shared conformance folder is not beside the repository")
     if str(CONFORMANCE) not in sys.path:
         sys.path.insert(0, str(CONFORMANCE))
     return CONFORMANCE

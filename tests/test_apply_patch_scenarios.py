@@ -18,12 +18,10 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "conformance"
-SCENARIOS = SHARED / "apply_patch_scenarios"
+from tests.conftest import CONFORMANCE as SHARED
+from tests.conftest import ROOT as REPO
 
-if not SCENARIOS.is_dir():
-    pytest.skip(f"no apply_patch scenarios at {SCENARIOS}", allow_module_level=True)
+SCENARIOS = SHARED / "apply_patch_scenarios"
 
 EXPECTED: dict[str, dict[str, Any]] = {
     entry["scenario"]: entry

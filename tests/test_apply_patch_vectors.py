@@ -31,12 +31,9 @@ from agent_magics.apply_patch import (
     verify_patch,
 )
 from agent_magics.apply_patch.parser import parse_hunk, parse_update_chunk, rust_trim
+from tests.conftest import CONFORMANCE as SHARED
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
 VECTORS_FILE = SHARED / "vectors" / "apply_patch_cases.json"
-
-if not VECTORS_FILE.is_file():
-    pytest.skip(f"no apply_patch vectors at {VECTORS_FILE}", allow_module_level=True)
 
 VECTORS: dict[str, Any] = json.loads(VECTORS_FILE.read_text("utf-8"))
 

@@ -19,8 +19,8 @@ from agent_magics.apply_patch import (
     PatchVerificationError,
     verify_patch,
 )
+from tests.conftest import CONFORMANCE as CONF
 
-CONF = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
 GROUPS = ("apply_patch", "apply_patch_function")
 PREFIX = "apply_patch verification failed: "
 
@@ -32,8 +32,6 @@ NOT_A_PATCH_GOLDEN = {
 
 
 def _golden_params() -> list[Any]:
-    if not CONF.is_dir():
-        return []
     params = []
     for group in GROUPS:
         for path in sorted((CONF / "goldens" / group).glob("*.json")):
@@ -91,7 +89,6 @@ def _summary_of(output: str) -> str:
     return output.split("\nOutput:\n", 1)[1]
 
 
-@pytest.mark.skipif(not CONF.is_dir(), reason=f"no conformance folder at {CONF}")
 @pytest.mark.parametrize("key", _golden_params())
 def test_golden(key: str, tmp_path: Path) -> None:
     golden = json.loads((CONF / "goldens" / key).read_text("utf-8"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,14 +23,13 @@ from agent_magics.tools.safety import (
     parse_heredoc_command,
     parse_shell_script,
 )
+from tests.conftest import CONFORMANCE
 
-VECTORS = Path(__file__).resolve().parents[2] / "shared/conformance/vectors/safe_command_cases.json"
+VECTORS = CONFORMANCE / "vectors" / "safe_command_cases.json"
 LINUX = sys.platform.startswith("linux")
 
 
 def _vectors(key: str) -> list[Any]:
-    if not VECTORS.is_file():
-        return [pytest.param(None, id="vectors-missing", marks=pytest.mark.skip("no vectors"))]
     cases = json.loads(VECTORS.read_text())[key]
     return [pytest.param(case, id=f"{i:02d}-{_name(case)}") for i, case in enumerate(cases)]
 
