@@ -34,6 +34,7 @@ from agent_magics.tools.approval import (
     deny_all,
     terminal_answer,
 )
+from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -65,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a setting (VALUE read as TOML, else as a string); repeatable",
     )
     ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")
+    tr = sub.add_parser("trust", help="trust the project config (.agent_magics/config.toml)")
+    tr.add_argument("folder", nargs="?", type=Path, default=Path(), help="default: here")
     sub.add_parser("demo", help="one offline turn: a scripted model drives the real tools")
     return parser
 
@@ -84,6 +87,31 @@ def _read_answer(question: str) -> str:
         return sys.stdin.readline().strip().lower()[:1]
     except (OSError, ValueError):
         return "n"
+
+
+async def settle_trust(folder: Path, interactive: bool) -> None:
+    """Ask whether to trust the folder's untrusted project config (a terminal), or say in
+    one line that it is ignored (no terminal); :func:`load_config` then takes it or not."""
+    project = project_config(folder)
+    if project is None or project.trusted:
+        return
+    if interactive and project.problem is None:
+        question = project.question(user_config_file())
+        if await asyncio.to_thread(_read_answer, question) == "y":
+            trust_project(project)
+            return
+    how = f"{TRUST_COMMAND} {project.folder}"
+    print(f"agent-magics: {project.ignored_line(how)}", file=sys.stderr)
+
+
+def run_trust(folder: Path) -> int:
+    project = project_config(folder)
+    if project is None:
+        print(f"agent-magics: {folder.resolve()} has no project config.", file=sys.stderr)
+        return EXIT_USER_ERROR
+    print("\n".join(project.lines()) or "(it sets nothing)")
+    print(f"agent-magics: trusted {project.file} (kept in {trust_project(project)}).")
+    return EXIT_OK
 
 
 def _report(event: Event) -> None:
@@ -117,8 +145,9 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
         "cwd": str(args.cd.resolve()) if args.cd else os.getcwd(),
         "record_path": str(args.record.resolve()) if args.record else None,
     }
-    config = load_config(options=options, overrides=args.config)
     interactive = sys.stdin.isatty() and prompt_from_args(args)
+    await settle_trust(Path(options["cwd"]), interactive)
+    config = load_config(options=options, overrides=args.config)
     session = Session(config, approver=_terminal_approver() if interactive else deny_all)
     session.subscribe(_report)
     try:
@@ -148,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         from agent_magics.demo import main as demo_main
 
         return demo_main()
+    if args.command == "trust":
+        try:
+            return run_trust(args.folder)
+        except UserError as exc:
+            print(f"agent-magics: {exc}", file=sys.stderr)
+            return EXIT_USER_ERROR
     prompt = args.prompt if prompt_from_args(args) else sys.stdin.read()
     if not prompt.strip():
         print("agent-magics: the prompt is empty.", file=sys.stderr)

@@ -1,9 +1,9 @@
 """SessionConfig: every setting of a session, frozen, built from defaults, files, env and flags.
 
 Precedence, lowest first: built-in defaults, ``~/.agent_magics/config.toml``,
-``./.agent_magics/config.toml``, environment variables, front-end options (traitlets,
-command-line flags), then ``-c key=value`` overrides. The API key is a secret: it is
-never printed, dumped or saved.
+``./.agent_magics/config.toml`` (only once the user trusts it, see :mod:`.trust`),
+environment variables, front-end options (traitlets, command-line flags), then
+``-c key=value`` overrides. The API key is a secret: it is never printed, dumped or saved.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from agent_magics.mcp.config import McpServerConfig
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig
 from agent_magics.tools.truncate import TruncationPolicy
+from agent_magics.trust import CONFIG_DIR as CONFIG_DIR
+from agent_magics.trust import CONFIG_FILE as CONFIG_FILE
+from agent_magics.trust import TRUST_TABLE, project_config, read_toml, user_config_file
 
 DEFAULT_MODEL = "gpt-5.1-codex"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-CONFIG_DIR = ".agent_magics"
-CONFIG_FILE = "config.toml"
 
 ENV_VARS = {
     "OPENAI_API_KEY": "api_key",
@@ -168,16 +169,17 @@ def _set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
 
 
 def load_files(cwd: Path, home: Path | None = None) -> dict[str, Any]:
-    """Settings from the user's and the project's config.toml, project winning."""
-    merged: dict[str, Any] = {}
-    home = home if home is not None else Path.home()
-    for path in (home / CONFIG_DIR / CONFIG_FILE, cwd / CONFIG_DIR / CONFIG_FILE):
-        if path.is_file():
-            try:
-                merged = _deep_merge(merged, tomllib.loads(path.read_text(encoding="utf-8")))
-            except (tomllib.TOMLDecodeError, OSError) as exc:
-                raise ConfigError(f"Cannot read {path}: {exc}") from None
-    return merged
+    """Settings from the user's config.toml and, when the user trusts it, the project's
+    (project winning). An untrusted project config is left out: the front ends ask
+    about it or say in one line that it was ignored."""
+    user_file = user_config_file(home)
+    merged = {k: v for k, v in read_toml(user_file).items() if k != TRUST_TABLE}
+    project = project_config(cwd, home)
+    if project is None or not project.trusted:
+        return merged
+    if project.problem is not None:
+        raise ConfigError(f"Cannot read {project.file}: {project.problem}.")
+    return _deep_merge(merged, project.settings)
 
 
 def from_env(env: dict[str, str] | None = None) -> dict[str, Any]:

@@ -9,6 +9,13 @@ import pytest
 from agent_magics.config import load_config
 from agent_magics.errors import ConfigError
 from agent_magics.mcp.config import McpServerConfig, http_headers, server_env
+from agent_magics.trust import project_config, trust_project
+
+
+def trust(project: Path, home: Path) -> None:
+    found = project_config(project, home)
+    assert found is not None
+    trust_project(found, home)
 
 
 def write(path: Path, text: str) -> None:
@@ -28,6 +35,7 @@ def test_precedence_files_env_options_overrides(folders: tuple[Path, Path]) -> N
     home, project = folders
     write(home / ".agent_magics/config.toml", 'model = "from-home"\nreasoning_effort = "low"\n')
     write(project / ".agent_magics/config.toml", 'model = "from-project"\n')
+    trust(project, home)
     config = load_config(project, env={}, home=home)
     assert (config.model, config.reasoning_effort) == ("from-project", "low")
     env = {"AGENT_MAGICS_MODEL": "from-env"}
@@ -48,6 +56,7 @@ def test_mcp_servers_from_both_files_merge_by_name(folders: tuple[Path, Path]) -
         '[mcp_servers.docs]\nurl = "http://127.0.0.1:9/mcp"\n\n'
         '[mcp_servers.time]\nenv = { TZ = "UTC" }\n',
     )
+    trust(project, home)
     servers = load_config(project, env={}, home=home).mcp_servers
     assert sorted(servers) == ["docs", "time"]
     time = servers["time"]
