@@ -26,7 +26,7 @@ from mcp.types import Implementation, Tool
 
 from agent_magics.events import EventSink, McpServerFailed, McpServerReady
 from agent_magics.mcp import _reasons
-from agent_magics.mcp._stdio import GRACE_S, StdioTransport
+from agent_magics.mcp._stdio import GRACE_S, Redact, StdioTransport, keep_text
 from agent_magics.mcp.config import McpServerConfig, http_headers, server_env
 from agent_magics.mcp.names import sanitize_tool_name
 
@@ -53,7 +53,14 @@ class ServerRun:
     writes it."""
 
     def __init__(
-        self, name: str, cfg: McpServerConfig, *, cwd: Path, log_dir: Path, emit: EventSink
+        self,
+        name: str,
+        cfg: McpServerConfig,
+        *,
+        cwd: Path,
+        log_dir: Path,
+        emit: EventSink,
+        redact: Redact = keep_text,
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -69,6 +76,7 @@ class ServerRun:
         self._cwd = cwd
         self._log_dir = log_dir.expanduser()
         self._emit = emit
+        self._redact = redact
         self._scope: anyio.CancelScope | None = None
 
     def offered(self) -> list[Tool]:
@@ -167,14 +175,20 @@ class ServerRun:
             self._log_dir.mkdir(parents=True, exist_ok=True)
             log = stack.enter_context(log_path.open("ab"))
             stamp = datetime.now().isoformat(sep=" ", timespec="seconds")
-            log.write(f"--- {stamp} starting: {cfg.describe()}\n".encode())
+            log.write(self._redact(f"--- {stamp} starting: {cfg.describe()}\n").encode())
             log.flush()
         except OSError as exc:
             raise _Unstartable(f"cannot write its log file {log_path}: {exc.strerror}") from exc
         self.log_path = log_path
         # Until it has started, a server is stopped without waiting for it.
         transport = StdioTransport(
-            cfg.command, list(cfg.args), env=server_env(cfg), cwd=cwd, errlog=log, grace_s=0.0
+            cfg.command,
+            list(cfg.args),
+            env=server_env(cfg),
+            cwd=cwd,
+            errlog=log,
+            grace_s=0.0,
+            redact=self._redact,
         )
         return transport, log.tell()
 
@@ -191,7 +205,7 @@ class ServerRun:
                 line = _reasons.last_stderr_line(self.log_path, offset)
                 failure = _reasons.exited(stdio.returncode, line, starting=starting)
             self.state = "failed"
-            self.reason = failure or "the connection closed"
+            self.reason = self._redact(failure or "the connection closed")
             log = str(self.log_path) if self.log_path is not None else None
             self._emit(McpServerFailed(self.name, self.reason, log))
         self.settled.set()

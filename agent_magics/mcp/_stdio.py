@@ -4,7 +4,9 @@ The SDK's ``stdio_client`` hides the process, so it cannot say how a server ende
 transport keeps it: ``returncode`` tells the exit code, and ``lost`` is set as soon as
 the server's stdout closes or the process exits (a child that inherited stdout cannot
 keep a dead server looking alive). The server runs in its own process group with only
-the environment it is given; its stderr goes to ``errlog``. Closing follows the MCP
+the environment it is given; its stderr goes to ``errlog`` line by line through
+``redact`` (a line longer than :data:`MAX_LOG_LINE` bytes is written in parts), and
+lines it wrote on stdout that are not JSON-RPC go there too. Closing follows the MCP
 shutdown sequence: close stdin, give the server ``grace_s`` to exit, then terminate its
 process group (SIGTERM, SIGKILL after two seconds).
 """
@@ -14,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -32,6 +35,14 @@ KILL_AFTER_S = 2.0  # SIGTERM to SIGKILL
 EXIT_POLL_S = 0.1  # how often a running server's process is checked
 STDOUT_AFTER_EXIT_S = 0.5  # how long stdout may stay open after the process exited
 EXIT_AFTER_EOF_S = 1.0  # how long a server that closed stdout has to be seen exiting
+MAX_LOG_LINE = 65536  # bytes of one stderr line held before it is written anyway
+
+Redact = Callable[[str], str]
+
+
+def keep_text(text: str) -> str:
+    return text
+
 
 TransportStreams = tuple[
     MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
@@ -50,8 +61,10 @@ class StdioTransport(contextlib.AbstractAsyncContextManager[TransportStreams]):
         cwd: Path,
         errlog: IO[bytes],
         grace_s: float = GRACE_S,
+        redact: Redact = keep_text,
     ) -> None:
         self._argv = [command, *args]
+        self._redact = redact
         self._env = dict(env)
         self._cwd = cwd
         self._errlog = errlog
@@ -60,6 +73,7 @@ class StdioTransport(contextlib.AbstractAsyncContextManager[TransportStreams]):
         self.grace_s = grace_s
         self.exited_itself = False  # the process ended before we had to signal it
         self._stdout_closed = anyio.Event()
+        self._stderr_closed = anyio.Event()
         self._cm: contextlib.AbstractAsyncContextManager[TransportStreams] | None = None
 
     @property
@@ -92,7 +106,7 @@ class StdioTransport(contextlib.AbstractAsyncContextManager[TransportStreams]):
             self._argv,
             env=self._env,
             cwd=self._cwd,
-            stderr=self._errlog,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
         self.process = process
@@ -103,6 +117,7 @@ class StdioTransport(contextlib.AbstractAsyncContextManager[TransportStreams]):
             tg.start_soon(self._read, process, read_send, reader_scope)
             tg.start_soon(self._write, process, write_recv)
             tg.start_soon(self._watch, process, reader_scope)
+            tg.start_soon(self._log_stderr, process)
             try:
                 yield read_recv, write_send
             finally:
@@ -148,10 +163,32 @@ class StdioTransport(contextlib.AbstractAsyncContextManager[TransportStreams]):
         try:
             return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError:
-            with contextlib.suppress(OSError, ValueError):
-                self._errlog.write(f"[not JSON-RPC on stdout] {line}\n".encode())
-                self._errlog.flush()
+            self._log(f"[not JSON-RPC on stdout] {line}\n")
             return None
+
+    def _log(self, text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._errlog.write(self._redact(text).encode("utf-8", "replace"))
+            self._errlog.flush()
+
+    async def _log_stderr(self, process: Process) -> None:
+        """Copy the server's stderr to the log, one redacted line at a time."""
+        assert process.stderr is not None
+        held = b""
+        try:
+            async for chunk in process.stderr:
+                *lines, held = (held + chunk).split(b"\n")
+                for line in lines:
+                    self._log(line.decode("utf-8", "replace") + "\n")
+                if len(held) > MAX_LOG_LINE:
+                    self._log(held.decode("utf-8", "replace"))
+                    held = b""
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            if held:
+                self._log(held.decode("utf-8", "replace") + "\n")
+            self._stderr_closed.set()
 
     async def _write(
         self, process: Process, receive: MemoryObjectReceiveStream[SessionMessage]
@@ -186,9 +223,15 @@ class StdioTransport(contextlib.AbstractAsyncContextManager[TransportStreams]):
         self.exited_itself = process.returncode is not None
         await _terminate_group(process)
         await self.wait_exit(KILL_AFTER_S)
-        if process.stdout is not None:
-            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await process.stdout.aclose()
+        # What it wrote last (often why it ended) belongs in the log.
+        with anyio.move_on_after(STDOUT_AFTER_EXIT_S):
+            await self._stderr_closed.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                with contextlib.suppress(
+                    OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
+                ):
+                    await stream.aclose()
         _close_transport(process)
 
 

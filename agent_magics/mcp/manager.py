@@ -5,7 +5,8 @@ entered and left in that task); calls come from any task on the same event loop.
 server that cannot start, times out or dies is marked failed with a short reason, an
 :class:`~agent_magics.events.McpServerFailed` is emitted once, and its tools answer an
 error; the other servers and the session carry on. A stdio server's stderr goes to
-``<log_dir>/mcp-<name>.log``.
+``<log_dir>/mcp-<name>.log``, line by line through ``redact`` (a server can read our
+environment, so its log must not carry our secrets).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from mcp.types import (
 from agent_magics.events import EventSink, ignore_events
 from agent_magics.mcp._reasons import describe, seconds
 from agent_magics.mcp._server import ServerRun, State
+from agent_magics.mcp._stdio import Redact, keep_text
 from agent_magics.mcp.config import ApprovalMode, McpServerConfig
 from agent_magics.mcp.names import qualify_tools
 
@@ -87,8 +89,10 @@ class McpManager:
         cwd: Path,
         log_dir: Path,
         emit: EventSink = ignore_events,
+        redact: Redact = keep_text,
     ) -> None:
         self._cwd = cwd
+        self._redact = redact
         self._log_dir = log_dir
         self._emit = emit
         self._runs = {name: self._new_run(name, cfg) for name, cfg in servers.items()}
@@ -245,7 +249,9 @@ class McpManager:
             self._warmup = asyncio.create_task(asyncio.to_thread(_import_quietly, "jsonschema"))
 
     def _new_run(self, name: str, cfg: McpServerConfig) -> ServerRun:
-        return ServerRun(name, cfg, cwd=self._cwd, log_dir=self._log_dir, emit=self._emit)
+        return ServerRun(
+            name, cfg, cwd=self._cwd, log_dir=self._log_dir, emit=self._emit, redact=self._redact
+        )
 
     def _status(self, run: ServerRun) -> ServerStatus:
         return ServerStatus(

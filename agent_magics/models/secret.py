@@ -1,9 +1,16 @@
-"""Keeping the API key out of everything we write: errors, recordings, model output.
+"""Keeping secrets out of everything we write: errors, recordings, model output, tool
+output, logs.
 
-A stream may cut the key across two deltas, so a long key is found by its pieces too:
-any run of :data:`MIN_PIECE` or more of its characters is replaced. A key shorter than
-:data:`MIN_KEY_FOR_PIECES` is matched whole only, so that short test keys do not eat
-ordinary words.
+A stream may cut a secret across two deltas, so a long secret is found by its pieces
+too: any run of :data:`MIN_PIECE` or more of its characters is replaced. A secret
+shorter than :data:`MIN_KEY_FOR_PIECES` is matched whole only, so that short test keys
+do not eat ordinary words.
+
+What this holds: the secret's own text, and any :data:`MIN_PIECE` characters of it in a
+row, wherever they are (so a secret split between two reads of a stream leaves at most
+``MIN_PIECE - 1`` characters on either side of the cut). What it cannot hold: the
+secret re-encoded (base64, hex, reversed, one character per line); no filter on text
+can, which is why tools do not get the key in their environment in the first place.
 """
 
 from __future__ import annotations
@@ -18,43 +25,48 @@ MIN_KEY_FOR_PIECES = 24
 
 
 class Scrubber:
-    """Replaces the secret, and any long enough piece of it, with ``[redacted]``."""
+    """Replaces each secret, and any long enough piece of one, with ``[redacted]``."""
 
-    def __init__(self, secret: str | None) -> None:
-        self.secret = secret or ""
-        self._pieces: re.Pattern[str] | None = None
-        if len(self.secret) >= MIN_KEY_FOR_PIECES:
-            count = len(self.secret) - MIN_PIECE + 1
-            pieces = sorted({self.secret[i : i + MIN_PIECE] for i in range(count)})
-            self._pieces = re.compile("|".join(re.escape(p) for p in pieces))
+    def __init__(self, *secrets: str | None) -> None:
+        self.secrets = tuple(sorted({s for s in secrets if s}, key=lambda s: (-len(s), s)))
+        # Each piece of a long secret -> the secret and where the piece ends in it.
+        self._pieces: dict[str, tuple[str, int]] = {}
+        for secret in self.secrets:
+            if len(secret) >= MIN_KEY_FOR_PIECES:
+                for i in range(len(secret) - MIN_PIECE + 1):
+                    self._pieces.setdefault(secret[i : i + MIN_PIECE], (secret, i + MIN_PIECE))
+        whole = [s for s in self.secrets if len(s) < MIN_KEY_FOR_PIECES]
+        # Longest first, so that a whole short secret wins over a piece at one position.
+        found = sorted([*self._pieces, *whole], key=lambda s: (-len(s), s))
+        self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
 
     def __bool__(self) -> bool:
-        return bool(self.secret)
+        return bool(self.secrets)
 
     def __call__(self, text: str) -> str:
-        if not self.secret:
+        if self._pattern is None:
             return text
-        if self._pieces is None:
-            return text.replace(self.secret, REDACTED)
-        found = self._pieces.search(text)
+        found = self._pattern.search(text)
         if found is None:
             return text
         out: list[str] = []
         pos = 0
         while found is not None:
-            start, end = found.start(), found.end()
-            at = self.secret.find(found.group()) + MIN_PIECE
-            while end < len(text) and at < len(self.secret) and text[end] == self.secret[at]:
-                end, at = end + 1, at + 1
-            out += [text[pos:start], REDACTED]
+            end = found.end()
+            piece = self._pieces.get(found.group())
+            if piece is not None:  # extend the match as far as the secret goes on
+                secret, at = piece
+                while end < len(text) and at < len(secret) and text[end] == secret[at]:
+                    end, at = end + 1, at + 1
+            out += [text[pos : found.start()], REDACTED]
             pos = end
-            found = self._pieces.search(text, pos)
+            found = self._pattern.search(text, pos)
         out.append(text[pos:])
         return "".join(out)
 
     def data(self, value: Any) -> Any:
-        """``value`` (JSON-like) with the secret scrubbed from every string in it."""
-        if not self.secret:
+        """``value`` (JSON-like) with the secrets scrubbed from every string in it."""
+        if self._pattern is None:
             return value
         text = json.dumps(value, ensure_ascii=False)
         clean = self(text)

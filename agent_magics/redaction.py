@@ -1,0 +1,129 @@
+"""The secrets of a session, kept out of tool outputs, events and MCP server logs.
+
+Which secrets (:func:`session_secrets`):
+
+1. the model server's API key;
+2. what the MCP settings read as credentials: the variable named by
+   ``bearer_token_env_var``, those named in ``env_http_headers``, the values of
+   ``http_headers`` and of a stdio server's ``env`` whose name looks secret;
+3. every variable of our environment whose name looks secret (it contains ``KEY``,
+   ``TOKEN``, ``SECRET`` or ``PASSW``: Codex leaves the first three out of a command's
+   environment by default), such as ``GITHUB_TOKEN`` or ``AWS_SECRET_ACCESS_KEY``;
+   a value that is a path (``SSH_KEY_PATH=/home/...``) is not a credential, and its
+   pieces would eat other paths, so it is left alone.
+
+Header names that look secret also include ``Authorization`` and ``Cookie``.
+
+A value shorter than :data:`MIN_SECRET_LENGTH` is not a credential worth hiding and
+would eat ordinary words (``1``, ``true``), so it is left alone.
+
+Where: every tool output is scrubbed before it joins the history (what the model
+reads), every event before a front end sees it (cards, the terminal, the saved
+notebook), every line an MCP server writes to stderr before it reaches its log. The
+settings are read again whenever the session's settings change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from agent_magics.config import SessionConfig
+from agent_magics.events import Event, ToolCallFinished
+from agent_magics.mcp.config import McpServerConfig
+from agent_magics.models.secret import Scrubber
+from agent_magics.tools.context import ContentItem, ToolOutput
+
+MIN_SECRET_LENGTH = 8
+PATH_STARTS = ("/", "~", "./", "../")  # environment values like these are paths
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTHORIZATION|COOKIE", re.IGNORECASE)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable or header of this name holds a credential."""
+    return SECRET_NAME.search(name) is not None
+
+
+def session_secrets(config: SessionConfig, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Every secret of the session, each at least :data:`MIN_SECRET_LENGTH` long."""
+    found = [config.key() or ""]
+    found += [
+        value
+        for name, value in environ.items()
+        if looks_secret(name) and not value.startswith(PATH_STARTS)
+    ]
+    for server in config.mcp_servers.values():
+        found += _mcp_secrets(server, environ)
+    return tuple(sorted({s for s in found if len(s.strip()) >= MIN_SECRET_LENGTH}))
+
+
+def _mcp_secrets(server: McpServerConfig, environ: Mapping[str, str]) -> Iterator[str]:
+    if server.bearer_token_env_var:
+        yield environ.get(server.bearer_token_env_var, "")
+    for var in server.env_http_headers.values():
+        yield environ.get(var, "")
+    for name, value in (*server.http_headers.items(), *server.env.items()):
+        if looks_secret(name):
+            yield value
+            # "Bearer <token>" and "Basic <token>": the token alone is the secret too.
+            yield value.partition(" ")[2]
+
+
+class SessionRedactor:
+    """The scrubber of a session's secrets, rebuilt when its settings change."""
+
+    def __init__(
+        self, settings: Callable[[], SessionConfig], environ: Mapping[str, str] | None = None
+    ) -> None:
+        self._settings = settings
+        self._environ = os.environ if environ is None else environ
+        self._for: SessionConfig | None = None
+        self._scrub = Scrubber()
+
+    @property
+    def scrubber(self) -> Scrubber:
+        config = self._settings()
+        if config is not self._for:
+            self._scrub = Scrubber(*session_secrets(config, self._environ))
+            self._for = config
+        return self._scrub
+
+    def text(self, text: str) -> str:
+        return self.scrubber(text)
+
+    def output(self, output: ToolOutput) -> ToolOutput:
+        """A tool output with the secrets taken out of its text (images are kept)."""
+        scrub = self.scrubber
+        if not scrub:
+            return output
+        return ToolOutput(_content(output.content, scrub), output.success)
+
+    def event(self, event: Event) -> Event:
+        """An event with the secrets taken out of its text fields."""
+        scrub = self.scrubber
+        if not scrub:
+            return event
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(event):
+            value = getattr(event, f.name)
+            if isinstance(value, str):
+                clean: Any = scrub(value)
+            elif isinstance(event, ToolCallFinished) and f.name == "output":
+                clean = _content(value, scrub)
+            else:
+                continue
+            if clean != value:
+                changes[f.name] = clean
+        return dataclasses.replace(event, **changes) if changes else event
+
+
+def _content(content: str | list[ContentItem], scrub: Scrubber) -> str | list[ContentItem]:
+    if isinstance(content, str):
+        return scrub(content)
+    return [
+        {**item, "text": scrub(item["text"])} if isinstance(item.get("text"), str) else item
+        for item in content
+    ]
