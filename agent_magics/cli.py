@@ -12,7 +12,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from agent_magics.config import load_config
 from agent_magics.errors import TurnAborted, UserError
@@ -25,6 +25,7 @@ from agent_magics.events import (
     ToolCallFinished,
     ToolCallProposed,
 )
+from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import (
     ApprovalPolicy,
     ApprovalRequest,
@@ -81,7 +82,7 @@ def _terminal_approver() -> Approver:
 
 
 def _read_answer(question: str) -> str:
-    sys.stderr.write(question)
+    sys.stderr.write(terminal_safe(question))
     sys.stderr.flush()
     try:
         return sys.stdin.readline().strip().lower()[:1]
@@ -114,23 +115,29 @@ def run_trust(folder: Path) -> int:
     return EXIT_OK
 
 
+def _say(text: str, file: TextIO | None = None) -> None:
+    """Print a line made of text from the model, tools or servers: escape sequences in
+    it never reach the terminal (see :mod:`agent_magics.termsafe`)."""
+    print(terminal_safe(text), file=file or sys.stderr)
+
+
 def _report(event: Event) -> None:
     if isinstance(event, ToolCallProposed):
         args = event.arguments if len(event.arguments) <= 200 else event.arguments[:200] + "…"
-        print(f"tool {event.tool_name} {args}", file=sys.stderr)
+        _say(f"tool {event.tool_name} {args}")
     elif isinstance(event, ToolCallFinished):
         status = "ok" if event.success else "failed"
-        print(f"tool {event.tool_name} {status} in {event.duration_s:.2f}s", file=sys.stderr)
+        _say(f"tool {event.tool_name} {status} in {event.duration_s:.2f}s")
     elif isinstance(event, ApprovalDecided):
         how = " (remembered for the session)" if event.cached else ""
-        print(f"approval {event.decision.value}{how}", file=sys.stderr)
+        _say(f"approval {event.decision.value}{how}")
     elif isinstance(event, RetryScheduled):
-        print(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}", file=sys.stderr)
+        _say(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}")
     elif isinstance(event, McpServerFailed):
         log = f" (log: {event.log_path})" if event.log_path else ""
-        print(f"mcp server {event.server} failed: {event.reason}{log}", file=sys.stderr)
+        _say(f"mcp server {event.server} failed: {event.reason}{log}")
     elif isinstance(event, McpServerReady):
-        print(f"mcp server {event.server} ready: {', '.join(event.tools)}", file=sys.stderr)
+        _say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
 
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
@@ -155,7 +162,7 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     finally:
         await session.aclose()
     if result.final_text:
-        print(result.final_text)
+        _say(session.redact.text(result.final_text), sys.stdout)
     u = result.usage
     if u.total_tokens:
         print(
@@ -190,10 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(run_exec(args, prompt))
     except UserError as exc:
-        print(f"agent-magics: {exc}", file=sys.stderr)
+        _say(f"agent-magics: {exc}")
         return EXIT_USER_ERROR
     except TurnAborted as exc:
-        print(f"agent-magics: turn aborted: {exc}", file=sys.stderr)
+        _say(f"agent-magics: turn aborted: {exc}")
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("agent-magics: interrupted.", file=sys.stderr)

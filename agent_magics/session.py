@@ -43,6 +43,7 @@ from agent_magics.models.base import (
 )
 from agent_magics.models.retry import backoff
 from agent_magics.protocol import Message, Reasoning, parse_item
+from agent_magics.redaction import SessionRedactor
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
@@ -74,6 +75,8 @@ class Session:
         approver: Approver = deny_all,
     ) -> None:
         self.config = config
+        # Secrets never reach the model, a front end or a log (see agent_magics.redaction).
+        self.redact = SessionRedactor(lambda: self.config)
         self.thread_id = str(uuid.uuid4())
         self._sinks: list[EventSink] = []
         self.services = SessionServices(approver=approver, emit=self._emit)
@@ -96,6 +99,7 @@ class Session:
         return lambda: self._sinks.remove(sink) if sink in self._sinks else None
 
     def _emit(self, event: Event) -> None:
+        event = self.redact.event(event)
         for sink in list(self._sinks):
             sink(event)
 
@@ -114,7 +118,11 @@ class Session:
 
         log_dir = self.config.log_dir or DEFAULT_LOG_DIR
         return McpManager(
-            self.config.mcp_servers, cwd=self.config.cwd, log_dir=log_dir, emit=self._emit
+            self.config.mcp_servers,
+            cwd=self.config.cwd,
+            log_dir=log_dir,
+            emit=self._emit,
+            redact=self.redact.text,
         )
 
     def _rebuild_tools(self) -> None:
@@ -356,7 +364,7 @@ class Session:
 
     def _record(self, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext) -> None:
         for call, output in zip(calls, outputs, strict=True):
-            item = output_item(call, history_output(output, turn.truncation))
+            item = output_item(call, history_output(self.redact.output(output), turn.truncation))
             self.history.append(parse_item(item))
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))

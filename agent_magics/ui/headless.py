@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
+from agent_magics.termsafe import terminal_safe
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.state import NoticeBlock, Transcript
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
@@ -39,13 +40,15 @@ def request_allows_stdin(shell: Any) -> bool | None:
 
 
 class Markdown:
-    """A display object with a markdown body and the same text as plain fallback."""
+    """A display object with a markdown body and the same text, terminal-safe, as plain
+    fallback."""
 
     def __init__(self, text: str) -> None:
         self.text = text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {"text/markdown": self.text, "text/plain": self.text}
+        # Terminal IPython prints text/plain: the model's escape sequences must not act there.
+        return {"text/markdown": self.text, "text/plain": terminal_safe(self.text)}
 
 
 class StaticTranscript:

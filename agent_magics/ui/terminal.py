@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
+from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import (
     ApprovalRequest,
     Approver,
@@ -34,7 +35,8 @@ def stdin_approver() -> Approver:
 
     async def ask(request: ApprovalRequest) -> ReviewDecision:
         try:
-            answer = await asyncio.to_thread(input, request.terminal_question())
+            question = terminal_safe(request.terminal_question())
+            answer = await asyncio.to_thread(input, question)
         except (EOFError, OSError):
             answer = "n"
         return terminal_answer(request, answer)
