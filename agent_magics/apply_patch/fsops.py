@@ -6,9 +6,12 @@ import os
 import pwd
 from pathlib import Path
 
+from .files import PlainFiles
 from .oserror import INVALID_UTF8, RustIoError
 
-__all__ = ["read_utf8", "resolve_patch_path", "rust_parent", "write_text"]
+__all__ = ["PLAIN", "read_utf8", "resolve_patch_path", "rust_parent", "write_text"]
+
+PLAIN = PlainFiles()
 
 
 def rust_parent(path: str) -> str | None:
@@ -63,17 +66,18 @@ def resolve_patch_path(cwd: str | os.PathLike[str], raw: str) -> Path:
     return Path(_normalize(os.path.join(base, expanded)))
 
 
-def read_utf8(path: str | os.PathLike[str]) -> str:
-    """The file's text; raises ``OSError``, or :class:`RustIoError` for non-UTF-8 bytes."""
-    with open(path, "rb") as handle:
-        data = handle.read()
+def read_utf8(path: str | os.PathLike[str], files: PlainFiles = PLAIN) -> str:
+    """The file's text; raises ``OSError``, or :class:`RustIoError` for non-UTF-8 bytes.
+
+    Only a regular file is read, and at most :data:`~.files.MAX_FILE_BYTES` of it.
+    """
+    data = files.read(os.fspath(path))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise RustIoError(INVALID_UTF8) from None
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str, files: PlainFiles = PLAIN) -> None:
     """Create or truncate the file and write ``text`` as UTF-8 (like ``std::fs::write``)."""
-    with open(path, "wb") as handle:
-        handle.write(text.encode("utf-8"))
+    files.write(os.fspath(path), text.encode("utf-8"))

@@ -6,6 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 
+from .files import PlainFiles
 from .oserror import io_error_text
 
 __all__ = ["Journal"]
@@ -21,9 +22,13 @@ class _Saved:
 
 
 class Journal:
-    """Records the state of every path before it is first changed, and restores it."""
+    """Records the state of every path before it is first changed, and restores it.
 
-    def __init__(self) -> None:
+    Every read and write goes through ``files``, so a confined patch is undone confined.
+    """
+
+    def __init__(self, files: PlainFiles) -> None:
+        self._files = files
         self._saved: dict[str, _Saved] = {}
         self._created_dirs: list[str] = []
 
@@ -31,80 +36,61 @@ class Journal:
         """Save ``path`` (and, for a symlink, the file it points to) unless already saved."""
         if path in self._saved:
             return
-        try:
-            info = os.lstat(path)
-        except (OSError, ValueError):
-            self._saved[path] = _Saved("missing")
-            return
-        if stat.S_ISLNK(info.st_mode):
-            self._saved[path] = _Saved("link", link_target=os.readlink(path))
-            self.remember(os.path.realpath(path))
-        elif stat.S_ISREG(info.st_mode):
-            with open(path, "rb") as handle:
-                data = handle.read()
-            self._saved[path] = _Saved("file", data, stat.S_IMODE(info.st_mode))
+        kind = self._files.kind(path)
+        if kind == "link":
+            target = self._files.readlink(path)
+            self._saved[path] = _Saved("link", link_target=target)
+            self.remember(os.path.normpath(os.path.join(os.path.dirname(path), target)))
+        elif kind == "file":
+            data = self._files.read(path)
+            self._saved[path] = _Saved("file", data, _mode(path))
         else:
-            self._saved[path] = _Saved("other")
+            self._saved[path] = _Saved(kind)
 
     def make_parents(self, path: str) -> None:
         """Create the missing parent directories of ``path``, remembering which were new."""
-        parent = os.path.dirname(path)
-        missing: list[str] = []
-        probe = parent
-        while probe and not os.path.lexists(probe):
-            missing.append(probe)
-            up = os.path.dirname(probe)
-            if up == probe:
-                break
-            probe = up
-        self._created_dirs += reversed(missing)
-        os.makedirs(parent, exist_ok=True)
+        self._created_dirs += self._files.makedirs(os.path.dirname(path))
 
     def rollback(self) -> list[str]:
         """Put every remembered path back; return the problems met (empty when all went well)."""
         problems: list[str] = []
         for path, saved in reversed(list(self._saved.items())):
             try:
-                _restore(path, saved)
+                self._restore(path, saved)
             except (OSError, ValueError) as exc:
                 problems.append(f"{path}: {io_error_text(exc)}")
         for directory in reversed(self._created_dirs):
-            if not os.path.isdir(directory) or os.path.islink(directory):
-                continue
+            if self._files.kind(directory) != "other":
+                continue  # gone already, or no longer a folder
             try:
-                os.rmdir(directory)
+                self._files.rmdir(directory)
             except (OSError, ValueError) as exc:
                 problems.append(f"{directory}: {io_error_text(exc)}")
         return problems
 
-
-def _restore(path: str, saved: _Saved) -> None:
-    if saved.kind == "other":
-        return
-    current = _kind_now(path)
-    if saved.kind == "missing":
-        if current in ("file", "link"):
-            os.remove(path)
-        return
-    if saved.kind == "link":
-        if current == "link" and os.readlink(path) == saved.link_target:
+    def _restore(self, path: str, saved: _Saved) -> None:
+        files = self._files
+        if saved.kind == "other":
             return
-        if current in ("file", "link"):
-            os.remove(path)
-        os.symlink(saved.link_target, path)
-        return
-    if current == "link":
-        os.remove(path)
-    with open(path, "wb") as handle:
-        handle.write(saved.data)
-    os.chmod(path, saved.mode)
+        current = files.kind(path)
+        if saved.kind == "missing":
+            if current in ("file", "link"):
+                files.remove(path)
+            return
+        if saved.kind == "link":
+            if current == "link" and files.readlink(path) == saved.link_target:
+                return
+            if current in ("file", "link"):
+                files.remove(path)
+            files.symlink(saved.link_target, path)
+            return
+        if current == "link":
+            files.remove(path)
+        files.write(path, saved.data, saved.mode)
 
 
-def _kind_now(path: str) -> str:
+def _mode(path: str) -> int:
     try:
-        info = os.lstat(path)
+        return stat.S_IMODE(os.stat(path).st_mode)
     except (OSError, ValueError):
-        return "missing"
-    if stat.S_ISLNK(info.st_mode):
-        return "link"
-    return "file" if stat.S_ISREG(info.st_mode) else "other"
+        return 0o644

@@ -18,8 +18,9 @@ from typing import Literal
 
 from .apply import NO_FILES_MODIFIED, summary_for
 from .content import PatchApplyError, derive_new_contents, unified_diff
-from .fsops import read_utf8, resolve_patch_path, write_text
-from .oserror import io_error_text
+from .files import OutsideWritableRoots, PlainFiles
+from .fsops import PLAIN, read_utf8, resolve_patch_path, write_text
+from .oserror import io_error_text, rust_os_error
 from .parser import AddFile, DeleteFile, Hunk, PatchError, PatchParseError, parse_patch
 from .rollback import Journal
 
@@ -81,18 +82,19 @@ class VerifiedPatch:
         """The text :meth:`apply` returns on success."""
         return summary_for(self.hunks)
 
-    def apply(self) -> str:
+    def apply(self, files: PlainFiles = PLAIN) -> str:
         """Write every change in patch order and return the summary.
 
-        On a failure everything already changed is restored and :class:`PatchApplyError`
-        is raised.
+        ``files`` makes the writes (:class:`~.files.ConfinedFiles` keeps them inside the
+        writable roots). On a failure everything already changed is restored and
+        :class:`PatchApplyError` is raised.
         """
         if not self.hunks:
             raise PatchApplyError(NO_FILES_MODIFIED)
-        journal = Journal()
+        journal = Journal(files)
         try:
             for hunk, change in zip(self.hunks, self.changes, strict=True):
-                _apply_change(hunk, change, journal)
+                _apply_change(hunk, change, journal, files)
         except (PatchApplyError, OSError, ValueError) as error:
             message = error.message if isinstance(error, PatchApplyError) else io_error_text(error)
             problems = journal.rollback()
@@ -154,50 +156,60 @@ def _verify_hunk(hunk: Hunk, source: Path, base: Path) -> FileChange:
     )
 
 
-def _read_for_update(path: Path, error_type: type[PatchError]) -> str:
+def _read_for_update(
+    path: Path, error_type: type[PatchError], files: PlainFiles = PLAIN
+) -> str:
     try:
-        return read_utf8(path)
+        return read_utf8(path, files)
     except (OSError, ValueError) as exc:
         raise error_type(f"Failed to read file to update {path}: {io_error_text(exc)}") from None
 
 
-def _apply_change(hunk: Hunk, change: FileChange, journal: Journal) -> None:
+def _apply_change(hunk: Hunk, change: FileChange, journal: Journal, files: PlainFiles) -> None:
     path = str(change.path)
     if isinstance(hunk, AddFile):
-        _write_new(path, hunk.contents, journal)
+        _write_new(path, hunk.contents, journal, files)
     elif isinstance(hunk, DeleteFile):
         journal.remember(path)
-        try:
-            os.remove(path)
-        except (OSError, ValueError):
-            raise PatchApplyError(f"Failed to delete file {path}") from None
+        _remove(path, "Failed to delete file", files)
     else:
         # Read again: an earlier hunk (a move) may have written this file.
-        current = _read_for_update(change.path, PatchApplyError)
+        current = _read_for_update(change.path, PatchApplyError, files)
         new_text = derive_new_contents(path, current, hunk.chunks, preserve_line_endings=True)
         if change.move_path is None:
             journal.remember(path)
-            _write(path, new_text)
+            _write(path, new_text, files)
             return
-        _write_new(str(change.move_path), new_text, journal)
+        _write_new(str(change.move_path), new_text, journal, files)
         journal.remember(path)
-        try:
-            os.remove(path)
-        except (OSError, ValueError):
-            raise PatchApplyError(f"Failed to remove original {path}") from None
+        _remove(path, "Failed to remove original", files)
 
 
-def _write_new(path: str, text: str, journal: Journal) -> None:
+def _failed(what: str, path: str, error: BaseException) -> PatchApplyError:
+    """The error of a failed write; a write out of the writable roots says why."""
+    if isinstance(error, OutsideWritableRoots):
+        return PatchApplyError(f"Failed to write file {path}: {rust_os_error(error)}")
+    return PatchApplyError(f"{what} {path}")
+
+
+def _remove(path: str, what: str, files: PlainFiles) -> None:
+    try:
+        files.remove(path)
+    except (OSError, ValueError) as exc:
+        raise _failed(what, path, exc) from None
+
+
+def _write_new(path: str, text: str, journal: Journal, files: PlainFiles) -> None:
     journal.remember(path)
     try:
         journal.make_parents(path)
-    except (OSError, ValueError):
-        raise PatchApplyError(f"Failed to create parent directories for {path}") from None
-    _write(path, text)
+    except (OSError, ValueError) as exc:
+        raise _failed("Failed to create parent directories for", path, exc) from None
+    _write(path, text, files)
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str, files: PlainFiles) -> None:
     try:
-        write_text(path, text)
-    except (OSError, ValueError):
-        raise PatchApplyError(f"Failed to write file {path}") from None
+        write_text(path, text, files)
+    except (OSError, ValueError) as exc:
+        raise _failed("Failed to write file", path, exc) from None

@@ -22,6 +22,7 @@ from agent_magics.apply_patch import (
     VerifiedPatch,
     verify_patch,
 )
+from agent_magics.apply_patch.files import ConfinedFiles, PlainFiles
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.approval import ApprovalRequest
 from agent_magics.tools.args import decode_args
@@ -31,7 +32,13 @@ from agent_magics.tools.exec.format import structured_output
 from agent_magics.tools.exec.guard import looks_write_denied, write_denied
 from agent_magics.tools.policy import patch_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.sandbox.roots import is_writable, writable_roots
+from agent_magics.tools.sandbox.roots import (
+    PROTECTED_NAMES,
+    is_writable,
+    read_only_subpaths,
+    real,
+    writable_roots,
+)
 from agent_magics.tools.spec import FreeformSpec, FunctionSpec, ToolSpec, obj, string
 
 FREEFORM_DESCRIPTION = (
@@ -105,7 +112,8 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         if sandbox.confined and not inside:
             denied = "".join(write_denied(p) for p in paths if not is_writable(p, roots))
             return denied, 1, time.monotonic() - started
-        text, code = await asyncio.to_thread(_apply, verified)
+        files = confined_files(roots) if sandbox.confined else PlainFiles()
+        text, code = await asyncio.to_thread(_apply, verified, files)
         return text, code, time.monotonic() - started
 
     text, code, duration = await inv.services.orchestrator.run(
@@ -122,9 +130,21 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
     return ToolOutput(body, success=code == 0)
 
 
-def _apply(verified: VerifiedPatch) -> tuple[str, int]:
+def confined_files(roots: list[Path]) -> ConfinedFiles:
+    """File operations that stay in ``roots`` and out of their protected folders, even
+    when a path is swapped for a symlink while the patch is written."""
+    read_only: list[Path] = []
+    for root in roots:
+        try:
+            read_only += [real(path) for path in read_only_subpaths(root)]
+        except (OSError, ValueError):
+            read_only += [root / name for name in PROTECTED_NAMES]
+    return ConfinedFiles(tuple(roots), tuple(read_only))
+
+
+def _apply(verified: VerifiedPatch, files: PlainFiles) -> tuple[str, int]:
     try:
-        return verified.apply(), 0
+        return verified.apply(files), 0
     except PatchApplyError as exc:
         return f"{exc.message}\n", 1
 
