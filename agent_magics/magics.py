@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, get_args
 
@@ -28,10 +29,11 @@ from agent_magics.ui.controller import Controller, same_engine
 from agent_magics.ui.headless import request_allows_stdin
 from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
+from agent_magics.ui.trust_question import ProjectTrust
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
 PROVIDERS = list(get_args(SessionConfig.model_fields["provider"].annotation))
-COMMANDS = ("reset", "status", "tools", "history", "mcp", "cancel", "help")
+COMMANDS = ("reset", "status", "tools", "history", "mcp", "cancel", "trust", "help")
 
 
 @magics_class
@@ -70,6 +72,7 @@ class AgentMagics(Magics):
         self.agent = Controller(getattr(shell, "kernel", None))
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
+        self.trust = ProjectTrust()
 
     @property
     def session(self) -> Session | None:
@@ -157,8 +160,9 @@ class AgentMagics(Magics):
         Options stick: they apply to this cell and the following ones, until
         ``--new`` (a fresh conversation, options forgotten).
 
-        Settings, lowest priority first: ``~/.agent_magics/config.toml``,
-        ``./.agent_magics/config.toml``, environment variables (``OPENAI_API_KEY``,
+        Settings, lowest priority first: ``~/.agent_magics/config.toml``, the folder's
+        ``.agent_magics/config.toml`` once you trust it (the cell asks; a changed file is
+        asked about again; ``%agent trust``), environment variables (``OPENAI_API_KEY``,
         ``OPENAI_BASE_URL``, ``AGENT_MAGICS_MODEL``, ``AGENT_MAGICS_PROVIDER``,
         ``AGENT_MAGICS_APPROVAL_POLICY``, ``AGENT_MAGICS_SANDBOX``), traitlets
         (``%config AgentMagics.model = "..."`` or ``c.AgentMagics.model`` in
@@ -192,12 +196,21 @@ class AgentMagics(Magics):
         if config is None:
             return None
         headless = self.headless_mode() if self._headless_now() else None
+        project = self.trust.pending(config.cwd)
+        rebuild = partial(self.build_config, self._sticky, self._sticky_overrides)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            if project is not None:
+                config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
             run_in_terminal(self.agent, config, prompt, headless)
             return None
+        source, note = self.trust.settle_in_cell(
+            project, headless is not None, loop, config, rebuild
+        )
         view, approver = self.agent.make_view(loop, headless)
+        if note is not None:
+            view.note(note)
         if not args._awaited:
             if headless:
                 view.note("Headless, but this cell could not wait: the turn runs on its own.")
@@ -205,7 +218,7 @@ class AgentMagics(Magics):
                 version = ".".join(map(str, ipykernel_version() or ())) or "unknown"
                 view.note(f"--block needs ipykernel 7.4 or newer (found {version}).")
         background = not args._awaited
-        return self.agent.schedule(loop, config, prompt, view, approver, background)
+        return self.agent.schedule(loop, source, prompt, view, approver, background)
 
     # -- the input transformer (awaited cells) ---------------------------------------------
 
@@ -241,6 +254,7 @@ class AgentMagics(Magics):
         mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
                  (%agent mcp help for the options)
         cancel   stop the running turn (and any queued ones)
+        trust    trust this folder's .agent_magics/config.toml as it is now
         help     the manual of %%agent
         """
         word, _, rest = line.strip().partition(" ")
@@ -254,6 +268,11 @@ class AgentMagics(Magics):
 
     def _cmd_help(self) -> None:
         print(self.agent_cell.__doc__)
+
+    def _cmd_trust(self) -> None:
+        config = self._current_config()
+        if config is not None:
+            print(self.trust.trust_here(config.cwd))
 
     def _cmd_reset(self) -> None:
         self.agent.end_session()

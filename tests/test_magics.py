@@ -3,6 +3,7 @@ rewrite that makes headless and ``--block`` cells wait for their turn."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -197,3 +198,70 @@ def test_mcp_servers_are_listed_added_used_and_removed(
     assert capsys.readouterr().err == (
         "agent: %agent mcp add: argument --tool-timeout: invalid float value: 'soon'.\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("button", "applied", "outcome"),
+    [
+        pytest.param("Trust", True, "Trusted: ", id="trust"),
+        pytest.param("Not now", False, "Not now: ", id="not-now"),
+    ],
+)
+async def test_the_cell_asks_before_a_project_config_applies(
+    ip: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    button: str,
+    applied: bool,
+    outcome: str,
+) -> None:
+    """The widget question (a real ``Button.click()``) holds the turn until answered."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    config = tmp_path / ".agent_magics" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('instructions = "from-project"\nsandbox_mode = "danger-full-access"\n')
+    agent = magics(ip)
+    with ScriptedResponsesServer([[message("one")], [message("two")]]) as server:
+        ip.run_cell(f"%%agent --base-url {server.base_url} {OPTS}\nfirst")
+        question = agent.trust.last
+        assert question is not None and not question.answered
+        assert "sandbox_mode = &quot;danger-full-access&quot;" in question.text.value
+        tasks = list(agent.agent.tasks)
+        await asyncio.sleep(0.05)
+        assert (server.requests, agent.session) == ([], None)  # the turn waits for the answer
+        question.buttons[button].click()
+        await asyncio.gather(*tasks)
+        assert question.outcome.value.startswith(f"<div>{outcome}")
+        ip.run_cell("%%agent\nsecond")  # asked once: no second question
+        assert agent.trust.last is question
+        await asyncio.gather(*agent.agent.tasks)
+        assert agent.session is not None
+        await agent.session.aclose()
+    assert [r["instructions"] == "from-project" for r in server.requests] == [applied, applied]
+    assert (home / ".agent_magics" / "config.toml").exists() is (button == "Trust")
+
+
+def test_a_headless_cell_ignores_an_untrusted_project_config_until_agent_trust(
+    ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    config = tmp_path / ".agent_magics" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('instructions = "from-project"\n')
+    magics(ip).headless = "always"
+    with ScriptedResponsesServer() as server:
+        ip.run_cell(f"%%agent --base-url {server.base_url} {OPTS}\nfirst")
+        assert capsys.readouterr().err == (
+            f"agent: ignored the project config {config} (it sets instructions): not trusted "
+            "yet. To trust it: run `%agent trust` in this folder, or `agent-magics trust "
+            "FOLDER` in a terminal.\n"
+        )
+        ip.run_cell("%agent trust")
+        assert capsys.readouterr().out == (
+            '  instructions = "from-project"\n'
+            f"agent: Trusted: {config} applies "
+            f"(kept in {tmp_path}/home/.agent_magics/config.toml).\n"
+        )
+        ip.run_cell("%%agent\nsecond")
+    assert [r["instructions"] == "from-project" for r in server.requests] == [False, True]

@@ -9,7 +9,7 @@ new model server or tool set moves the conversation to a new session.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from IPython.display import display
@@ -43,6 +43,8 @@ ENGINE_FIELDS = {
     "replay_path",
 } & set(SessionConfig.model_fields)
 NEW_ENGINE = "The model server or the tools changed; the conversation goes on with them."
+ConfigSource = SessionConfig | Callable[[], Awaitable[SessionConfig]]
+"""A turn's settings, or how to get them when it starts (after a question is answered)."""
 
 
 def same_engine(a: SessionConfig, b: SessionConfig) -> bool:
@@ -139,12 +141,13 @@ class Controller:
         return widgets, approver
 
     def turn(
-        self, config: SessionConfig, prompt: str, view: TurnView, approver: Approver
+        self, config: ConfigSource, prompt: str, view: TurnView, approver: Approver
     ) -> tuple[Callable[[], Any], Callable[[], None]]:
         """The coroutine function of one turn (pick the session, listen, run) and its stop."""
 
         async def start() -> None:
-            session = self.session_for(config, view)
+            settings = config if isinstance(config, SessionConfig) else await config()
+            session = self.session_for(settings, view)
             unsubscribe = session.subscribe(view)
             session.approver = approver
             try:
@@ -159,7 +162,7 @@ class Controller:
     def schedule(
         self,
         loop: asyncio.AbstractEventLoop,
-        config: SessionConfig,
+        config: ConfigSource,
         prompt: str,
         view: TurnView,
         approver: Approver,
