@@ -42,7 +42,14 @@ from agent_magics.models.base import (
     StreamFailed,
 )
 from agent_magics.models.retry import backoff
-from agent_magics.protocol import Message, Reasoning, parse_item
+from agent_magics.protocol import (
+    CALL_TYPES,
+    MalformedItem,
+    Message,
+    Reasoning,
+    parse_item,
+    server_item,
+)
 from agent_magics.redaction import SessionRedactor
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import build_registry
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
 
 Item = Any  # a protocol item model
+EMPTY_ANSWER = "the model server sent an answer with no message and no tool call"
 DEFAULT_LOG_DIR = Path.home() / ".agent_magics" / "logs"
 
 
@@ -337,7 +345,10 @@ class Session:
             elif isinstance(event, ReasoningDelta):
                 pass
             elif isinstance(event, ItemDone):
-                item = parse_item(event.item)
+                try:
+                    item = server_item(event.item)
+                except MalformedItem as exc:
+                    raise StreamFailed(f"the model server sent {exc}", retryable=False) from None
                 items.append(item)
                 if isinstance(item, Message) and item.role == "assistant":
                     self._emit(AssistantMessage(item.text))
@@ -345,6 +356,8 @@ class Session:
                     self._emit(ReasoningSummary(item.summary_text))
             elif isinstance(event, Completed):
                 usage = event.usage
+        if not any(_speaks(item) for item in items):
+            raise StreamFailed(EMPTY_ANSWER, retryable=False)
         return items, usage
 
     async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
@@ -389,3 +402,10 @@ class Session:
             await self.mcp.aclose()
         if self._client is not None:
             await self._client.aclose()
+
+
+def _speaks(item: Item) -> bool:
+    """Whether ``item`` is something a turn can end on or go on from."""
+    return getattr(item, "type", None) in CALL_TYPES or (
+        isinstance(item, Message) and item.role == "assistant"
+    )

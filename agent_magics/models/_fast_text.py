@@ -20,6 +20,7 @@ from agent_magics.models._sse import SseParser
 from agent_magics.models._template import Template, TextShape, learn_template
 
 FAST_MIN_BYTES = 4096  # smaller reads parse fast enough the usual way
+FAST_MAX_BYTES = 1 << 20  # larger ones (a huge event) too: templates are for small deltas
 MIN_RUN = 8  # fewer text deltas in a row are read the usual way
 MAX_LEARNS = 16  # per stream: a shape that keeps changing is not worth learning
 LEARN_WITHIN = 16  # without a template, the events read first, to learn from
@@ -60,7 +61,7 @@ class FastText:
         """``region`` (whole events) as runs of text and parts (whole events) to parse,
         in order. The caller must have read each part before it asks for the next: the
         template is learned from what the decoder has read."""
-        if len(region) < FAST_MIN_BYTES:
+        if not FAST_MIN_BYTES <= len(region) <= FAST_MAX_BYTES:
             yield region
             return
         if self._template is None and self._learns < MAX_LEARNS:

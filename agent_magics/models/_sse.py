@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from itertools import pairwise
 
+from agent_magics.models.base import StreamFailed
+
 
 @dataclass(frozen=True)
 class ServerSentEvent:
@@ -28,18 +30,31 @@ async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[ServerSentEvent]:
         yield event
 
 
+MAX_EVENT_BYTES = 16 << 20
+"""The most bytes one event (or one line) may take before its end arrives. A stream
+that goes past it ends, not retried, with :data:`EVENT_TOO_LARGE`: the parser holds no
+more than this plus one network read, and reads each byte a bounded number of times."""
+EVENT_TOO_LARGE = (
+    f"the model server sent an event larger than {MAX_EVENT_BYTES >> 20} MiB, "
+    "so the stream was stopped"
+)
+
+
 class SseParser:
     """Turns chunks of bytes, cut anywhere, into events.
 
     The clients read the body in network-sized chunks and parse them here without an
     await per line, which keeps a long stream of small deltas cheap. Lines end with
-    ``\\n`` or ``\\r\\n``; a lone ``\\r`` is not treated as a line end.
+    ``\\n`` or ``\\r\\n``; a lone ``\\r`` is not treated as a line end. An unfinished
+    event is kept as a list of the chunks it came in, so a long one costs linear time;
+    past :data:`MAX_EVENT_BYTES` it raises :class:`StreamFailed`.
     """
 
-    __slots__ = ("_data", "_event", "_id", "_lines_only", "_tail")
+    __slots__ = ("_data", "_event", "_held", "_id", "_lines_only", "_tail")
 
     def __init__(self) -> None:
-        self._tail = b""
+        self._tail: list[bytes] = []  # the chunks since the last event (or line) ended
+        self._held = 0  # bytes in _tail and _data
         self._event = ""
         self._data: list[bytes] = []
         self._id: str | None = None
@@ -62,39 +77,56 @@ class SseParser:
         if self._lines_only or b"\r" in chunk:
             self._lines_only = True
             return None
-        buf = self._tail + chunk if self._tail else chunk
-        cut = buf.rfind(b"\n\n")
-        if cut < 0:
-            self._tail = buf
-            return b""
-        self._tail = buf[cut + 2 :]
-        return buf[: cut + 2]
+        end = chunk.rfind(b"\n\n") + 2  # where the last complete event ends
+        if end < 2:
+            if chunk[:1] != b"\n" or not self._tail or self._tail[-1][-1:] != b"\n":
+                self._hold(chunk)
+                return b""
+            end = 1  # the blank line began in the last chunk
+        region = b"".join([*self._tail, chunk[:end]])
+        self._tail, self._held = [], 0
+        if end < len(chunk):
+            self._hold(chunk[end:])
+        return region
+
+    def _hold(self, part: bytes) -> None:
+        self._held += len(part)
+        if self._held > MAX_EVENT_BYTES:
+            raise StreamFailed(EVENT_TOO_LARGE, retryable=False)
+        self._tail.append(part)
 
     def close_data(self) -> list[bytes]:
         """The data of a last event the body ended without a blank line after."""
         if self._lines_only:
             return [e.data.encode() for e in self.close()]
-        tail, self._tail = self._tail, b""
+        tail, self._tail, self._held = b"".join(self._tail), [], 0
         parser = SseParser()
         events = parser.feed(tail) + parser.close() if tail else []
         return [e.data.encode() for e in events]
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        if b"\n" not in chunk:
+            self._hold(chunk)
+            return []
         if self._tail:
-            chunk = self._tail + chunk
+            chunk = b"".join([*self._tail, chunk])
+            self._held -= sum(map(len, self._tail))
+            self._tail = []
         lines = chunk.split(b"\n")
-        self._tail = lines.pop()
+        last = lines.pop()
         out: list[ServerSentEvent] = []
         for line in lines:
             self._line(line[:-1] if line.endswith(b"\r") else line, out)
+        if last:
+            self._hold(last)
         return out
 
     def close(self) -> list[ServerSentEvent]:
         """Events still pending when the body ended (a last event without a blank line)."""
         out: list[ServerSentEvent] = []
         if self._tail:
-            self._line(self._tail.rstrip(b"\r"), out)
-            self._tail = b""
+            self._line(b"".join(self._tail).rstrip(b"\r"), out)
+            self._tail = []
         self._line(b"", out)
         return out
 
@@ -103,7 +135,7 @@ class SseParser:
             if self._data:
                 data = b"\n".join(self._data).decode("utf-8", "replace")
                 out.append(ServerSentEvent(self._event or "message", data, self._id))
-            self._event, self._data = "", []
+            self._event, self._data, self._held = "", [], 0
             return
         if line[0] == 0x3A:  # ":" starts a comment (keep-alives)
             return
@@ -111,6 +143,9 @@ class SseParser:
         if value[:1] == b" ":
             value = value[1:]
         if name == b"data":
+            self._held += len(value)
+            if self._held > MAX_EVENT_BYTES:
+                raise StreamFailed(EVENT_TOO_LARGE, retryable=False)
             self._data.append(value)
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")

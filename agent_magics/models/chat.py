@@ -34,7 +34,13 @@ from agent_magics.models.base import (
 )
 from agent_magics.models.chat_convert import chat_messages, chat_tool_choice, chat_tools
 from agent_magics.models.http import SseClient
-from agent_magics.models.stream import BaseDecoder, DeltaBuffer, stream_failure
+from agent_magics.models.stream import (
+    BaseDecoder,
+    DeltaBuffer,
+    json_object,
+    stream_failure,
+    token_count,
+)
 
 
 def chat_body(request: ModelRequest) -> dict[str, Any]:
@@ -56,14 +62,14 @@ def chat_body(request: ModelRequest) -> dict[str, Any]:
 
 
 def chat_usage(raw: dict[str, Any]) -> Usage:
-    prompt = raw.get("prompt_tokens_details") or {}
-    completion = raw.get("completion_tokens_details") or {}
+    prompt = json_object(raw.get("prompt_tokens_details"))
+    completion = json_object(raw.get("completion_tokens_details"))
     return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        cached_input_tokens=int(prompt.get("cached_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        reasoning_output_tokens=int(completion.get("reasoning_tokens") or 0),
-        total_tokens=int(raw.get("total_tokens") or 0),
+        input_tokens=token_count(raw.get("prompt_tokens")),
+        cached_input_tokens=token_count(prompt.get("cached_tokens")),
+        output_tokens=token_count(raw.get("completion_tokens")),
+        reasoning_output_tokens=token_count(completion.get("reasoning_tokens")),
+        total_tokens=token_count(raw.get("total_tokens")),
     )
 
 
@@ -82,7 +88,7 @@ class _Call:
 def _plain_content(data: dict[str, Any]) -> str | None:
     """The text of a chunk that carries text and nothing else (the common chunk)."""
     choices = data.get("choices")
-    if not choices or len(choices) != 1 or data.get("usage") is not None:
+    if not isinstance(choices, list) or len(choices) != 1 or data.get("usage") is not None:
         return None
     choice = choices[0]
     if not isinstance(choice, dict) or choice.get("finish_reason") is not None:
@@ -149,12 +155,13 @@ class ChatDecoder(BaseDecoder):
         self.response_id = self.response_id or str(data.get("id") or "")
         if isinstance(data.get("usage"), dict):
             self.usage = chat_usage(data["usage"])
-        for choice in data.get("choices") or ():
+        choices = data.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, dict) and (choice.get("index") or 0) == 0:
                 self._choice(choice, self._buffer)
 
     def _choice(self, choice: dict[str, Any], events: DeltaBuffer) -> None:
-        delta = choice.get("delta") or {}
+        delta = json_object(choice.get("delta"))
         reasoning = delta.get("reasoning") or delta.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             self.reasoning.append(reasoning)
@@ -169,7 +176,7 @@ class ChatDecoder(BaseDecoder):
         fragments = delta.get("tool_calls")
         if not fragments and isinstance(delta.get("function_call"), dict):
             fragments = [delta["function_call"]]  # the legacy single-call form
-        for position, fragment in enumerate(fragments or ()):
+        for position, fragment in enumerate(fragments if isinstance(fragments, list) else ()):
             if isinstance(fragment, dict):
                 self._fragment(position, fragment, events)
         reason = choice.get("finish_reason")
@@ -195,8 +202,8 @@ class ChatDecoder(BaseDecoder):
         call.call_id = call.call_id or call_id
         call.name = call.name or str(fn.get("name") or "")
         arguments = fn.get("arguments")
-        if isinstance(arguments, dict):
-            arguments = json.dumps(arguments)
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments)  # the tool rejects it in its own words
         if isinstance(arguments, str) and arguments:
             call.arguments.append(arguments)
             events.add(ToolInputDelta(call.item_id, arguments))
@@ -243,7 +250,7 @@ def _freeform_input(raw: str) -> str:
     """The ``input`` string of a freeform call; raw text if the model sent no JSON."""
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return raw
     if isinstance(value, dict):
         if isinstance(value.get("input"), str):

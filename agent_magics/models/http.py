@@ -35,6 +35,8 @@ from agent_magics.models.stream import Decoder, StreamReader
 RETRY_STATUSES = frozenset({408, 409, 429})
 DRAIN_S = 0.1  # how long the end of a body is awaited after [DONE] (as the openai package)
 DRAIN_MAX_BYTES = 1 << 16
+MAX_ERROR_BODY_BYTES = 1 << 16  # of an error answer, read for its message; the rest is not
+ERROR_DETAIL_CHARS = 1000  # of the server's words, quoted in the sentence
 RetryHook = Callable[[int, float, str], None]
 
 
@@ -101,10 +103,10 @@ class SseClient:
                     "POST", url, content=payload, headers=self._headers()
                 ) as response:
                     if response.status_code >= 400:
-                        await response.aread()
                         delay = self._retry_delay(response, attempt)
                         if delay is None:
-                            raise self._status_error(response, request)
+                            detail = error_message(await _head(response), response.reason_phrase)
+                            raise self._status_error(response, request, detail)
                         await self._sleep(attempt, delay, f"HTTP {response.status_code}")
                         continue
                     tape: list[Any] | None = [] if self.recorder else None
@@ -141,9 +143,10 @@ class SseClient:
             return hinted if hinted <= MAX_SERVER_DELAY_S else None
         return backoff(attempt)
 
-    def _status_error(self, response: httpx.Response, request: ModelRequest) -> Exception:
+    def _status_error(
+        self, response: httpx.Response, request: ModelRequest, detail: str
+    ) -> Exception:
         status = response.status_code
-        detail = error_message(response)
         if status == 401:
             text = (
                 "The model server rejected the API key (HTTP 401); "
@@ -241,14 +244,29 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
         return
 
 
-def error_message(response: httpx.Response) -> str:
+async def _head(response: httpx.Response) -> bytes:
+    """The first :data:`MAX_ERROR_BODY_BYTES` of an error body; the rest is not read
+    (the connection is closed instead of drained)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= MAX_ERROR_BODY_BYTES:
+            break
+    return b"".join(parts)[:MAX_ERROR_BODY_BYTES]
+
+
+def error_message(body: bytes, reason: str) -> str:
+    """What an error body says: its ``error.message``, or the start of its text."""
+    text = body.decode("utf-8", "replace")
     try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text[:300] or response.reason_phrase
-    err = body.get("error") if isinstance(body, dict) else None
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text[:ERROR_DETAIL_CHARS] or reason
+    err = data.get("error") if isinstance(data, dict) else None
     if isinstance(err, dict) and err.get("message"):
-        return str(err["message"])
+        return str(err["message"])[:ERROR_DETAIL_CHARS]
     if isinstance(err, str):
-        return err
-    return response.text[:300]
+        return err[:ERROR_DETAIL_CHARS]
+    return text[:ERROR_DETAIL_CHARS]

@@ -22,7 +22,14 @@ from agent_magics.models.base import (
     ToolInputDelta,
 )
 from agent_magics.models.http import RETRY_STATUSES, RetryHook, SseClient
-from agent_magics.models.stream import NOT_RETRYABLE_FAILURES, BaseDecoder, stream_failure
+from agent_magics.models.stream import (
+    NOT_RETRYABLE_FAILURES,
+    BaseDecoder,
+    json_object,
+    stream_failure,
+    token_count,
+)
+from agent_magics.protocol import MalformedItem, check_item_shape
 
 TOOL_INPUT_DELTAS = frozenset(
     {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
@@ -74,11 +81,11 @@ class ResponsesDecoder(BaseDecoder):
     def feed_all(self, batch: list[dict[str, Any]]) -> list[ModelEvent]:
         buffer = self._buffer
         for data in batch:
-            kind = data.get("type", "")
+            kind = data.get("type")
             if kind == "response.output_text.delta":
                 delta = data.get("delta")
                 buffer.text(str(data.get("item_id", "")), delta if isinstance(delta, str) else "")
-            else:
+            elif isinstance(kind, str):
                 event = self._other(kind, data)
                 if event is not None:
                     buffer.add(event)
@@ -86,21 +93,22 @@ class ResponsesDecoder(BaseDecoder):
 
     def _other(self, kind: str, data: dict[str, Any]) -> ModelEvent | None:
         if kind == "response.output_item.done":
-            return ItemDone(data.get("item") or {})
+            return ItemDone(_item(data.get("item")))
         if kind == "response.output_item.added":
-            return ItemAdded(data.get("item") or {})
+            item = data.get("item")
+            return ItemAdded(_item(item)) if isinstance(item, dict) else None
         if kind in TOOL_INPUT_DELTAS:
             return ToolInputDelta(str(data.get("item_id", "")), str(data.get("delta", "")))
         if kind in REASONING_DELTAS:
             return ReasoningDelta(str(data.get("item_id", "")), str(data.get("delta", "")))
+        response = json_object(data.get("response"))
         if kind == "response.completed":
-            resp = data.get("response") or {}
-            self.completed = Completed(str(resp.get("id", "")), parse_usage(resp.get("usage")))
+            self.completed = Completed(str(response.get("id", "")), parse_usage(response))
         elif kind == "response.incomplete":
-            reason = ((data.get("response") or {}).get("incomplete_details") or {}).get("reason")
+            reason = json_object(response.get("incomplete_details")).get("reason")
             raise StreamFailed(f"Incomplete response returned, reason: {reason}", retryable=True)
         elif kind in ("response.failed", "error"):
-            err = (data.get("response") or {}).get("error") or data
+            err = json_object(response.get("error")) or data
             code = str(err.get("code") or "")
             raise stream_failure(code, str(err.get("message") or "response.failed"))
         return None
@@ -109,6 +117,15 @@ class ResponsesDecoder(BaseDecoder):
         if self.completed is None:
             raise StreamFailed("stream closed before response.completed", retryable=True)
         return [self.completed]
+
+
+def _item(value: Any) -> dict[str, Any]:
+    """An output item fit to hand on (see :func:`check_item_shape`); anything else ends
+    the stream with one sentence."""
+    try:
+        return check_item_shape(value)
+    except MalformedItem as exc:
+        raise StreamFailed(f"the model server sent {exc}", retryable=False) from None
 
 
 class ResponsesClient(SseClient):
@@ -124,17 +141,17 @@ class ResponsesClient(SseClient):
         return ResponsesDecoder()
 
 
-def parse_usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    inp = raw.get("input_tokens_details") or {}
-    out = raw.get("output_tokens_details") or {}
+def parse_usage(response: dict[str, Any]) -> Usage:
+    """The token counts of a response; counts that are not whole numbers read as 0."""
+    raw = json_object(response.get("usage"))
+    inp = json_object(raw.get("input_tokens_details"))
+    out = json_object(raw.get("output_tokens_details"))
     return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        cached_input_tokens=int(inp.get("cached_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        reasoning_output_tokens=int(out.get("reasoning_tokens") or 0),
-        total_tokens=int(raw.get("total_tokens") or 0),
+        input_tokens=token_count(raw.get("input_tokens")),
+        cached_input_tokens=token_count(inp.get("cached_tokens")),
+        output_tokens=token_count(raw.get("output_tokens")),
+        reasoning_output_tokens=token_count(out.get("reasoning_tokens")),
+        total_tokens=token_count(raw.get("total_tokens")),
     )
 
 

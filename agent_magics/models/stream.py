@@ -19,6 +19,7 @@ from agent_magics.models._sse import SseParser, region_data
 from agent_magics.models._template import TextShape
 from agent_magics.models.base import ModelEvent, OutputTextDelta, StreamFailed
 from agent_magics.models.retry import try_again_hint
+from agent_magics.protocol import MAX_ITEM_DEPTH, nested_deeper_than
 
 NOT_RETRYABLE_FAILURES = frozenset(
     {
@@ -30,6 +31,10 @@ NOT_RETRYABLE_FAILURES = frozenset(
         "slow_down",
     }
 )
+MAX_EVENT_DEPTH = 2 * MAX_ITEM_DEPTH
+"""How deeply a stream payload may nest; a deeper one ends the stream (Python could not
+write it back, record it or scrub it)."""
+TOO_DEEP = f"the model server sent an event nested deeper than {MAX_EVENT_DEPTH} levels"
 DONE = "[DONE]"  # the Chat Completions end marker, kept as such in recordings
 DONE_BYTES = DONE.encode()
 
@@ -174,6 +179,17 @@ def stream_failure(code: str, message: str) -> StreamFailed:
     return StreamFailed(message, retryable=True, delay_s=delay)
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: a field of an odd shape in
+    a server's event is read as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def token_count(value: Any) -> int:
+    """A token count from the server: a positive integer, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def replay_tape(decoder: Decoder, tape: list[Any]) -> list[ModelEvent]:
     """Decode a recorded stream (its payloads in order, maybe ending with ``[DONE]``)."""
     done = DONE in tape
@@ -183,14 +199,23 @@ def replay_tape(decoder: Decoder, tape: list[Any]) -> list[ModelEvent]:
 
 def parse_batch(datas: list[bytes]) -> list[dict[str, Any]]:
     """The JSON objects among ``datas`` (one C-level parse for the lot when they are
-    all valid JSON)."""
+    all valid JSON). Invalid UTF-8 is read with replacement characters, so a message
+    is kept, not dropped; text that is not JSON is skipped, as Codex skips it; JSON
+    nested deeper than :data:`MAX_EVENT_DEPTH` ends the stream (:data:`TOO_DEEP`); only
+    payloads with that many brackets are walked to know."""
     try:
         values = json.loads(b"[" + b",".join(datas) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         values = []
         for data in datas:
             try:
-                values.append(json.loads(data))
+                values.append(json.loads(data.decode("utf-8", "replace")))
             except ValueError:
                 continue
+            except RecursionError:
+                raise StreamFailed(TOO_DEEP, retryable=False) from None
+    if any(d.count(b"[") + d.count(b"{") > MAX_EVENT_DEPTH for d in datas) and any(
+        nested_deeper_than(v, MAX_EVENT_DEPTH) for v in values
+    ):
+        raise StreamFailed(TOO_DEEP, retryable=False)
     return [v for v in values if isinstance(v, dict)]

@@ -2,28 +2,38 @@
 
 from agent_magics.protocol.items import (
     CALL_TYPES,
+    MAX_ITEM_DEPTH,
     OUTPUT_TYPES,
     CustomToolCall,
     CustomToolCallOutput,
     FunctionCall,
     FunctionCallOutput,
+    MalformedItem,
     Message,
     Reasoning,
     ResponseItem,
     UnknownItem,
+    check_item_shape,
+    nested_deeper_than,
     parse_item,
+    server_item,
 )
 
 __all__ = [
     "CALL_TYPES",
+    "MAX_ITEM_DEPTH",
     "OUTPUT_TYPES",
     "CustomToolCall",
     "CustomToolCallOutput",
     "FunctionCall",
     "FunctionCallOutput",
+    "MalformedItem",
     "Message",
     "Reasoning",
     "ResponseItem",
     "UnknownItem",
+    "check_item_shape",
+    "nested_deeper_than",
     "parse_item",
+    "server_item",
 ]

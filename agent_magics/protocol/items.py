@@ -7,9 +7,14 @@ item type we do not know is kept as :class:`UnknownItem`, never dropped).
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
+
+MAX_ITEM_DEPTH = 128
+"""How deeply an item from the server may nest (serde_json's default limit, which Codex
+reads items with); pydantic cannot send a much deeper item back."""
 
 
 class _Item(BaseModel):
@@ -119,7 +124,7 @@ def _tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     if kind is None and isinstance(value, dict) and "role" in value:
         return "message"
-    return kind if kind in _KNOWN else "unknown"
+    return kind if isinstance(kind, str) and kind in _KNOWN else "unknown"
 
 
 ResponseItem = Annotated[
@@ -157,3 +162,81 @@ def parse_item(data: dict[str, Any]) -> AnyItem:
 
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+_CALL_INPUT = {"function_call": "arguments", "custom_tool_call": "input"}
+
+
+class MalformedItem(ValueError):
+    """An output item the server sent that cannot be kept or answered; ``str(self)``
+    says what was wrong, as the end of a sentence ("the model server sent ...")."""
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` (JSON-like) nests lists and dicts more than ``limit`` deep;
+    walked without recursion, so any depth is safe to ask about."""
+    level: list[Any] = [value]
+    for _ in range(limit + 1):
+        below: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                below.extend(node.values())
+            elif isinstance(node, list):
+                below.extend(node)
+        if not below:
+            return False
+        level = below
+    return True
+
+
+def check_item_shape(data: Any) -> dict[str, Any]:
+    """``data`` if it is a JSON object nested no deeper than :data:`MAX_ITEM_DEPTH`;
+    raises :class:`MalformedItem` otherwise."""
+    if not isinstance(data, dict):
+        raise MalformedItem(f"an output item that is not a JSON object ({_kind(data)})")
+    if nested_deeper_than(data, MAX_ITEM_DEPTH):
+        raise MalformedItem(f"an output item nested deeper than {MAX_ITEM_DEPTH} levels")
+    return data
+
+
+def server_item(data: Any) -> AnyItem:
+    """An output item as the server sent it, made fit to keep in history.
+
+    A tool call whose name, arguments or input is not a string keeps its ``call_id``,
+    so the model can be answered: a missing or non-string name becomes ``""`` (an
+    unsupported call), other arguments become their JSON text (which the tool then
+    rejects in its own words). What cannot be kept raises :class:`MalformedItem`: an
+    item that is not an object, nests deeper than :data:`MAX_ITEM_DEPTH`, is a call
+    without a ``call_id`` (its answer could not be paired), or has fields of the wrong
+    type for its kind.
+    """
+    check_item_shape(data)
+    kind = data.get("type")
+    if isinstance(kind, str) and kind in _CALL_INPUT:
+        call_id = data.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise MalformedItem(f"a {kind} without a call_id, so it cannot be answered")
+        name, field = data.get("name"), _CALL_INPUT[kind]
+        data = {
+            **data,
+            "name": name if isinstance(name, str) else "",
+            field: _text(data.get(field)),
+        }
+    try:
+        return parse_item(data)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = str(error["loc"][1]) if len(error["loc"]) > 1 else "item"
+        label = f"{kind} item" if isinstance(kind, str) and kind else "item"
+        raise MalformedItem(f"a malformed {label} ({where}: {error['msg']})") from None
+
+
+def _text(value: Any) -> str:
+    """A call's arguments or input as text: JSON text unless it already is a string."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )

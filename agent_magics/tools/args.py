@@ -8,6 +8,7 @@ Line and column are computed from the raw text; the wording follows serde's.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -16,6 +17,46 @@ from agent_magics.errors import ArgumentError
 
 M = TypeVar("M", bound=BaseModel)
 PREFIX = "failed to parse function arguments: "
+MAX_DEPTH = 128
+"""serde_json's recursion limit: arguments nested this deep are refused, in its words."""
+TOO_DEEP = "recursion limit exceeded"
+OUT_OF_RANGE = "number out of range"
+_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')  # string literals and brackets
+_LONG_NUMBER = re.compile(r"\d{4301,}")  # past Python's int parsing limit
+
+
+def parse_json(raw: str) -> Any:
+    """``json.loads`` within serde_json's limits: text nesting :data:`MAX_DEPTH` lists
+    or objects, or with a number Python will not parse, raises
+    :class:`json.JSONDecodeError` with serde's message at serde's position, as a
+    syntax error does (so :func:`json_error_text` words every one of them)."""
+    if raw.count("[") + raw.count("{") >= MAX_DEPTH:
+        at = _too_deep_at(raw)
+        if at is not None:
+            raise json.JSONDecodeError(TOO_DEEP, raw, at)
+    try:
+        return json.loads(raw)
+    except RecursionError:  # the caller's stack was already deep
+        raise json.JSONDecodeError(TOO_DEEP, raw, len(raw.rstrip()) - 1) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of more digits than Python converts
+        found = _LONG_NUMBER.search(raw)
+        raise json.JSONDecodeError(OUT_OF_RANGE, raw, found.end() - 1 if found else 0) from None
+
+
+def _too_deep_at(raw: str) -> int | None:
+    """Where the :data:`MAX_DEPTH`-th nested ``[`` or ``{`` is, outside strings."""
+    depth = 0
+    for token in _NESTING.finditer(raw):
+        ch = token.group()
+        if ch in "[{":
+            depth += 1
+            if depth >= MAX_DEPTH:
+                return token.start()
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return None
 
 
 def _position(raw: str, index: int) -> str:
@@ -58,6 +99,8 @@ def _eof_text(raw: str, msg: str) -> str:
 
 def json_error_text(raw: str, exc: json.JSONDecodeError) -> str:
     msg = exc.msg
+    if msg in (TOO_DEEP, OUT_OF_RANGE):
+        return f"{msg} at {_position(raw, exc.pos + 1)}"
     if not raw.strip():
         return f"EOF while parsing a value at {_position(raw, len(raw))}"
     at_end = not raw[exc.pos :].strip() or msg.startswith("Unterminated string")
@@ -180,7 +223,7 @@ def decode_args(model: type[M], raw: str) -> M:
     A JSON array fills the model's fields in declaration order, as serde does for structs.
     """
     try:
-        data = json.loads(raw)
+        data = parse_json(raw)
     except json.JSONDecodeError as exc:
         raise ArgumentError(PREFIX + json_error_text(raw, exc)) from None
     end = _position(raw, len(raw.rstrip()))

@@ -24,6 +24,7 @@ from agent_magics.tools.context import (
 from agent_magics.tools.registry import ToolRegistry
 
 INCOMPATIBLE_PAYLOAD = "aborted"
+NO_NAME = "(the call names no tool)"
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class ToolRouter:
         tool = self.registry.get(call.name)
         if tool is None:
             what = "unsupported custom tool call" if call.kind == "custom" else "unsupported call"
-            return ToolOutput(f"{what}: {call.name}", success=False)
+            return ToolOutput(f"{what}: {call.name or NO_NAME}", success=False)
         if tool.handler.payload_kind != call.kind:
             # Codex 0.169.0 answers a call of the wrong kind (a JSON call to the freeform
             # apply_patch, say) with "aborted" and carries on with the turn.

@@ -19,7 +19,7 @@ from agent_magics.mcp.manager import McpError, McpManager, McpTool
 from agent_magics.mcp.results import call_error_output, call_result_output, compact_json
 from agent_magics.rust_text import RUST_WHITESPACE
 from agent_magics.tools.approval import ApprovalRequest
-from agent_magics.tools.args import json_error_text
+from agent_magics.tools.args import json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import rust_debug_str
@@ -45,7 +45,7 @@ def parse_arguments(raw: str) -> Any:
     if not raw.strip(RUST_WHITESPACE):
         return None
     try:
-        return json.loads(raw)
+        return parse_json(raw)
     except json.JSONDecodeError as exc:
         raise RespondToModel(f"err: {json_error_text(raw, exc)}") from None
 

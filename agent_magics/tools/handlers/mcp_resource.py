@@ -18,7 +18,7 @@ from agent_magics.errors import RespondToModel
 from agent_magics.mcp.manager import McpError, McpManager
 from agent_magics.mcp.results import compact_json
 from agent_magics.rust_text import RUST_WHITESPACE
-from agent_magics.tools.args import PREFIX, describe_value, json_error_text
+from agent_magics.tools.args import PREFIX, describe_value, json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
@@ -67,7 +67,7 @@ def _parse(raw: str) -> Any:
     if not raw.strip(RUST_WHITESPACE):
         return _ABSENT
     try:
-        return json.loads(raw)
+        return parse_json(raw)
     except json.JSONDecodeError as exc:
         raise RespondToModel(PREFIX + json_error_text(raw, exc)) from None
 
