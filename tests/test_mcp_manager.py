@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, TextContent
 from agent_magics.events import Event, McpServerFailed, McpServerReady
 from agent_magics.mcp import McpError, McpManager, McpServerConfig, _reasons, call_result_output
 from agent_magics.mcp.config import DEFAULT_ENV_VARS, safe_url
+from agent_magics.models.secret import Scrubber
 
 DEMO = Path(__file__).resolve().parent / "mcp_servers" / "demo_server.py"
 SILENT = DEMO.with_name("silent_server.py")
@@ -527,3 +528,33 @@ async def test_an_http_server_killed_during_a_call(running: Running, tmp_path: P
     [status] = running.manager.statuses()
     assert status.state == "failed"
     assert [e.reason for e in failures(running.events, "web")] == [status.reason]
+
+
+# -- secrets in a server's log --------------------------------------------------------------
+
+
+async def test_a_server_log_is_written_through_redact_codex_shares_this(tmp_path: Path) -> None:
+    """Every stderr line reaches the log scrubbed, the last one (the failure reason) too.
+    Codex logs a server's stderr lines as they come (rmcp_client.rs: ``info!("MCP server
+    stderr ({program_name}): {line}")``)."""
+    token = "tok-Mn3Bv5Cx7Zl9Kj2Hg4Qw8Er6Ty1Ui0"
+    server = Path(__file__).resolve().parent / "mcp_servers" / "environ_server.py"
+    cfg = McpServerConfig(
+        command=sys.executable,
+        args=(str(server), "--exit-at-start", "4"),
+        env={"SERVICE_TOKEN": token, "LAST": f"tail {token}"},
+    )
+    events: list[Event] = []
+    manager = McpManager(
+        {}, cwd=tmp_path, log_dir=tmp_path / "logs", emit=events.append, redact=Scrubber(token)
+    )
+    try:
+        status = await manager.add("env", cfg)
+    finally:
+        await manager.aclose()
+    assert status.state == "failed" and status.log_path is not None
+    log = status.log_path.read_text()
+    assert "SERVICE_TOKEN=[redacted]\n" in log
+    assert "LAST=tail [redacted]\n" in log
+    assert token[:12] not in log
+    assert (status.reason or "").startswith("exited with code 4 while starting: key:")

@@ -14,6 +14,7 @@ from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
 from agent_magics.mcp.config import safe_url
+from agent_magics.termsafe import terminal_safe
 
 MAX_STDERR_LINE = 300
 
@@ -42,7 +43,8 @@ def exited(returncode: int, stderr_line: str | None, *, starting: bool) -> str:
 
 
 def last_stderr_line(log_path: Path | None, offset: int) -> str | None:
-    """The last non-blank line the server wrote to its log after ``offset``."""
+    """The last non-blank line the server wrote to its log after ``offset``, without
+    escape sequences or control characters."""
     if log_path is None:
         return None
     try:
@@ -53,8 +55,8 @@ def last_stderr_line(log_path: Path | None, offset: int) -> str | None:
     except OSError:
         return None
     for line in reversed(data.decode("utf-8", "replace").splitlines()):
-        if line.strip():
-            line = line.strip()
+        line = terminal_safe(line).strip()  # it is printed, and a server wrote it
+        if line:
             return line if len(line) <= MAX_STDERR_LINE else line[: MAX_STDERR_LINE - 1] + "…"
     return None
 
