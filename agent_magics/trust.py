@@ -224,15 +224,23 @@ def trust_project(project: ProjectConfig, home: Path | None = None) -> Path:
             f"Cannot add the trust entry to {user_file} as it is written; add this table "
             f"by hand:\n{entry_text(project)}"
         )
-    user_file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=user_file.parent, prefix=".config-", suffix=".toml")
+    try:
+        _replace(user_file, new)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {user_file}: {exc.strerror or exc}.") from None
+    return user_file
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` at once (a new file is private to the user)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".toml")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(new)
-        if user_file.exists():
-            os.chmod(tmp, user_file.stat().st_mode & 0o7777)
-        os.replace(tmp, user_file)
+            out.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return user_file

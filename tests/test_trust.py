@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from agent_magics.config import DEFAULT_MODEL, load_config
+from agent_magics.errors import ConfigError
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.trust import ProjectConfig, project_config, trust_project
+from agent_magics.trust import ProjectConfig, entry_text, project_config, trust_project
 from tests.sandbox_helpers import Arena, arena
 
 __all__ = ["arena"]  # the fixture, imported for this module's tests
@@ -313,3 +314,22 @@ def test_the_terminal_question_through_a_pty(tmp_path: Path, answer: str, model:
     trusted = (home / ".agent_magics" / "config.toml").exists()
     assert trusted is (answer == "y")
     assert ("ignored the project config" in text) is (answer == "n")
+
+
+def test_a_user_config_that_cannot_be_used_is_one_sentence(tmp_path: Path, home: Path) -> None:
+    write_project(tmp_path, 'model = "x"\n')
+    project = found(tmp_path, home)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    with pytest.raises(ConfigError) as err:
+        trust_project(project, not_a_folder)
+    assert str(err.value).startswith(f"Cannot read {not_a_folder}/.agent_magics/config.toml: ")
+    (home / ".agent_magics").mkdir()
+    (home / ".agent_magics" / "config.toml").write_text("projects = 1\n")
+    with pytest.raises(ConfigError) as err:
+        trust_project(project, home)
+    assert str(err.value).splitlines() == [
+        f"Cannot add the trust entry to {home}/.agent_magics/config.toml as it is written; "
+        "add this table by hand:",
+        *entry_text(project).splitlines(),
+    ]
