@@ -250,3 +250,10 @@ def test_a_scrubber_of_nothing_changes_nothing() -> None:
     assert not scrub
     assert scrub("anything") == "anything"
     assert scrub.data({"a": ["b"]}) == {"a": ["b"]}
+
+
+def test_every_piece_of_a_long_secret_is_found_wherever_it_starts() -> None:
+    scrub = Scrubber(KEY)
+    for start in range(len(KEY) - MIN_PIECE + 1):
+        piece = KEY[start : start + MIN_PIECE]
+        assert scrub(f"<{piece}>") == f"<{REDACTED}>", start

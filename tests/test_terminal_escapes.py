@@ -57,7 +57,7 @@ def test_an_mcp_server_failure_line_has_no_controls(tmp_path: Path) -> None:
     assert last_stderr_line(log, 0) == "fatal: bad config"
 
 
-def run_exec(tmp_path: Path, turns: list[list[dict[str, Any]]]) -> tuple[bytes, bytes]:
+def run_exec(tmp_path: Path, turns: list[Any]) -> tuple[bytes, bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
     env |= {"HOME": str(tmp_path), "OPENAI_API_KEY": "sk-terminal-test-0123456789"}
     argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]

@@ -22,6 +22,7 @@ from typing import Any
 REDACTED = "[redacted]"
 MIN_PIECE = 12
 MIN_KEY_FOR_PIECES = 24
+BLOCK = MIN_PIECE // 2  # every MIN_PIECE characters of a secret hold one aligned block
 
 
 class Scrubber:
@@ -31,11 +32,18 @@ class Scrubber:
         self.secrets = tuple(sorted({s for s in secrets if s}, key=lambda s: (-len(s), s)))
         # Each piece of a long secret -> the secret and where the piece ends in it.
         self._pieces: dict[str, tuple[str, int]] = {}
+        # Any piece holds one of these blocks, so text without them needs no regex scan
+        # (substring tests run at memory speed; the scan of many pieces does not).
+        self._blocks: list[str] = []
         for secret in self.secrets:
             if len(secret) >= MIN_KEY_FOR_PIECES:
                 for i in range(len(secret) - MIN_PIECE + 1):
                     self._pieces.setdefault(secret[i : i + MIN_PIECE], (secret, i + MIN_PIECE))
+                self._blocks += [
+                    secret[i : i + BLOCK] for i in range(0, len(secret) - BLOCK + 1, BLOCK)
+                ]
         whole = [s for s in self.secrets if len(s) < MIN_KEY_FOR_PIECES]
+        self._blocks += whole
         # Longest first, so that a whole short secret wins over a piece at one position.
         found = sorted([*self._pieces, *whole], key=lambda s: (-len(s), s))
         self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
@@ -44,7 +52,7 @@ class Scrubber:
         return bool(self.secrets)
 
     def __call__(self, text: str) -> str:
-        if self._pattern is None:
+        if self._pattern is None or not any(block in text for block in self._blocks):
             return text
         found = self._pattern.search(text)
         if found is None:
