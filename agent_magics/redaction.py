@@ -7,8 +7,9 @@ Which secrets (:func:`session_secrets`):
    ``bearer_token_env_var``, those named in ``env_http_headers``, the values of
    ``http_headers`` and of a stdio server's ``env`` whose name looks secret;
 3. every variable of our environment whose name looks secret (it contains ``KEY``,
-   ``TOKEN``, ``SECRET`` or ``PASSW``: Codex leaves the first three out of a command's
-   environment by default), such as ``GITHUB_TOKEN`` or ``AWS_SECRET_ACCESS_KEY``;
+   ``TOKEN``, ``SECRET`` or ``PASSW``: the first three are the patterns of Codex's
+   ``shell_environment_policy`` default excludes), such as ``GITHUB_TOKEN`` or
+   ``AWS_SECRET_ACCESS_KEY``;
    a value that is a path (``SSH_KEY_PATH=/home/...``) is not a credential, and its
    pieces would eat other paths, so it is left alone.
 
