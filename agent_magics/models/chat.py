@@ -193,14 +193,16 @@ class ChatDecoder(BaseDecoder):
         inner = frag.get("function")
         fn: dict[str, Any] = inner if isinstance(inner, dict) else frag
         call_id = str(frag.get("id") or "")
+        name = fn.get("name")
+        name = name if isinstance(name, str) else ""  # the call is then answered as nameless
         call = self._slots.get(slot)
         if call is None or (call_id and call.call_id and call_id != call.call_id):
-            call = _Call(_short_id("fc"), call_id, str(fn.get("name") or ""))
+            call = _Call(_short_id("fc"), call_id, name)
             self._slots[slot] = call
             self.calls.append(call)
             events.add(ItemAdded(self._call_item(call, "in_progress")))
         call.call_id = call.call_id or call_id
-        call.name = call.name or str(fn.get("name") or "")
+        call.name = call.name or name
         arguments = fn.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments)  # the tool rejects it in its own words
