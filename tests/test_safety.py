@@ -45,6 +45,8 @@ def test_known_safe_vectors(case: dict[str, Any]) -> None:
     platform = case.get("platform", "")
     if platform.startswith("windows only"):
         expected = False  # a Windows path is not a known command anywhere else
+    if case["argv"][:2] == ["git", "-C"]:
+        expected = False  # `-C` can name a repository the model wrote (see KNOWN_SAFE)
     elif platform.startswith("linux only") and not LINUX:
         expected = not expected
     assert is_known_safe_command(case["argv"]) is expected
@@ -72,19 +74,23 @@ PLAIN_SCRIPTS = [
     P("ls |\nwc", [["ls"], ["wc"]], id="newline-after-pipe"),
     P("ls&&pwd||true|wc;ls", [["ls"], ["pwd"], ["true"], ["wc"], ["ls"]], id="no-spaces"),
     P("ls \\\n-la", [["ls", "-la"]], id="line-continuation"),
-    P("l\\\ns", [["l", "s"]], id="continuation-splits-word"),
-    P("echo a\\ b", [["echo", "a\\ b"]], id="escaped-space-kept-raw"),
-    P("echo \\ a", [["echo", "a"]], id="escaped-space-separates"),
-    P("echo \\$HOME", [["echo", "\\$HOME"]], id="escaped-dollar"),
-    P('echo "a\\"b"', [["echo", 'a\\"b']], id="escape-in-double-quotes-raw"),
+    P("l\\\ns", [["ls"]], id="continuation-joins-word"),
+    P("echo a\\ b", [["echo", "a b"]], id="escaped-space"),
+    P("echo \\ a", None, id="escaped-space-tree-sitter-separates"),
+    P("echo \\$HOME", [["echo", "$HOME"]], id="escaped-dollar"),
+    P('echo "a\\"b"', [["echo", 'a"b']], id="escape-in-double-quotes"),
+    P('echo "a\\x\\\\"', [["echo", "a\\x\\"]], id="other-escape-in-double-quotes-kept"),
     P("echo 'a\\'", [["echo", "a\\"]], id="single-quotes-literal"),
     P("echo ''", [["echo", ""]], id="empty-single-quotes"),
     P('echo a""', [["echo", "a"]], id="concatenation-with-empty"),
     P("echo ''\"\"", None, id="empty-concatenation"),
-    P("echo 'it'\\''s'", [["echo", "it\\'s"]], id="quote-escape-quote"),
-    P('echo "a"\\x', [["echo", "a", "\\x"]], id="escape-after-quote-new-word"),
-    P("echo {a,b} *.py ~/x a=b", [["echo", "{a,b}", "*.py", "~/x", "a=b"]], id="globs"),
-    P("echo ] ]", [["echo", "] ]"]], id="special-run"),
+    P("echo 'it'\\''s'", [["echo", "it's"]], id="quote-escape-quote"),
+    P('echo "a"\\x', None, id="escape-after-quote-tree-sitter-splits"),
+    P("echo src/*.py ~/x a=b", [["echo", "src/*.py", "~/x", "a=b"]], id="globs"),
+    P("echo {a,b}", None, id="brace-expansion"),
+    P("echo *.py", None, id="glob-may-expand-to-an-option"),
+    P("echo -*", None, id="glob-with-dash-prefix"),
+    P("echo ] ]", None, id="special-run-tree-sitter-joins"),
     P("echo {1..3}", None, id="brace-expression"),
     P("echo x#y", [["echo", "x#y"]], id="hash-inside-word"),
     P("ls # note", None, id="comment"),
@@ -95,7 +101,7 @@ PLAIN_SCRIPTS = [
     P("123 foo", None, id="number-as-command"),
     P('"ls" x', None, id="quoted-command-name"),
     P("l's'", None, id="concatenated-command-name"),
-    P("then x; fi; done", [["then", "x"], ["fi"], ["done"]], id="stray-keywords-are-words"),
+    P("then x; fi; done", None, id="stray-keywords"),
     P("if true; then ls; fi", None, id="if"),
     P("for", None, id="for"),
     P("export FOO", None, id="declaration"),
@@ -121,11 +127,12 @@ PLAIN_SCRIPTS = [
     P('echo "a`b`"', None, id="backticks-in-quotes"),
     P("echo <(ls)", None, id="process-substitution"),
     P("echo a\\", None, id="trailing-backslash"),
-    P("ls \\\n", None, id="continuation-at-end"),
+    P("ls \\\n", [["ls"]], id="continuation-at-end"),
     P("echo 'open", None, id="unterminated-single"),
     P('echo "open', None, id="unterminated-double"),
-    P("ls\n\\x", [["ls", "\n\\x"]], id="newline-then-escape-joins"),
-    P("echo a\u00a0b", [["echo", "a\u00a0b"]], id="nbsp-is-a-word-character"),
+    P("ls\n\\x", [["ls"], ["x"]], id="newline-then-escape-ends-the-command"),
+    P("echo a\u00a0b", None, id="unicode-space"),
+    P("echo 'a\u00a0b\v'", [["echo", "a\u00a0b\v"]], id="unicode-space-quoted"),
 ]
 
 
@@ -152,7 +159,7 @@ HEREDOCS = [
     P("cat <<'EOF'\n$(x)\nEOF", ["cat"], id="quoted-body-literal"),
     P("cat <<EOF\n$HOME ${X} `x`\nEOF", ["cat"], id="expansions-in-body"),
     P("cat <<EOF\nx\nEOF # done", ["cat"], id="comment-after-end"),
-    P("cat <<EOF\r\nx\r\nEOF\r\n", ["cat"], id="crlf"),
+    P("cat <<EOF\r\nx\r\nEOF\r\n", None, id="crlf"),
     P("cat <<EOF\n$(whoami)\nEOF", None, id="command-substitution-in-body"),
     P("cat <<EOF\n\\$(x)\nEOF", None, id="escaped-substitution-in-body"),
     P("cat <<EOF\nx\nEOF\nls", None, id="second-command"),
@@ -178,9 +185,16 @@ def test_parse_heredoc_command(script: str, expected: list[str] | None) -> None:
 
 
 KNOWN_SAFE = [
-    P(["git", "-C", "repo", "status"], True, id="git-dir-option"),
-    P(["git", "--git-dir=.git", "log", "-p"], True, id="git-inline-option"),
-    P(["git", "-Crepo", "diff"], True, id="git-attached-option"),
+    # Codex skips these global options and calls the command safe (is_safe_command.rs,
+    # find_git_subcommand); they point git at a repository whose hooks it runs.
+    P(["git", "-C", "repo", "status"], False, id="git-dash-C-codex-allows"),
+    P(["git", "--git-dir=.git", "log", "-p"], False, id="git-git-dir-codex-allows"),
+    P(["git", "-Crepo", "diff"], False, id="git-attached-C-codex-allows"),
+    P(["git", "--work-tree", "w", "status"], False, id="git-work-tree-codex-allows"),
+    P(["git", "--bare", "log"], False, id="git-bare"),
+    P(["git", "--exec-path=x", "status"], False, id="git-exec-path-codex-allows"),
+    P(["git", "-c", "core.hooksPath=h", "status"], False, id="git-hooks-path"),
+    P(["git", "--no-pager", "log"], True, id="git-no-pager"),
     P(["git", "--config-env=x=Y", "status"], False, id="git-config-env"),
     P(["git", "diff", "--ext-diff"], False, id="git-ext-diff"),
     P(["git", "log", "--exec=x"], False, id="git-exec"),

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from agent_magics.tools.safety_paths import (
+    git_is_trusted,
+    program_is_trusted,
+    shell_startup_is_trusted,
+)
 from agent_magics.tools.shell_parse import (
     executable_name,
     extract_powershell_script,
@@ -27,6 +33,7 @@ from agent_magics.tools.shell_parse import (
 )
 
 __all__ = [
+    "all_known_safe",
     "canonical_command",
     "commands_of",
     "exec_policy_commands",
@@ -51,14 +58,13 @@ _FIND_UNSAFE = frozenset(
 _RG_UNSAFE_FLAGS = frozenset({"--search-zip", "-z"})
 _RG_UNSAFE_WITH_VALUE = ("--pre", "--hostname-bin")
 _GIT_READ_ONLY = frozenset({"status", "log", "diff", "show", "branch"})
-_GIT_OPTION_WITH_VALUE = frozenset(
-    {"-C", "-c", "--config-env", "--exec-path", "--git-dir", "--namespace"}
-    | {"--super-prefix", "--work-tree"}
+# The only options allowed before git's subcommand. Others can point git at another
+# repository or config (`-C`, `--git-dir`, `--work-tree`, `--bare`, `-c`, ...), whose
+# hooks, `core.fsmonitor` or pager git would run; Codex skips over them.
+_GIT_HARMLESS_GLOBALS = frozenset(
+    {"--", "--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs"}
+    | {"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"}
 )
-_GIT_INLINE_PREFIXES = (
-    "--config-env=", "--exec-path=", "--git-dir=", "--namespace=", "--super-prefix=",
-    "--work-tree=",
-)  # fmt: skip
 _GIT_UNSAFE_FLAGS = frozenset({"--output", "--ext-diff", "--textconv", "--exec", "--paginate"})
 _GIT_BRANCH_LISTING = frozenset(
     {"--list", "-l", "--show-current", "-a", "--all", "-r", "--remotes", "-v", "-vv"}
@@ -66,21 +72,57 @@ _GIT_BRANCH_LISTING = frozenset(
 )
 
 
-def is_known_safe_command(argv: Sequence[str]) -> bool:
+def is_known_safe_command(
+    argv: Sequence[str], *, cwd: Path | None = None, writable_roots: Sequence[Path] = ()
+) -> bool:
     """Whether ``argv`` only reads: a safe command, or a ``bash -lc`` script of them.
 
-    Every element equal to ``zsh`` counts as ``bash`` first, as in Codex.
+    Every element equal to ``zsh`` counts as ``bash`` first, as in Codex. ``cwd`` is the
+    folder the command runs in and ``writable_roots`` where the model's commands may
+    write: a program, repository or shell startup file found there is not trusted (see
+    :mod:`agent_magics.tools.safety_paths`). Without them only absolute program paths
+    count, and nothing is taken for model-written.
     """
     command = ["bash" if arg == "zsh" else arg for arg in argv]
-    if _is_safe_exec(command):
+    if _is_safe_exec(command, cwd, writable_roots):
         return True
     commands = shell_script_commands(command)
-    return bool(commands) and all(_is_safe_exec(c) for c in commands or ())
+    return bool(commands) and all_known_safe(
+        commands or [], argv=command, cwd=cwd, writable_roots=writable_roots
+    )
 
 
-def _is_safe_exec(command: Sequence[str]) -> bool:
-    if not command:
+def all_known_safe(
+    commands: Sequence[Sequence[str]],
+    *,
+    argv: Sequence[str],
+    cwd: Path | None,
+    writable_roots: Sequence[Path],
+) -> bool:
+    """Whether every sub-command of ``argv`` is known-safe where it runs: after a ``cd``
+    the folder is unknown, and a shell whose startup files the model may write is not
+    trusted at all."""
+    shell = writable_roots and extract_shell_script(argv) is not None
+    if shell and not shell_startup_is_trusted(writable_roots):
         return False
+    here = cwd
+    for command in commands:
+        if not _is_safe_exec(command, here, writable_roots):
+            return False
+        if command and command[0] == "cd":
+            here = None
+    return True
+
+
+def _is_safe_exec(command: Sequence[str], cwd: Path | None, roots: Sequence[Path]) -> bool:
+    if not command or not _is_safe_by_name(command):
+        return False
+    if not program_is_trusted(command[0], cwd, roots):
+        return False
+    return executable_name(command[0]) != "git" or git_is_trusted(cwd, roots)
+
+
+def _is_safe_by_name(command: Sequence[str]) -> bool:
     name = executable_name(command[0])
     args = command[1:]
     if name in _ALWAYS_SAFE:
@@ -143,21 +185,14 @@ def _is_safe_git(command: Sequence[str]) -> bool:
 
 
 def _git_subcommand(command: Sequence[str]) -> tuple[int, str] | None:
-    """The first non-option argument after git's global options, if read-only."""
-    skip = False
+    """The first non-option argument after git's global options, if read-only and
+    only harmless global options come before it."""
     for index in range(1, len(command)):
         arg = command[index]
-        if skip:
-            skip = False
-            continue
-        inline = arg.startswith(_GIT_INLINE_PREFIXES) or (arg[:2] in ("-C", "-c") and len(arg) > 2)
-        if inline:
-            continue
-        if arg in _GIT_OPTION_WITH_VALUE:
-            skip = True
+        if arg in _GIT_HARMLESS_GLOBALS:
             continue
         if arg.startswith("-"):
-            continue
+            return None
         return (index, arg) if arg in _GIT_READ_ONLY else None
     return None
 

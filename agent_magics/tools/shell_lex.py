@@ -1,12 +1,14 @@
 """A small lexer for the subset of bash that Codex's command-safety rules look at.
 
 Codex feeds ``bash -lc`` scripts to tree-sitter-bash and then keeps only scripts whose
-syntax tree holds nothing but plain commands. This module reaches the same accept /
-reject decisions by hand: the lexer turns a script into words, operators, comments and
-here-documents, flagging anything that would become an expansion or a substitution,
-and :mod:`agent_magics.tools.shell_parse` judges the token stream. Words keep their source
-spelling (backslash escapes are not removed, quotes are), as tree-sitter's node text
-does. Anything the lexer cannot read raises :class:`Unparsable`.
+syntax tree holds nothing but plain commands. This module reaches those accept /
+reject decisions by hand, with one rule first: a script is only read as plain commands
+when bash would split it into the same commands and words. The lexer turns a script into
+words (each with the value bash gives it), operators, comments and here-documents,
+flagging anything that would become an expansion or a substitution, and
+:mod:`agent_magics.tools.shell_parse` judges the token stream. Where tree-sitter and bash
+read the text differently, or we are unsure, the lexer raises :class:`Unparsable`, so the
+script is not known-safe. It reads each character a bounded number of times.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from dataclasses import dataclass
 
 from agent_magics.tools.shell_words import (
     BLANKS,
-    BRACE_RANGE,
     SPECIAL,
     WORD_END,
     Unparsable,
@@ -27,6 +28,11 @@ _OPERATORS = (
     "<<<", "<<-", "&>>", ";;&", "&&", "||", "|&", ";;", ";&", "&>", "<<", "<&-", ">&-",
     "<&", ">&", ">>", ">|", "<(", ">(", "&", "|", ";", "<", ">", "(", ")",
 )  # fmt: skip
+# Longer scripts are not read at all (so never known-safe): reading is linear, but a
+# script is read several times per call on the event loop, and no read-only command
+# needs this much text.
+MAX_SCRIPT_CHARS = 100_000
+_OPERATOR_CHARS = frozenset("&|;<>()")
 REDIRECTS = frozenset({"&>>", "&>", "<&-", ">&-", "<&", ">&", ">>", ">|", "<", ">"})
 
 
@@ -66,7 +72,7 @@ class _Lexer:
         self.heredocs = heredocs
         self.pending: list[tuple[str, bool, int]] = []  # (delimiter, quoted, token index)
         self.tokens: list[Token] = []
-        self.special_run: tuple[int, int] | None = None  # (start, token index)
+        self.special_run: int | None = None  # token index of a lone { } [ ]
 
     def peek(self, offset: int = 0) -> str:
         i = self.pos + offset
@@ -75,26 +81,23 @@ class _Lexer:
     def run(self) -> list[Token]:
         src = self.src
         while self.pos < len(src):
-            c, nxt = src[self.pos], self.peek(1)
+            c = src[self.pos]
             if c in BLANKS:
                 self.pos += 1
-            elif c == "\\" and (nxt in BLANKS or nxt == "\n"):
-                # An escaped blank or a line continuation separates words.
-                self.pos += 3 if src.startswith("\r\n", self.pos + 1) else 2
-                if nxt == "\r" and src[self.pos - 1] != "\n":
-                    raise Unparsable("stray backslash")
-                rest = src[self.pos :].strip(" \t\v\f\r")
-                if not rest or (not self.tokens and not rest.strip("\n")):
-                    raise Unparsable("backslash at the end of the script")
-            elif c == "\\" and nxt == "":
-                raise Unparsable("backslash at the end of the script")
+            elif c == "\\" and self.peek(1) == "\n":
+                # bash drops a line continuation; one that would join two operators
+                # (`&\<newline>&`) is refused rather than modelled.
+                after_op = self.pos > 0 and src[self.pos - 1] in _OPERATOR_CHARS
+                if after_op and self.peek(2) in _OPERATOR_CHARS:
+                    raise Unparsable("a line continuation inside an operator")
+                self.pos += 2
             elif c == "\n":
                 self.newline()
             elif c == "#":
                 self.tokens.append(Comment(self.pos))
                 end = src.find("\n", self.pos)
                 self.pos = len(src) if end < 0 else end
-            elif c in "&|;<>()":
+            elif c in _OPERATOR_CHARS:
                 self.operator()
             else:
                 self.add_word()
@@ -103,47 +106,21 @@ class _Lexer:
         return self.tokens
 
     def newline(self) -> None:
-        src, start = self.src, self.pos
-        end = start
-        while end < len(src) and src[end] == "\n":
-            end += 1
-        after = src[end + 1 : end + 2]
-        joins = bool(self.tokens) and isinstance(self.tokens[-1], Word) and not self.pending
-        if joins and src[end : end + 2] == "\\\n":
-            self.pos = end  # newlines then a line continuation: the command goes on
-            return
-        if src[end : end + 1] == "\\" and after not in ("", "\n") and after not in BLANKS and joins:
-            # tree-sitter quirk: newlines right before a word that starts with a
-            # backslash escape do not end the command; they start that word.
-            self.pos = end
-            word = self.word()
-            self.tokens.append(Word(src[start:end] + word.value, word.kind, src[start : self.pos]))
-            return
-        self.tokens.append(Op("\n", start))
+        self.tokens.append(Op("\n", self.pos))
         self.pos += 1
         if self.pending:
             self.read_bodies()
 
     def add_word(self) -> None:
-        """Append the next word. A lone ``{ } [ ]`` starts a run that swallows the
-        blanks and the ``{ } [ ]`` characters after it, as tree-sitter does."""
-        src, start = self.src, self.pos
+        """Append the next word. tree-sitter reads a lone ``{ } [ ]`` followed by blanks
+        and more of them as one word; bash does not, so that is refused."""
         run = self.special_run
-        if run is not None and run[1] == len(self.tokens) - 1 and src[start] in SPECIAL:
-            while self.pos < len(src) and src[self.pos] in SPECIAL:
-                if BRACE_RANGE.match(src, self.pos):
-                    break
-                self.pos += 1
-            if self.pos > start:
-                text = src[run[0] : self.pos]
-                self.tokens[-1] = Word(text, "word", text)
-                if self.pos >= len(src) or src[self.pos] in WORD_END or src[self.pos] == "\\":
-                    return
-                start = self.pos
+        if run is not None and run == len(self.tokens) - 1 and self.src[self.pos] in SPECIAL:
+            raise Unparsable("a run of lone braces or brackets")
         word = self.word()
         self.tokens.append(word)
         lone = len(word.text) == 1 and word.text in SPECIAL
-        self.special_run = (start, len(self.tokens) - 1) if lone else None
+        self.special_run = len(self.tokens) - 1 if lone else None
 
     def word(self) -> Word:
         word, self.pos = read_word(self.src, self.pos)
@@ -214,4 +191,6 @@ def _plain_body(body: str) -> bool:
 
 def lex(script: str, *, heredocs: bool = False) -> list[Token]:
     """Tokens of ``script``; raises :class:`Unparsable` on anything outside our subset."""
+    if len(script) > MAX_SCRIPT_CHARS:
+        raise Unparsable("script too long to read")
     return _Lexer(script, heredocs).run()

@@ -2,8 +2,10 @@
 
 * :func:`parse_shell_script`: a script made only of plain commands (words and quoted
   strings with literal content) joined by ``&&``, ``||``, ``;``, ``|`` or newlines gives
-  its commands; anything else gives None. This is the set of scripts whose
-  tree-sitter-bash tree Codex accepts as "word only".
+  its commands, each word as bash passes it; anything else gives None. These are the
+  scripts whose tree-sitter-bash tree Codex accepts as "word only", less those that bash
+  would split differently (tests/test_shell_differential.py runs both on generated
+  scripts).
 * :func:`parse_heredoc_command`: a script that is one command fed by a here-document
   (``python3 <<'PY' ... PY``) gives that command's words, Codex's "complex parsing".
 * :func:`extract_shell_script`: ``[bash|zsh|sh, -lc|-c, script]`` gives the script.
@@ -26,9 +28,11 @@ from agent_magics.tools.shell_lex import (
 )
 from agent_magics.tools.shell_words import Unparsable, Word
 
-# Words that start something other than a simple command when they come first.
+# Words that start something other than a simple command when they come first (or
+# are a syntax error there for bash, though tree-sitter reads them as command names).
 RESERVED = frozenset(
     {"if", "case", "for", "select", "while", "until", "function", "[", "[[", "!", "{"}
+    | {"then", "else", "elif", "fi", "do", "done", "esac", "in", "}", "]]", "time", "coproc"}
     | {"declare", "typeset", "export", "readonly", "local", "unset", "unsetenv"}
 )
 _ASSIGNMENT = re.compile(r"\w+(\+?=|\[)")
@@ -44,7 +48,7 @@ def _command_words(words: Sequence[Word]) -> list[str] | None:
     argv = [name.value]
     for word in words[1:]:
         if word.kind in ("word", "number", "string", "raw_string"):
-            if word.kind == "word" and word.value in ("==", "=~"):
+            if word.kind == "word" and _spelling(word) in ("==", "=~"):
                 return None  # tree-sitter reads these as test operators
             argv.append(word.value)
         elif word.kind == "concatenation" and word.value:
@@ -153,8 +157,13 @@ def _heredoc_follows(tokens: Sequence[Token], i: int) -> bool:
         i += 3  # descriptor, operator, target
 
 
+def _spelling(word: Word) -> str:
+    """The word's source text without line continuations, as bash reads it."""
+    return word.text.replace("\\\n", "")
+
+
 def _plain_name(name: Word) -> bool:
-    text = name.text
+    text = _spelling(name)
     if name.value in RESERVED or name.value[:1] in ("[", "{"):
         return False
     return not _ASSIGNMENT.match(text) and not _BAD_NAME.match(text)
@@ -186,11 +195,11 @@ def _is_op(token: Token | None, text: str) -> bool:
 def _is_literal(token: Token) -> bool:
     if not isinstance(token, Word) or token.kind not in ("word", "number"):
         return False
-    return token.value not in ("==", "=~")
+    return _spelling(token) not in ("==", "=~")
 
 
 def _is_assignment(token: Token | None) -> bool:
-    return isinstance(token, Word) and bool(_ASSIGNMENT.match(token.text))
+    return isinstance(token, Word) and bool(_ASSIGNMENT.match(_spelling(token)))
 
 
 def _shell_kind(path: str) -> str | None:
