@@ -68,9 +68,15 @@ WALLS = (
 
 
 async def run_orchestrated(
-    arena: Arena, monkeypatch: pytest.MonkeyPatch, mechanism: str, cmd: str, mode: str
+    arena: Arena,
+    monkeypatch: pytest.MonkeyPatch,
+    mechanism: str,
+    cmd: str,
+    mode: str,
+    **extra: Any,
 ) -> str:
-    """Run ``cmd`` with the exec_command handler; the approver must never be asked."""
+    """Run ``cmd`` with the exec_command handler (``extra``: more of its arguments); the
+    approver must never be asked."""
     monkeypatch.setenv("HOME", str(arena.home))
     approver = RecordingApprover()
     services = SessionServices(approver=approver)
@@ -79,7 +85,7 @@ async def run_orchestrated(
     with use_mechanism(monkeypatch, mechanism):
         assert probe().kind == (None if mechanism == "none" else mechanism)
         try:
-            inv = shell_invocation(EXEC, {"cmd": cmd}, services, arena.ws, **turn)
+            inv = shell_invocation(EXEC, {"cmd": cmd, **extra}, services, arena.ws, **turn)
             out = await EXEC.handle(inv)
             text = out.text
         except RespondToModel as exc:
@@ -90,9 +96,10 @@ async def run_orchestrated(
     return text
 
 
-def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str) -> str:
+def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str, **extra: Any) -> str:
     """Run ``cmd`` as the model's only tool call in ``agent-magics exec``."""
-    script = [[function_call("exec_command", {"cmd": cmd}, "c1")], [message("done")]]
+    call = function_call("exec_command", {"cmd": cmd, **extra}, "c1")
+    script = [[call], [message("done")]]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
     env |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY, MECHANISM_ENV: mechanism}
     with ScriptedResponsesServer(script) as server:
@@ -131,11 +138,13 @@ class Run:
     arena: Arena
     monkeypatch: pytest.MonkeyPatch
 
-    async def __call__(self, cmd: str, mode: str) -> str:
+    async def __call__(self, cmd: str, mode: str, **extra: Any) -> str:
         text = self.arena.fill(cmd)
         if self.driver == "cli":
-            return await asyncio.to_thread(run_cli, self.arena, self.mechanism, text, mode)
-        return await run_orchestrated(self.arena, self.monkeypatch, self.mechanism, text, mode)
+            return await asyncio.to_thread(run_cli, self.arena, self.mechanism, text, mode, **extra)
+        return await run_orchestrated(
+            self.arena, self.monkeypatch, self.mechanism, text, mode, **extra
+        )
 
 
 @pytest.mark.parametrize("cmd", ESCAPES)
@@ -163,14 +172,25 @@ async def test_escape_changes_things_without_a_sandbox(
         pytest.param("mkdir -p a/b && echo ok > a/b/c.txt", "a/b/c.txt", "ok\n", id="nested"),
         pytest.param("echo more >> victim.txt", "victim.txt", "victim\nmore\n", id="append"),
         pytest.param("echo t > /proc/self/cwd/t.txt", "t.txt", "t\n", id="via-proc"),
+        pytest.param("echo ok > src/new.txt", "src/new.txt", "ok\n", id="file-in-folder"),
+        pytest.param("mkdir -p src/a/b && mv src/a src/c", "src/c/b", "", id="folders-in-folder"),
     ],
 )
 async def test_writes_inside_still_work(
-    run: Run, arena: Arena, cmd: str, path: str, content: str
+    run: Run, arena: Arena, request: Any, cmd: str, path: str, content: str
 ) -> None:
+    """Under Landlock the top level of the workspace (which holds ``.git`` and
+    ``.agent_magics``, also while missing) is not granted itself, only its entries: new
+    entries there are refused (see ``sandbox/landlock.py``), below them all works."""
+    if not cmd.startswith(("echo more", "echo ok > src", "mkdir -p src")):
+        known_gap(request, run, "Landlock grants the workspace's entries, not its top level")
+    (arena.ws / "src").mkdir()
     before = arena.snapshot()
     await run(cmd, "workspace-write")
-    assert (arena.ws / path).read_text() == content
+    if content:
+        assert (arena.ws / path).read_text() == content
+    else:
+        assert (arena.ws / path).is_dir()
     assert arena.snapshot() == before
 
 
@@ -190,8 +210,7 @@ def known_gap(request: Any, run: Run, reason: str) -> None:
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
-async def test_git_folder_stays_read_only(run: Run, arena: Arena, request: Any) -> None:
-    known_gap(request, run, "Landlock cannot take write access back below a writable root")
+async def test_git_folder_stays_read_only(run: Run, arena: Arena) -> None:
     await run("echo pwned > .git/config; rm -r .git", "workspace-write")
     assert (arena.ws / ".git" / "config").read_text() == "[core]\n"
 

@@ -24,6 +24,7 @@ from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteSt
 from agent_magics.tools.orchestrator import NEVER_PROMPT
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec, bwrap, landlock_exec, seatbelt
 from agent_magics.tools.sandbox.landlock import LAUNCHER
+from agent_magics.tools.sandbox.landlock import grants as landlock_grants
 from agent_magics.tools.sandbox.landlock import wrap as landlock_wrap
 from agent_magics.tools.sandbox.platform import platform_sandbox, probe, unavailable_notice
 from tests.sandbox_helpers import (
@@ -70,7 +71,8 @@ def test_seatbelt_quotes_paths_and_wraps_the_command() -> None:
 
 
 def test_bwrap_options() -> None:
-    with_git = SandboxSpec("bwrap", SPEC.writable_roots, (Path("/etc"), Path("/nope")), False)
+    protected = (Path("/etc"), Path("/nope"), Path("/project/ws/.agent_magics"))
+    with_git = SandboxSpec("bwrap", SPEC.writable_roots, protected, False)
     assert bwrap.bwrap_args(with_git) == [
         "--die-with-parent",
         "--unshare-user",
@@ -94,16 +96,48 @@ def test_bwrap_options() -> None:
         "--ro-bind",
         "/etc",
         "/etc",
-    ]  # fmt: skip  (a protected path that does not exist is left out)
+        "--tmpfs",
+        "/project/ws/.agent_magics",
+        "--remount-ro",
+        "/project/ws/.agent_magics",
+    ]  # fmt: skip  (a missing protected path outside the roots is left out)
     online = bwrap.bwrap_args(SandboxSpec("bwrap", network=True))
     assert "--unshare-net" not in online
 
 
+def test_bwrap_runs_the_socket_filter_when_the_network_is_off() -> None:
+    argv = bwrap.wrap(SPEC, ["echo", "hi"])
+    command = argv[argv.index("--") + 1 :]
+    launcher = [sys.executable, "-I", "-S", str(LAUNCHER), "--seccomp-only", "--no-network"]
+    assert command == [*launcher, "--", "echo", "hi"]
+    online = bwrap.wrap(SandboxSpec("bwrap", SPEC.writable_roots, network=True), ["echo"])
+    assert online[online.index("--") :] == ["--", "echo"]
+
+
 def test_landlock_launcher_argv() -> None:
-    argv = landlock_wrap(SPEC, ["echo", "hi"])
+    spec = SandboxSpec("landlock", (Path("/project/ws"), Path("/nonexistent")), network=False)
+    argv = landlock_wrap(spec, ["echo", "hi"])
     assert argv[:4] == [sys.executable, "-I", "-S", str(LAUNCHER)]
-    assert argv[4:] == ["--rw", "/project/ws", "--rw", "/tmp", "--no-network", "--", "echo", "hi"]
-    assert landlock_exec.parse(argv[4:]) == (["/project/ws", "/tmp"], False, ["echo", "hi"])
+    rw = ["--rw", "/project/ws", "--rw", "/nonexistent", "--rw", "/dev/shm"]
+    assert argv[4:] == [*rw, "--no-network", "--", "echo", "hi"]
+    assert landlock_exec.parse(argv[4:]) == (
+        ["/project/ws", "/nonexistent", "/dev/shm"], False, False, ["echo", "hi"]
+    )  # fmt: skip
+    assert landlock_exec.parse(["--seccomp-only", "--", "x"]) == ([], True, True, ["x"])
+
+
+def test_landlock_grants_go_around_protected_paths(tmp_path: Path) -> None:
+    """Landlock cannot take write access back below a granted folder, so a root holding
+    a protected path (existing or not) is granted entry by entry; symlinks are skipped."""
+    for name in ("src", ".git", "lib"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "README").write_text("r\n")
+    (tmp_path / "link").symlink_to(tmp_path / ".git")
+    protected = (tmp_path / ".git", tmp_path / ".agent_magics")
+    assert landlock_grants((tmp_path, Path("/nope")), protected) == [
+        tmp_path / "README", tmp_path / "lib", tmp_path / "src", Path("/nope"),
+    ]  # fmt: skip
+    assert landlock_grants((tmp_path,), ()) == [tmp_path]
 
 
 @pytest.mark.parametrize(
@@ -128,7 +162,7 @@ def test_landlock_rights_grow_with_the_abi() -> None:
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_seccomp_program_shape(machine: str) -> None:
     program = landlock_exec.seccomp_program(machine)
-    assert len(program) == 10 * 8  # ten BPF instructions
+    assert len(program) == 16 * 8  # sixteen BPF instructions
     assert program[-8:] == bytes.fromhex("06000000") + (0x7FFF0000).to_bytes(4, "little")
 
 

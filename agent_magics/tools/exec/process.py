@@ -29,6 +29,8 @@ from agent_magics.tools.exec.wakeup import Wakeup
 
 PTY_ROWS, PTY_COLS = 24, 80
 READ_SIZE = 65536
+FREEZE_ROUNDS = 8
+"""Walks of a command's process tree before it is signalled (each stops what it finds)."""
 
 
 def exit_status(returncode: int) -> int:
@@ -36,15 +38,15 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _groups_in_session(sid: int) -> set[int]:
-    """Process groups of every live process in session ``sid`` (Linux ``/proc``)."""
-    groups: set[int] = set()
+def _process_table() -> list[tuple[int, int, int, int]]:
+    """``(pid, parent, group, session)`` of every live process (Linux ``/proc``)."""
+    table: list[tuple[int, int, int, int]] = []
     if not sys.platform.startswith("linux"):
-        return groups
+        return table
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return groups
+        return table
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -53,18 +55,57 @@ def _groups_in_session(sid: int) -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[3] == str(sid):
-            groups.add(int(fields[2]))
-    return groups
+        if len(fields) > 3:
+            table.append((int(entry), int(fields[1]), int(fields[2]), int(fields[3])))
+    return table
+
+
+def _descendants(leader: int, table: list[tuple[int, int, int, int]]) -> set[int]:
+    """Every process below ``leader`` by parent links, whatever its group or session."""
+    children: dict[int, list[int]] = {}
+    for pid, parent, _, _ in table:
+        children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    todo = [leader]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
 
 
 def kill_group(leader: int, sig: int = signal.SIGKILL, whole_session: bool = False) -> None:
-    """Signal the process group led by ``leader``; with ``whole_session``, also the other
-    groups of its session (an interactive shell in a PTY puts each job in its own group)."""
-    groups = {leader} | (_groups_in_session(leader) if whole_session else set())
+    """Signal the process group led by ``leader`` and every descendant of ``leader``, also
+    one that left with ``setsid`` (the Landlock launcher keeps those below it); with
+    ``whole_session``, also the other groups of its session (an interactive shell in a
+    PTY puts each job in its own group).
+
+    Descendants are stopped first, in rounds until no new one appears, so none can fork
+    a child that escapes the walk; then each gets ``sig`` (and a ``SIGCONT``)."""
+    frozen: set[int] = set()
+    for _ in range(FREEZE_ROUNDS):
+        found = _descendants(leader, _process_table()) - frozen
+        if not found:
+            break
+        for pid in found:
+            _signal(pid, signal.SIGSTOP)
+        frozen |= found
+    groups = {leader}
+    if whole_session:
+        groups |= {group for _, _, group, sid in _process_table() if sid == leader}
     for group in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(group, sig)
+    for pid in frozen:
+        _signal(pid, sig)
+        if sig != signal.SIGKILL:
+            _signal(pid, signal.SIGCONT)
 
 
 def group_alive(leader: int) -> bool:

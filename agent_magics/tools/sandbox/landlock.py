@@ -1,22 +1,36 @@
 """Confinement with Landlock: commands start through a small launcher that restricts
-itself and then execs the command (see :mod:`.landlock_exec`).
+itself, runs the command and ends whatever it leaves behind (see :mod:`.landlock_exec`).
 
-Landlock only adds permissions beneath a folder, it cannot take them back below it, so
-under this mechanism the protected parts of a writable root (``.git``, ``.agents``,
-``.codex``) stay writable; bubblewrap, preferred when it works, protects them. The
-network is cut with a seccomp filter on sockets plus Landlock's TCP rules (ABI >= 4).
+Landlock only adds permissions beneath a folder, it cannot take them back below it. So
+a writable root that holds a protected path (``.git``, ``.agent_magics``, ... also one
+that does not exist yet, see :func:`grants`) is not granted itself: its other entries
+are, one by one. What holds: nothing under a protected path can be created, changed or
+removed. What it costs: entries directly in such a folder (the working folder's top
+level) cannot be created, renamed or removed, only the existing files written; such a
+command meets a sandbox denial and goes to approval like any other. The network is cut
+with a seccomp filter on sockets plus Landlock's TCP rules (ABI >= 4).
+
+No PID namespace hides this process from the command, so before the first command
+starts, the API key is overwritten in the start-up environment that ``/proc/PID/environ``
+shows (see :mod:`.environ`).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from agent_magics.tools.exec.command import HIDDEN_FROM_TOOLS
 from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
+from agent_magics.tools.sandbox.environ import scrub_start_environ
 
 LAUNCHER = Path(landlock_exec.__file__).resolve()
 PROBE_TIMEOUT_S = 10.0
+SHARED_MEMORY = Path("/dev/shm")
+"""Writable beside the roots in ``workspace-write`` (POSIX semaphores: multiprocessing)."""
 
 
 def abi_version() -> int:
@@ -26,12 +40,47 @@ def abi_version() -> int:
     return landlock_exec.abi_version()
 
 
+def grants(roots: tuple[Path, ...], protected: tuple[Path, ...]) -> list[Path]:
+    """The paths to grant write access beneath: each root, or, when a protected path
+    lies inside it, its entries other than the protected ones (symlinks are skipped:
+    a rule would follow them), recursively along the way to the protected path."""
+    out: list[Path] = []
+
+    def visit(path: Path) -> None:
+        if path in protected:
+            return
+        if not any(path in p.parents for p in protected):
+            out.append(path)
+            return
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if not entry.is_symlink():
+                visit(Path(entry.path))
+
+    for root in roots:
+        visit(root)
+    return out
+
+
+@functools.cache
+def hide_key_from_proc() -> int:
+    """Once per process: the key out of ``/proc/<this pid>/environ``."""
+    return scrub_start_environ(HIDDEN_FROM_TOOLS)
+
+
 def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
+    hide_key_from_proc()
     # -I -S: start without site-packages or the environment's PYTHON* settings (fast,
     # and nothing of the user's can run before the restrictions are in place).
     out = [sys.executable, "-I", "-S", str(LAUNCHER)]
-    for root in spec.writable_roots:
-        out += ["--rw", str(root)]
+    writable = grants(spec.writable_roots, spec.read_only_subpaths)
+    if spec.writable_roots and SHARED_MEMORY.is_dir():
+        writable.append(SHARED_MEMORY)
+    for path in writable:
+        out += ["--rw", str(path)]
     if not spec.network:
         out.append("--no-network")
     return [*out, "--", *argv]

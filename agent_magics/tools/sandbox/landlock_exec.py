@@ -1,13 +1,24 @@
-"""Run a command confined by Landlock (writes) and seccomp (network), then exec it.
+"""Run a command confined by Landlock (writes) and seccomp (network).
 
-    python -I -S landlock_exec.py [--rw PATH]... [--no-network] -- COMMAND [ARG]...
+    python -I -S landlock_exec.py [--rw PATH]... [--no-network] [--seccomp-only] -- CMD...
 
-The process restricts itself and then replaces itself with ``COMMAND``, so the command
-and everything it starts inherit the restrictions; nothing can lift them again. Writes
-are allowed only beneath the ``--rw`` paths (plus a few harmless devices such as
-``/dev/null``); reads and program execution stay allowed everywhere. ``--no-network``
-refuses every socket that is not a Unix socket (seccomp), TCP bind/connect (Landlock
-ABI >= 4), abstract Unix sockets of other programs (ABI >= 6) and ``io_uring``.
+The process restricts itself, then forks: the child execs ``CMD``, so the command and
+everything it starts inherit the restrictions and nothing can lift them again. The
+parent stays as a child subreaper: every process the command leaves behind, also one
+that left its session with ``setsid``, is re-parented to it and killed when the command
+ends (as bubblewrap's PID namespace does). Writes are allowed only beneath the ``--rw``
+paths (plus a few harmless devices such as ``/dev/null``); reads and program execution
+stay allowed everywhere.
+
+``--no-network`` installs a seccomp filter in the spirit of Codex's: no ``socket()`` of
+any family, ``socketpair()`` of Unix sockets only, no ``connect``, ``bind``, ``listen``,
+``accept``, and no ``io_uring``. A command can then reach no daemon through a Unix
+socket file (``docker.sock``, ``$SSH_AUTH_SOCK``, D-Bus), while pipes, PTYs and
+connected socket pairs (Python's ``multiprocessing``) keep working. Landlock adds TCP
+rules (ABI >= 4) and scopes abstract Unix sockets (ABI >= 6).
+
+``--seccomp-only`` applies just that filter and execs in place: bubblewrap runs the
+launcher this way inside its own namespaces, which already confine writes and processes.
 
 This file imports only the standard library and never the package, so it starts fast
 when run by path with ``-I -S``. A setup failure exits with status 1 and a message
@@ -39,11 +50,22 @@ FILE_RIGHTS_MASK = FS_WRITE_FILE | FS_TRUNCATE
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+PR_SET_CHILD_SUBREAPER = 36
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-SYSCALLS = {"x86_64": (41, 425), "aarch64": (198, 425)}  # socket, io_uring_setup
+DENIED_SYSCALLS = {
+    # socket, connect, accept, bind, listen, accept4, io_uring_setup
+    "x86_64": (41, 42, 43, 49, 50, 288, 425),
+    "aarch64": (198, 203, 202, 200, 201, 242, 425),
+}
+SOCKETPAIR = {"x86_64": 53, "aarch64": 199}
 X32_BIT = 0x40000000
 AF_UNIX = 1
-SIGPIPE, SIGXFSZ, SIG_DFL = 13, 25, 0  # the same numbers on x86_64 and aarch64
+SIG_DFL, SIG_IGN = 0, 1
+SIGPIPE, SIGXFSZ = 13, 25  # the same numbers on x86_64 and aarch64
+SIGHUP, SIGINT, SIGQUIT, SIGKILL, SIGTERM = 1, 2, 3, 9, 15
+SIGTSTP, SIGTTIN, SIGTTOU = 20, 21, 22
+SUPERVISOR_IGNORES = (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU)
+"""Signals the supervisor leaves to the command (they reach it through its group)."""
 RET_ALLOW, RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -127,24 +149,25 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
 
 
 def seccomp_program(machine: str) -> bytes:
-    """A BPF filter: non-Unix sockets, ``io_uring`` and foreign/x32 syscalls get EPERM."""
+    """A BPF filter: the syscalls of ``DENIED_SYSCALLS``, ``socketpair`` of any family
+    but ``AF_UNIX``, and foreign/x32 syscalls get EPERM; everything else is allowed."""
     arch = AUDIT_ARCH[machine]
-    socket_nr, uring_nr = SYSCALLS[machine]
+    denied = DENIED_SYSCALLS[machine]
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    return b"".join(
-        (
-            _insn(ld, 0, 0, 4),  # 0: arch
-            _insn(jeq, 0, 6, arch),  # 1: foreign arch -> 8 (deny)
-            _insn(ld, 0, 0, 0),  # 2: syscall number
-            _insn(jge, 4, 0, X32_BIT),  # 3: x32 -> 8
-            _insn(jeq, 3, 0, uring_nr),  # 4: io_uring_setup -> 8
-            _insn(jeq, 0, 3, socket_nr),  # 5: not socket() -> 9 (allow)
-            _insn(ld, 0, 0, 16),  # 6: socket's domain (low word of args[0])
-            _insn(jeq, 1, 0, AF_UNIX),  # 7: AF_UNIX -> 9
-            _insn(ret, 0, 0, RET_EPERM),  # 8
-            _insn(ret, 0, 0, RET_ALLOW),  # 9
-        )
-    )
+    deny = 7 + len(denied)  # index of the EPERM return; the allow return follows it
+    code = [
+        (ld, 0, 0, 4),  # arch
+        (jeq, 0, deny - 2, arch),  # foreign arch -> deny
+        (ld, 0, 0, 0),  # syscall number
+        (jge, deny - 4, 0, X32_BIT),  # x32 -> deny
+    ]
+    for nr in denied:
+        code.append((jeq, deny - len(code) - 1, 0, nr))
+    code.append((jeq, 0, deny - len(code), SOCKETPAIR[machine]))  # not socketpair -> allow
+    code.append((ld, 0, 0, 16))  # socketpair's domain (low word of args[0])
+    code.append((jeq, 1, 0, AF_UNIX))  # AF_UNIX -> allow
+    code += [(ret, 0, 0, RET_EPERM), (ret, 0, 0, RET_ALLOW)]
+    return b"".join(_insn(*insn) for insn in code)
 
 
 class _SockFprog(ctypes.Structure):
@@ -163,42 +186,107 @@ def block_network() -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
-def parse(args: list[str]) -> tuple[list[str], bool, list[str]]:
-    """``(writable roots, network allowed, command)`` from the launcher's arguments."""
+def parse(args: list[str]) -> tuple[list[str], bool, bool, list[str]]:
+    """``(writable roots, network allowed, seccomp only, command)`` from the arguments."""
     writable: list[str] = []
-    network = True
+    network, seccomp_only = True, False
     while args and args[0] != "--":
         flag = args.pop(0)
         if flag == "--rw" and args:
             writable.append(args.pop(0))
         elif flag == "--no-network":
             network = False
+        elif flag == "--seccomp-only":
+            seccomp_only = True
         else:
             raise SetupError(f"unknown argument {flag!r}")
     if len(args) < 2:
         raise SetupError("no command given after --")
-    return writable, network, args[1:]
+    return writable, network, seccomp_only, args[1:]
 
 
-def main(args: list[str]) -> int:
-    try:
-        writable, network, command = parse(list(args))
-        restrict_writes(writable, network, abi_version())
-        if not network:
-            block_network()
-    except SetupError as exc:
-        sys.stderr.write(f"landlock sandbox setup failed: {exc}\n")
-        return 1
+def _set_signals(signals: tuple[int, ...], action: int) -> None:
+    # libc's signal() directly: the signal module would import enum, slowing every start.
+    for sig in signals:
+        _libc.signal(sig, ctypes.c_void_p(action))
+
+
+def _exec(command: list[str]) -> int:
     # Python ignores SIGPIPE and SIGXFSZ; an ignored signal stays ignored across exec.
-    # (libc's signal() directly: the signal module would import enum, slowing every start.)
-    for sig in (SIGPIPE, SIGXFSZ):
-        _libc.signal(sig, ctypes.c_void_p(SIG_DFL))
+    _set_signals((SIGPIPE, SIGXFSZ, *SUPERVISOR_IGNORES), SIG_DFL)
     try:
         os.execvp(command[0], command)
     except OSError as exc:
         sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
         return 126 if exc.errno == errno.EACCES else 127
     return 127  # not reached: execvp does not return
+
+
+def _children() -> list[int]:
+    """Processes whose parent is this one (zombies included), from ``/proc``."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _kill_descendants() -> None:
+    """Kill every child, reap it, and repeat with the orphans it leaves to this
+    subreaper, until none is left."""
+    while kids := _children():
+        for pid in kids:
+            try:
+                os.kill(pid, SIGKILL)
+            except OSError:  # gone already
+                continue
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def supervise(command: list[str]) -> int:
+    """Run ``command`` in a child, reap orphans until it ends, then end what it left."""
+    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
+    _set_signals(SUPERVISOR_IGNORES, SIG_IGN)
+    leader = os.fork()
+    if leader == 0:
+        os._exit(_exec(command))
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == leader:
+            break
+    _kill_descendants()
+    if os.WIFSIGNALED(status):  # die the same way, so the caller sees the signal
+        sig = os.WTERMSIG(status)
+        _set_signals((sig,), SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status)
+
+
+def main(args: list[str]) -> int:
+    try:
+        writable, network, seccomp_only, command = parse(list(args))
+        if not seccomp_only:
+            restrict_writes(writable, network, abi_version())
+        if not network:
+            block_network()
+        if seccomp_only:
+            return _exec(command)
+        return supervise(command)
+    except SetupError as exc:
+        sys.stderr.write(f"landlock sandbox setup failed: {exc}\n")
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
-from agent_magics.tools.sandbox.roots import read_only_subpaths, writable_roots
+from agent_magics.tools.sandbox.roots import guarded_paths, read_only_subpaths, writable_roots
 
 if TYPE_CHECKING:
     from agent_magics.tools.context import TurnContext
@@ -99,6 +99,8 @@ def platform_sandbox(turn: TurnContext) -> SandboxSpec | None:
         return None
     roots = writable_roots(turn.cwd, turn.sandbox_mode)
     protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
+    if roots:  # the working folder's .git and .agent_magics, also while missing
+        protected |= dict.fromkeys(guarded_paths(roots[0]))
     return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), turn.network_access)
 
 
@@ -111,4 +113,26 @@ def unavailable_notice(mode: SandboxMode) -> str | None:
         return None
     return (
         f"No sandbox works on this machine ({mechanism.detail}); every command will need approval."
+    )
+
+
+def proc_environ_notice(mode: SandboxMode) -> str | None:
+    """The sentence a session shows once when sandboxed commands can read the API key
+    from ``/proc/PID/environ`` of a process that started this one, else ``None``.
+
+    Only Landlock leaves other processes visible (bubblewrap gives commands their own
+    PID namespace); this process's own copy is overwritten before the first command
+    (:func:`.landlock.hide_key_from_proc`), but not its parents'."""
+    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind != "landlock":
+        return None
+    from agent_magics.tools.exec.command import HIDDEN_FROM_TOOLS
+    from agent_magics.tools.sandbox.environ import ancestors_holding
+
+    holders = ancestors_holding(HIDDEN_FROM_TOOLS)
+    if not holders:
+        return None
+    return (
+        f"Sandboxed commands can read {', '.join(sorted(HIDDEN_FROM_TOOLS))} from the "
+        f"environment of {', '.join(holders)} (Landlock has no private /proc); "
+        "start it without the key in its environment to close this."
     )

@@ -1,8 +1,11 @@
 """Writable roots of a turn, and the question "may this path be written?".
 
 ``workspace-write`` lets commands write in the working folder, ``/tmp`` and ``$TMPDIR``;
-under each root, ``.git`` (a folder, or a file plus the git dir it names), ``.agents``
-and ``.codex`` stay read-only. ``read-only`` has no writable roots.
+under each root, ``.git`` (a folder, or a file plus the git dir it names), ``.agents``,
+``.codex`` and ``.agent_magics`` stay read-only. ``.git`` and ``.agent_magics`` of the
+working folder are protected even before they exist: a command must not be able to
+create a repository with hooks, or a project config that a later run trusts.
+``read-only`` has no writable roots.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from pathlib import Path
 
 from agent_magics.tools.approval import SandboxMode
 
-PROTECTED_NAMES = (".git", ".agents", ".codex")
+PROTECTED_NAMES = (".git", ".agents", ".codex", ".agent_magics")
+GUARDED_NAMES = (".git", ".agent_magics")
+"""Protected in the working folder also while missing (the sandbox keeps them uncreatable)."""
 
 
 def real(path: Path) -> Path:
@@ -50,11 +55,19 @@ def read_only_subpaths(root: Path) -> list[Path]:
     return out
 
 
+def guarded_paths(root: Path) -> list[Path]:
+    """The protected paths of a working folder: those of :func:`read_only_subpaths`, plus
+    each of ``GUARDED_NAMES`` that does not exist yet."""
+    found = read_only_subpaths(root)
+    missing = [root / name for name in GUARDED_NAMES if not os.path.lexists(root / name)]
+    return [*found, *missing]
+
+
 def is_writable(path: Path, roots: list[Path]) -> bool:
     """Whether ``path`` (absolute) lies inside a root and outside its protected parts."""
     target = real(path)
     for root in roots:
         if target == root or root in target.parents:
-            protected = read_only_subpaths(root)
+            protected = [*read_only_subpaths(root), *(root / n for n in GUARDED_NAMES)]
             return not any(target == p or p in target.parents for p in protected)
     return False
