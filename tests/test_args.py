@@ -34,6 +34,28 @@ class Exec(BaseModel):
     [
         pytest.param(Exec, "", "EOF while parsing a value at line 1 column 0", id="empty"),
         pytest.param(Exec, "{not json", "key must be a string at line 1 column 2", id="bad-key"),
+        # serde_json refuses the 128th nested list or object, where it starts.
+        pytest.param(
+            Exec, "[" * 5000, "recursion limit exceeded at line 1 column 128", id="deep-list"
+        ),
+        pytest.param(
+            Exec,
+            '{"cmd": ' * 200,
+            "recursion limit exceeded at line 1 column 1017",
+            id="deep-object",
+        ),
+        pytest.param(
+            Exec,
+            '{"cmd": "[[[[", "tty": ' + "[" * 126 + "]" * 126 + "}",
+            "invalid type: sequence, expected a boolean at line 1 column 276",
+            id="brackets-in-strings-do-not-count",
+        ),
+        pytest.param(
+            Exec,
+            '{"yield_time_ms": ' + "9" * 5000 + "}",
+            "number out of range at line 1 column 5018",
+            id="huge-number",
+        ),
         # Text that ends early: serde says what it was reading and where the text ran out.
         pytest.param(Exec, "{", "EOF while parsing an object at line 1 column 1", id="eof-open"),
         pytest.param(
