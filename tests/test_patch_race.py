@@ -26,12 +26,15 @@ from typing import Any
 
 import pytest
 
+from agent_magics.apply_patch import PatchApplyError, verify_patch
+from agent_magics.apply_patch.files import ConfinedFiles, OutsideWritableRoots
 from agent_magics.errors import RespondToModel
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
+from agent_magics.tools.sandbox.roots import real
 from tests.sandbox_helpers import Arena, arena, close, require_mechanism
 
 __all__ = ["arena"]  # the fixture, imported for this module's tests
@@ -189,3 +192,66 @@ def test_model_races_patches_through_exec(arena: Arena) -> None:
     # refused at the write because the folder had become a symlink meanwhile.
     met = ("Success.", "Operation not permitted")
     assert any(word in str(out) for out in outputs.values() for word in met), outputs
+
+
+def confined(arena: Arena) -> ConfinedFiles:
+    ws = real(arena.ws)
+    return ConfinedFiles((ws,), (ws / ".git",))
+
+
+@pytest.mark.parametrize(
+    ("link", "target"),
+    [
+        pytest.param("out_dir", "{outside}", id="absolute-link-out"),
+        pytest.param("up", "../outside", id="relative-link-out"),
+        pytest.param("git", ".git", id="link-to-git"),
+        pytest.param("chain", "up", id="link-to-link-out"),
+    ],
+)
+@pytest.mark.parametrize("op", ["add", "update", "delete"])
+def test_confined_writes_refuse_a_symlinked_folder_out(
+    arena: Arena, link: str, target: str, op: str
+) -> None:
+    """Without any race: a folder that is a symlink out of the root, or into ``.git``,
+    is refused for every kind of change, and nothing there changes."""
+    (arena.ws / "up").symlink_to("../outside")
+    if link != "up":
+        (arena.ws / link).symlink_to(arena.fill(target))
+    (arena.outside / "x.txt").write_text(ORIGINAL)
+    (arena.ws / ".git" / "x.txt").write_text(ORIGINAL)
+    before = arena.snapshot()
+    body = {
+        "add": f"*** Add File: {link}/x.txt\n+pwned",
+        "update": f"*** Update File: {link}/x.txt\n@@\n-old\n+pwned",
+        "delete": f"*** Delete File: {link}/x.txt",
+    }[op]
+    verified = verify_patch(f"*** Begin Patch\n{body}\n*** End Patch", arena.ws)
+    with pytest.raises(PatchApplyError, match="Operation not permitted"):
+        verified.apply(confined(arena))
+    assert arena.snapshot() == before
+    assert (arena.ws / ".git" / "x.txt").read_text() == ORIGINAL
+
+
+def test_confined_writes_follow_symlinks_that_stay_inside(arena: Arena) -> None:
+    (arena.ws / "real").mkdir()
+    (arena.ws / "real" / "f.txt").write_text(ORIGINAL)
+    (arena.ws / "alias").symlink_to("real")
+    (arena.ws / "abs").symlink_to(arena.ws / "real")
+    (arena.ws / "file_link").symlink_to("real/f.txt")
+    patch = (
+        "*** Begin Patch\n*** Add File: alias/new/a.txt\n+a\n*** Add File: abs/b.txt\n+b\n"
+        "*** Update File: file_link\n@@\n-old\n+new\n*** End Patch"
+    )
+    verify_patch(patch, arena.ws).apply(confined(arena))
+    assert (arena.ws / "real" / "new" / "a.txt").read_text() == "a\n"
+    assert (arena.ws / "real" / "b.txt").read_text() == "b\n"
+    assert (arena.ws / "real" / "f.txt").read_text() == "new\n"
+    assert (arena.ws / "file_link").is_symlink()
+
+
+def test_confined_write_refuses_a_file_symlink_out(arena: Arena) -> None:
+    (arena.outside / "x.txt").write_text(ORIGINAL)
+    (arena.ws / "x.txt").symlink_to(arena.outside / "x.txt")
+    with pytest.raises(OutsideWritableRoots):
+        confined(arena).write(str(arena.ws / "x.txt"), b"pwned\n")
+    assert (arena.outside / "x.txt").read_text() == ORIGINAL

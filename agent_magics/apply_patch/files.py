@@ -83,6 +83,10 @@ def _write_fd(fd: int, data: bytes, mode: int | None) -> None:
         os.fchmod(fd, mode)
 
 
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _kind(info: os.stat_result | None) -> str:
     if info is None:
         return "missing"
@@ -135,6 +139,8 @@ class PlainFiles:
             except FileExistsError:
                 if not os.path.isdir(folder):
                     raise
+        if not os.path.isdir(path):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
         return missing[::-1]
 
     def remove(self, path: str) -> None:
@@ -158,8 +164,10 @@ class ConfinedFiles(PlainFiles):
     read_only: tuple[Path, ...] = ()
 
     def allows(self, path: Path) -> bool:
-        inside = any(path == root or root in path.parents for root in self.roots)
-        return inside and not any(path == p or p in path.parents for p in self.read_only)
+        """Whether ``path`` (real) is in a root and outside every read-only part."""
+        text = str(path)
+        inside = any(_within(text, str(root)) for root in self.roots)
+        return inside and not any(_within(text, str(p)) for p in self.read_only)
 
     def _check(self, path: Path) -> None:
         if not self.allows(path):

@@ -11,6 +11,7 @@ are in the file, as the tool in Codex 0.169.0 does.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +21,24 @@ from .apply import NO_FILES_MODIFIED, summary_for
 from .content import PatchApplyError, derive_new_contents, unified_diff
 from .files import OutsideWritableRoots, PlainFiles
 from .fsops import PLAIN, read_utf8, resolve_patch_path, write_text
-from .oserror import io_error_text, rust_os_error
-from .parser import AddFile, DeleteFile, Hunk, PatchError, PatchParseError, parse_patch
+from .oserror import NUL_IN_PATH, io_error_text, rust_os_error
+from .parser import (
+    AddFile,
+    DeleteFile,
+    Hunk,
+    PatchError,
+    PatchParseError,
+    UpdateFile,
+    parse_patch,
+)
 from .rollback import Journal
 
 __all__ = ["FileChange", "PatchVerificationError", "VerifiedPatch", "verify_patch"]
+
+MAX_PATH_BYTES = 4096
+"""Longest absolute path a patch may name, in bytes (Linux's ``PATH_MAX``)."""
+MAX_SHOWN_PATH = 200
+"""Characters of an over-long path shown in its error."""
 
 
 class PatchVerificationError(PatchError):
@@ -106,12 +120,18 @@ class VerifiedPatch:
 
 def verify_patch(patch_text: str, cwd: str | os.PathLike[str]) -> VerifiedPatch:
     """Parse ``patch_text`` and check every hunk against the files under ``cwd``."""
+    _check_text(patch_text)
     try:
         patch = parse_patch(patch_text)
     except PatchParseError as error:
         raise PatchVerificationError(str(error)) from error
     base = Path(os.path.abspath(os.fspath(cwd)))
     sources = [resolve_patch_path(base, hunk.path) for hunk in patch.hunks]
+    for hunk, source in zip(patch.hunks, sources, strict=True):
+        _check_path(source)
+        move = hunk.move_path if isinstance(hunk, UpdateFile) else None
+        if move is not None:
+            _check_path(resolve_patch_path(base, move))
     seen: set[Path] = set()
     for source in sources:
         if source in seen:
@@ -121,6 +141,26 @@ def verify_patch(patch_text: str, cwd: str | os.PathLike[str]) -> VerifiedPatch:
     for hunk, source in zip(patch.hunks, sources, strict=True):
         verified.changes.append(_verify_hunk(hunk, source, base))
     return verified
+
+
+def _check_text(patch_text: str) -> None:
+    """Refuse text no file could hold: a lone surrogate is not UTF-8 (JSON lets one in)."""
+    try:
+        patch_text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PatchVerificationError(
+            f"patch is not valid UTF-8: lone surrogate at character {exc.start}"
+        ) from None
+
+
+def _check_path(path: Path) -> None:
+    """Refuse a path the OS cannot take, before any file is touched."""
+    text = str(path)
+    if "\0" in text:
+        raise PatchVerificationError(f"Failed to read {text!r}: {NUL_IN_PATH}")
+    if len(text.encode("utf-8")) >= MAX_PATH_BYTES:
+        too_long = rust_os_error(OSError(errno.ENAMETOOLONG, ""))
+        raise PatchVerificationError(f"Failed to read {text[:MAX_SHOWN_PATH]}...: {too_long}")
 
 
 def _verify_hunk(hunk: Hunk, source: Path, base: Path) -> FileChange:
@@ -156,9 +196,7 @@ def _verify_hunk(hunk: Hunk, source: Path, base: Path) -> FileChange:
     )
 
 
-def _read_for_update(
-    path: Path, error_type: type[PatchError], files: PlainFiles = PLAIN
-) -> str:
+def _read_for_update(path: Path, error_type: type[PatchError], files: PlainFiles = PLAIN) -> str:
     try:
         return read_utf8(path, files)
     except (OSError, ValueError) as exc:
