@@ -256,3 +256,55 @@ async def test_fail_closed_table(
     with use_mechanism(monkeypatch, "none"):
         got = await outcome_of(arena, policy, sandbox, kind, escalated)
     assert got == (prompts, outcome)
+
+
+# Commands that only look known-safe, run with `require_escalated` under on-request: each
+# must be asked about (the approver denies), and the file it would create outside the
+# sandbox stays absent. Before, they ran outside the sandbox with no question.
+LOOKALIKES = [
+    pytest.param(["./ls"], id="model-written-ls-codex-shares-this"),
+    pytest.param(["bash", "-lc", "./ls -la"], id="model-written-ls-in-a-script"),
+    pytest.param(["bash", "-lc", "echo hi\n\\touch {outside}/new.txt"], id="newline-backslash"),
+    pytest.param(["bash", "-lc", "ls\rtouch {outside}/new.txt"], id="carriage-return"),
+]
+
+
+async def escalated(arena: Arena, argv: list[str], decision: ReviewDecision) -> tuple[int, str]:
+    """Run ``argv`` escalated through the shell tool; the questions asked and the text."""
+    ls = arena.ws / "ls"
+    ls.write_text(f"#!/bin/sh\ntouch {arena.outside}/new.txt\n")
+    ls.chmod(0o755)
+    approver = RecordingApprover(decision)
+    services = SessionServices(approver=approver)
+    args = {
+        "command": [arena.fill(a) for a in argv],
+        "sandbox_permissions": "require_escalated",
+        "justification": JUSTIFICATION,
+    }
+    turn = {
+        "approval_policy": ApprovalPolicy.ON_REQUEST,
+        "sandbox_mode": SandboxMode.WORKSPACE_WRITE,
+    }
+    inv = shell_invocation(SHELL, args, services, arena.ws, **turn)
+    try:
+        text = (await SHELL.handle(inv)).text
+    except RespondToModel as exc:
+        text = exc.message
+    finally:
+        await close(services)
+    return len(approver.asked), text
+
+
+@pytest.mark.usefixtures("sandboxed")
+@pytest.mark.parametrize("argv", LOOKALIKES)
+async def test_escalated_lookalike_asks(arena: Arena, argv: list[str]) -> None:
+    asked, text = await escalated(arena, argv, ReviewDecision.DENIED)
+    assert (asked, text) == (1, "exec command rejected by user")
+    assert not (arena.outside / "new.txt").exists()
+
+
+@pytest.mark.usefixtures("sandboxed")
+async def test_escalated_system_ls_runs_unasked(arena: Arena) -> None:
+    asked, text = await escalated(arena, ["/bin/ls", "{outside}"], ReviewDecision.DENIED)
+    assert asked == 0
+    assert "target.txt" in text

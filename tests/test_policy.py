@@ -17,6 +17,7 @@ not compared there. Rows with ``require_escalated`` under a policy other than
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +33,9 @@ from agent_magics.tools.approval import (
 )
 from agent_magics.tools.policy import exec_approval_requirement
 from agent_magics.tools.safety import commands_of, exec_policy_commands
+from agent_magics.tools.sandbox.roots import real
+
+P = pytest.param
 
 COMMANDS = {
     "safe": ["ls", "-la"],
@@ -191,3 +195,83 @@ def test_needs_approval_carries_the_justification() -> None:
         justification="build it",
     )
     assert requirement == NeedsApproval("build it")
+
+
+# Scripts the parser used to read as known-safe while bash runs something else (or
+# splits the words differently). Judged under on-request with `require_escalated`, the
+# model's way out of the sandbox: known-safe would run unasked outside it. Codex shares
+# the rows so named: it keeps a word's source text (`utf8_text` in bash.rs, so
+# `--out\put` is not `--output`) and skips git's -C / --git-dir / --work-tree
+# (`find_git_subcommand` in is_dangerous_command.rs).
+FOOLED = [
+    P("echo hi\n\\touch /tmp/x", id="newline-then-escaped-command"),
+    P("git status -\\\n-output=/tmp/x", id="line-continuation-inside-a-word"),
+    P("git diff --out\\put=/tmp/x", id="escape-inside-an-option-codex-shares-this"),
+    P("ls\vtouch x", id="vertical-tab"),
+    P("ls\ftouch x", id="form-feed"),
+    P("ls\rtouch x", id="carriage-return"),
+    P("echo a\u00a0b", id="no-break-space"),
+    P("echo a\u3000b", id="ideographic-space"),
+    P("ls \\ -la", id="escaped-space-at-word-start"),
+    P("rg x {--pre=sh,.}", id="brace-expansion-to-an-option"),
+    P("rg x *", id="glob-that-may-expand-to-an-option"),
+    P("git -C /tmp/repo status", id="git-C-codex-shares-this"),
+    P("git --git-dir=/tmp/repo/.git log", id="git-git-dir-codex-shares-this"),
+    P("git --work-tree=/tmp/w --git-dir=/tmp/g status", id="git-work-tree-codex-shares-this"),
+]
+
+
+def _escalated(argv: list[str], **place: Any) -> str:
+    sandbox = SandboxMode.WORKSPACE_WRITE
+    commands, complex_parsed = exec_policy_commands(argv)
+    requirement = exec_approval_requirement(
+        ApprovalPolicy.ON_REQUEST,
+        sandbox,
+        commands,
+        SandboxPermissions.REQUIRE_ESCALATED,
+        complex_parsed=complex_parsed,
+        argv=argv,
+        **place,
+    )
+    return _summary(requirement, sandbox)
+
+
+@pytest.mark.parametrize("script", FOOLED)
+def test_scripts_that_fooled_the_parser_ask(script: str) -> None:
+    assert _escalated(["bash", "-lc", script]) == "ask+bypass"
+
+
+def test_config_override_hooks_path_asks() -> None:
+    """Already asked before: ``-c`` was refused by Codex's rule too."""
+    assert _escalated(["bash", "-lc", "git -c core.hooksPath=/tmp/h status"]) == "ask+bypass"
+
+
+def test_escalated_safe_script_still_skips() -> None:
+    assert _escalated(["bash", "-lc", "ls -la && git status -s"]) == "skip+bypass"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace where the model wrote an executable ``ls``; HOME is elsewhere."""
+    ws = real(tmp_path / "ws")
+    ws.mkdir()
+    (ws / "ls").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
+    (ws / "ls").chmod(0o755)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return ws
+
+
+PROGRAMS = [
+    P(["./ls"], "ask+bypass", id="model-written-ls-codex-shares-this"),
+    P(["bash", "-lc", "./ls -la"], "ask+bypass", id="model-written-ls-in-script-codex-shares-this"),
+    P(["{ws}/ls"], "ask+bypass", id="model-written-ls-by-absolute-path-codex-shares-this"),
+    P(["/bin/ls"], "skip+bypass", id="system-ls"),
+    P(["bash", "-lc", "/bin/ls -la"], "skip+bypass", id="system-ls-in-script"),
+    P(["ls"], "skip+bypass", id="ls-found-on-path"),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), PROGRAMS)
+def test_program_the_model_wrote_asks(workspace: Path, argv: list[str], expected: str) -> None:
+    argv = [a.replace("{ws}", str(workspace)) for a in argv]
+    assert _escalated(argv, cwd=workspace, writable_roots=[workspace]) == expected

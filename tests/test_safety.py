@@ -23,6 +23,7 @@ from agent_magics.tools.safety import (
     parse_heredoc_command,
     parse_shell_script,
 )
+from agent_magics.tools.shell_lex import MAX_SCRIPT_CHARS
 from tests.conftest import CONFORMANCE
 
 VECTORS = CONFORMANCE / "vectors" / "safe_command_cases.json"
@@ -304,3 +305,21 @@ POLICY_COMMANDS = [
 def test_exec_policy_commands(argv: list[str], expected: tuple[list[list[str]], bool]) -> None:
     assert exec_policy_commands(argv) == expected
     assert commands_of(argv) == expected[0]
+
+
+def test_two_megabyte_script_is_judged_not_known_safe() -> None:
+    """Past MAX_SCRIPT_CHARS a script is not read (so not known-safe); this returned
+    only after minutes when the lexer was quadratic."""
+    script = "echo " + "a\\ " * 700_000
+    assert len(script) > 2_000_000
+    argv = ["bash", "-lc", script]
+    assert is_known_safe_command(argv) is False
+    assert exec_policy_commands(argv) == ([argv], False)
+    assert canonical_command(argv) == ["__codex_shell_script__", "-lc", script]
+
+
+def test_long_script_under_the_limit_is_read() -> None:
+    script = "echo " + "a\\ b " * ((MAX_SCRIPT_CHARS - 10) // 5)
+    assert len(script) <= MAX_SCRIPT_CHARS
+    commands = parse_shell_script(script)
+    assert commands is not None and len(commands[0]) == (MAX_SCRIPT_CHARS - 10) // 5 + 1

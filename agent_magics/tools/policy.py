@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 
 from agent_magics.tools.approval import (
     ApprovalPolicy,
@@ -29,6 +30,8 @@ def exec_approval_requirement(
     *,
     complex_parsed: bool = False,
     argv: Sequence[str] | None = None,
+    cwd: Path | None = None,
+    writable_roots: Sequence[Path] = (),
 ) -> ApprovalRequirement:
     """Codex's fallback rules for a command split into its sub-commands.
 
@@ -38,14 +41,20 @@ def exec_approval_requirement(
     4. ``untrusted`` -> ask; 5. ``on-request`` -> run under full access, else ask only
     when the model asked for escalated permissions. A ``require_escalated`` request runs
     its first attempt outside the sandbox whatever the decision. ``argv`` is the whole
-    command, named in a refusal.
+    command, named in a refusal. Known-safe is judged where the command runs (``cwd``):
+    a program, repository or shell startup file inside ``writable_roots`` (where the
+    model may have written it) is not known-safe.
     """
-    from agent_magics.tools.safety import is_dangerous_command, is_known_safe_command
+    from agent_magics.tools.safety import all_known_safe, is_dangerous_command
 
     escalate = permissions is not SandboxPermissions.USE_DEFAULT
     bypass = permissions is SandboxPermissions.REQUIRE_ESCALATED
     whole = argv if argv is not None else [w for c in commands for w in c]
-    if commands and not complex_parsed and all(is_known_safe_command(c) for c in commands):
+    if (
+        commands
+        and not complex_parsed
+        and all_known_safe(commands, argv=whole, cwd=cwd, writable_roots=writable_roots)
+    ):
         return Skip(bypass_sandbox=bypass)
     if any(is_dangerous_command(c) for c in commands):
         if policy is ApprovalPolicy.NEVER:

@@ -12,7 +12,7 @@ reported; ``tests/test_shell_tools.py`` pins it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,6 +28,7 @@ from agent_magics.tools.exec.guard import (
     can_retry_unsandboxed,
     check_permissions,
     is_mutating,
+    model_writable_roots,
     requirement_for,
 )
 from agent_magics.tools.sandbox import SandboxSpec
@@ -86,16 +87,38 @@ def decode_call(model: type[M], inv: ToolInvocation) -> M:
     return decode_args(model, inv.payload.arguments)
 
 
+def check_command_text(fields: Mapping[str, str | Sequence[str] | None]) -> None:
+    """Refuse command text no process can be given: a NUL byte (the text would end
+    there) or an unpaired surrogate (it has no UTF-8 spelling)."""
+    for field, value in fields.items():
+        texts = [value] if isinstance(value, str) else list(value or ())
+        for text in texts:
+            if "\0" in text:
+                raise RespondToModel(f"`{field}` contains a NUL byte; remove it and try again")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                char = f"U+{ord(text[exc.start]):04X}"
+                raise RespondToModel(
+                    f"`{field}` contains an unpaired surrogate ({char}), which is not valid "
+                    "text; remove it and try again"
+                ) from None
+
+
 def call_is_mutating(
     inv: ToolInvocation, model: type[M], argv_of: Callable[[M], Sequence[str]]
 ) -> bool:
     """Whether the call may change anything: yes unless its arguments decode to a
-    known-safe command."""
+    known-safe command where it runs."""
     try:
         args = decode_call(model, inv)
+        workdir = getattr(args, "workdir", None)
+        shell = getattr(args, "shell", None)
+        check_command_text({"workdir": workdir, "shell": shell, "command": argv_of(args)})
     except RespondToModel:
         return True
-    return is_mutating(argv_of(args))
+    cwd = inv.resolve(workdir) if workdir else inv.turn.cwd
+    return is_mutating(argv_of(args), cwd, model_writable_roots(inv.turn.cwd))
 
 
 async def run_approved(
@@ -121,7 +144,13 @@ async def run_approved(
         keys=[approval_key(argv, cwd, permissions, tty=tty)],
     )
     requirement = requirement_for(
-        turn.approval_policy, turn.sandbox_mode, argv, permissions, args.justification
+        turn.approval_policy,
+        turn.sandbox_mode,
+        argv,
+        permissions,
+        args.justification,
+        cwd=cwd,
+        roots=model_writable_roots(turn.cwd),
     )
     return await inv.services.orchestrator.run(
         inv,

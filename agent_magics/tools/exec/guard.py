@@ -22,6 +22,7 @@ from agent_magics.tools.safety import (
     exec_policy_commands,
     is_known_safe_command,
 )
+from agent_magics.tools.sandbox.roots import writable_roots
 
 EXEC_REJECTED = "exec command rejected by user"
 ADDITIONAL_DISABLED = (
@@ -57,14 +58,25 @@ def approval_key(
     return key
 
 
+def model_writable_roots(workspace: Path) -> list[Path]:
+    """Where the model's commands may write without a question in this session: the
+    roots of ``workspace-write`` whatever the turn's sandbox mode, so that a program
+    written under one mode is not trusted under another."""
+    return writable_roots(workspace, SandboxMode.WORKSPACE_WRITE)
+
+
 def requirement_for(
     policy: ApprovalPolicy,
     sandbox: SandboxMode,
     argv: Sequence[str],
     permissions: SandboxPermissions,
     justification: str | None,
+    *,
+    cwd: Path | None = None,
+    roots: Sequence[Path] = (),
 ) -> ApprovalRequirement:
-    """The approval requirement of running ``argv`` (judged by its sub-commands)."""
+    """The approval requirement of running ``argv`` in ``cwd`` (judged by its
+    sub-commands; ``roots`` are where the model may have written)."""
     from agent_magics.tools.policy import exec_approval_requirement
 
     commands, complex_parsed = exec_policy_commands(argv)
@@ -76,6 +88,8 @@ def requirement_for(
         justification,
         complex_parsed=complex_parsed,
         argv=argv,
+        cwd=cwd,
+        writable_roots=roots,
     )
 
 
@@ -132,5 +146,5 @@ def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
     return policy in (ApprovalPolicy.UNTRUSTED, ApprovalPolicy.ON_FAILURE)
 
 
-def is_mutating(argv: Sequence[str]) -> bool:
-    return not is_known_safe_command(argv)
+def is_mutating(argv: Sequence[str], cwd: Path | None = None, roots: Sequence[Path] = ()) -> bool:
+    return not is_known_safe_command(argv, cwd=cwd, writable_roots=roots)

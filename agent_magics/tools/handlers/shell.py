@@ -20,6 +20,7 @@ from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.call import (
     EscalationArgs,
     call_is_mutating,
+    check_command_text,
     command_props,
     decode_call,
     run_approved,
@@ -97,6 +98,7 @@ async def run_shell_call(
     inv: ToolInvocation, argv: Sequence[str], args: _CommonArgs, structured: bool
 ) -> ToolOutput:
     """The part shell and shell_command share: guards, apply_patch, approval, the run."""
+    check_command_text({"command": argv, "workdir": args.workdir})
     turn = inv.turn
     permissions = args.checked_permissions(inv, "shell")
     cwd: Path = inv.resolve(args.workdir) if args.workdir else turn.cwd

@@ -25,6 +25,7 @@ from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.call import (
     EscalationArgs,
     call_is_mutating,
+    check_command_text,
     command_props,
     decode_call,
     run_approved,
@@ -151,6 +152,7 @@ class ExecCommandHandler:
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ExecCommandArgs, inv)
+        check_command_text({"cmd": args.cmd, "workdir": args.workdir, "shell": args.shell})
         turn = inv.turn
         argv = exec_argv(args, turn, use_login(args.login, turn.allow_login_shell))
         permissions = args.checked_permissions(inv, "exec_command")
