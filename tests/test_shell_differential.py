@@ -98,7 +98,6 @@ def disagreement(script: str) -> str | None:
 pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
 
 
-@pytest.mark.slow
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

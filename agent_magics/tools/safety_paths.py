@@ -32,6 +32,8 @@ def program_is_trusted(name: str, cwd: Path | None, roots: Sequence[Path]) -> bo
     ``PATH`` as the command will be. A name that resolves nowhere is trusted: running
     it fails. Both the path as written and its real path must be outside the roots.
     """
+    if not roots:  # nothing counts as model-written; a relative path needs a folder
+        return cwd is not None or "/" not in name or name.startswith("/")
     if "/" in name:
         if cwd is None and not name.startswith("/"):
             return False
