@@ -3,7 +3,9 @@
 The vectors come from Codex's unit tests (conformance/vectors/safe_command_cases.json).
 The extra tables pin down tree-sitter-bash's accept/reject decisions that Codex's
 "word only" check inherits (checked against tree-sitter-bash 0.25.1 while writing the
-lexer), the here-document prefix, dangerous commands and approval-key argv.
+lexer), except where bash splits or spells words differently: there the script is
+refused or read with bash's words (tests/test_shell_differential.py checks that against
+real bash). Also the here-document prefix, dangerous commands and approval-key argv.
 """
 
 from __future__ import annotations

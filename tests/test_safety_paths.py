@@ -9,7 +9,9 @@ there; tests whose names end in ``codex_shares_this`` pin such a case.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,20 @@ def test_shell_with_writable_startup_files(ws: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HOME", str(ws))
     assert safe(["bash", "-lc", "ls"], ws) is False
     assert safe(["/bin/ls"], ws) is True  # no shell, nothing read from home
+
+
+def test_git_status_really_runs_a_model_written_fsmonitor(ws: Path) -> None:
+    """Why a repository the model made is not trusted: ``git status`` runs the program
+    its ``core.fsmonitor`` names (checked here with real git)."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("needs git")
+    repo = ws / "sub"
+    repo.mkdir()
+    subprocess.run([git, "init", "-q", str(repo)], check=True)
+    _program(ws / "hook")
+    (ws / "hook").write_text(f"#!/bin/sh\ntouch {ws / 'ran'}\n")
+    subprocess.run([git, "-C", str(repo), "config", "core.fsmonitor", str(ws / "hook")], check=True)
+    assert safe(GIT, ws, cwd=repo) is False
+    subprocess.run([git, "status"], cwd=repo, capture_output=True, check=False)
+    assert (ws / "ran").exists()
