@@ -17,6 +17,7 @@ executable), so the kernel refuses the redirected write.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -52,16 +53,17 @@ PATCHES = {
     "move": "*** Begin Patch\n*** Update File: d/x.txt\n*** Move to: d/y.txt\n@@\n-old\n+pwned\n"
     "*** End Patch",
     "add-git": "*** Begin Patch\n*** Add File: g/x.txt\n+pwned\n*** End Patch",
+    "add-config": "*** Begin Patch\n*** Add File: m/config.toml\n+pwned\n*** End Patch",
 }
 
-# Swaps ``d`` (a folder holding x.txt) with ``d_alt`` (a symlink to argv[1]), and ``g``
-# (a folder) with ``g_alt`` (a symlink to the protected ``.git``), atomically with
-# renameat2(RENAME_EXCHANGE), so ``d`` always exists, until killed.
+# Swaps ``d`` (a folder holding x.txt) with ``d_alt`` (a symlink to argv[1]), ``g`` with
+# a symlink to the protected ``.git`` and ``m`` with one to the guarded, missing
+# ``.agent_magics``, atomically with renameat2(RENAME_EXCHANGE), until killed.
 FLIPPER = textwrap.dedent(
     """\
     import ctypes, os, sys
     libc = ctypes.CDLL(None, use_errno=True)
-    names = {"d": sys.argv[1], "g": ".git"}
+    names = {"d": sys.argv[1], "g": ".git", "m": ".agent_magics"}
     for name, target in names.items():
         os.mkdir(name)
         os.symlink(target, name + "_alt")
@@ -94,7 +96,9 @@ def outside_changed(arena: Arena) -> bool:
 
 
 def git_changed(arena: Arena) -> bool:
-    return sorted(p.name for p in (arena.ws / ".git").iterdir()) != ["config"]
+    """Whether anything appeared in ``.git``, or a patch wrote a project config."""
+    git = sorted(p.name for p in (arena.ws / ".git").iterdir())
+    return git != ["config"] or os.path.lexists(arena.ws / ".agent_magics" / "config.toml")
 
 
 @pytest.fixture
@@ -150,6 +154,7 @@ async def test_raced_patches_never_write_outside(
                 for entry in (arena.ws / ".git").iterdir():
                     if entry.name != "config":
                         entry.unlink()
+                shutil.rmtree(arena.ws / ".agent_magics", ignore_errors=True)
     assert escaped == dict.fromkeys(PATCHES, 0), (list(escaped.items()), applied)
     # The race was real: some patches found the folder and were applied.
     assert sum(applied.values()) > 0, applied

@@ -33,6 +33,7 @@ from agent_magics.tools.exec.guard import looks_write_denied, write_denied
 from agent_magics.tools.policy import patch_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import (
+    GUARDED_NAMES,
     PROTECTED_NAMES,
     is_writable,
     read_only_subpaths,
@@ -135,6 +136,7 @@ def confined_files(roots: list[Path]) -> ConfinedFiles:
     when a path is swapped for a symlink while the patch is written."""
     read_only: list[Path] = []
     for root in roots:
+        read_only += [root / name for name in GUARDED_NAMES]  # as is_writable has them
         try:
             read_only += [real(path) for path in read_only_subpaths(root)]
         except (OSError, ValueError):

@@ -64,10 +64,16 @@ def guarded_paths(root: Path) -> list[Path]:
 
 
 def is_writable(path: Path, roots: list[Path]) -> bool:
-    """Whether ``path`` (absolute) lies inside a root and outside its protected parts."""
-    target = real(path)
-    for root in roots:
-        if target == root or root in target.parents:
-            protected = [*read_only_subpaths(root), *(root / n for n in GUARDED_NAMES)]
-            return not any(target == p or p in target.parents for p in protected)
+    """Whether ``path`` (absolute) lies inside a root and outside its protected parts.
+
+    A path that changes while it is resolved (a symlink removed mid-way) is not writable.
+    """
+    try:
+        target = real(path)
+        for root in roots:
+            if target == root or root in target.parents:
+                protected = [*read_only_subpaths(root), *(root / n for n in GUARDED_NAMES)]
+                return not any(target == p or p in target.parents for p in protected)
+    except (OSError, ValueError):
+        return False
     return False
