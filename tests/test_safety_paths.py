@@ -146,3 +146,9 @@ def test_git_status_really_runs_a_model_written_fsmonitor(ws: Path) -> None:
     assert safe(GIT, ws, cwd=repo) is False
     subprocess.run([git, "status"], cwd=repo, capture_output=True, check=False)
     assert (ws / "ran").exists()
+
+
+def test_relative_path_entry_after_cd(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After ``cd`` the folder a relative PATH entry means is unknown."""
+    monkeypatch.setenv("PATH", f".{os.pathsep}{os.environ['PATH']}")
+    assert safe(["bash", "-lc", "cd /usr && ls"], ws, cwd=ws / "nowhere") is False

@@ -42,6 +42,8 @@ def program_is_trusted(name: str, cwd: Path | None, roots: Sequence[Path]) -> bo
         found = _on_path(name, cwd)
         if found is None:
             return True
+        if not found.is_absolute():
+            return False  # a relative PATH entry, and the folder is unknown (after `cd`)
         path = found
     return not _model_writable(path, roots)
 
@@ -94,10 +96,14 @@ def _model_writable(path: Path, roots: Sequence[Path]) -> bool:
 
 
 def _on_path(name: str, cwd: Path | None) -> Path | None:
+    """Where ``PATH`` finds ``name`` from ``cwd``; a relative path when a relative entry
+    comes first and ``cwd`` is unknown."""
     for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
         folder = Path(entry or ".")
         if not folder.is_absolute():
-            folder = (cwd or Path.cwd()) / folder
+            if cwd is None:
+                return folder / name
+            folder = cwd / folder
         candidate = folder / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
