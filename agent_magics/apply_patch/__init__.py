@@ -7,13 +7,16 @@
 * :func:`apply_patch_to_disk` is the standalone program (``python -m
   agent_magics.apply_patch``): hunks in order, earlier changes stay on a failure;
 * :func:`verify_patch` / :meth:`VerifiedPatch.apply` are the model-facing tool's path:
-  everything checked first, then written all or nothing.
+  everything checked first, then written all or nothing, through :class:`PlainFiles` or
+  :class:`ConfinedFiles` (writes that a path swapped meanwhile cannot lead out of the
+  writable roots).
 """
 
 from __future__ import annotations
 
 from .apply import StandaloneResult, apply_hunks_to_disk, apply_patch_to_disk, format_summary
 from .content import PatchApplyError, derive_new_contents, unified_diff
+from .files import ConfinedFiles, OutsideWritableRoots, PlainFiles
 from .fsops import resolve_patch_path
 from .grammar import LARK_GRAMMAR
 from .oserror import rust_os_error
@@ -34,14 +37,17 @@ from .verified import FileChange, PatchVerificationError, VerifiedPatch, verify_
 __all__ = [
     "LARK_GRAMMAR",
     "AddFile",
+    "ConfinedFiles",
     "DeleteFile",
     "FileChange",
     "Hunk",
+    "OutsideWritableRoots",
     "Patch",
     "PatchApplyError",
     "PatchError",
     "PatchParseError",
     "PatchVerificationError",
+    "PlainFiles",
     "StandaloneResult",
     "UpdateFile",
     "UpdateFileChunk",
