@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_magics.tools.exec.process import ExecProcess
+from agent_magics.tools.sandbox import SandboxSpec
 from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, arena, require_mechanism
 from tests.test_sandbox_escape import KEY, Run, run, run_cli, run_orchestrated
 
@@ -267,34 +269,82 @@ def marker() -> Iterator[str]:
         os.kill(pid, signal.SIGKILL)
 
 
+SPAWN = """\
+setsid sh -c 'echo $$ > run/started; exec sleep {marker}' > /dev/null 2>&1 < /dev/null &
+i=0; while [ ! -s run/started ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+echo started
+"""
+"""Starts a sleeper in a session of its own and returns once it runs (at most ~10 s)."""
+
 SURVIVORS = [
-    pytest.param("setsid sleep {marker} > /dev/null 2>&1 < /dev/null & echo started", id="ends"),
-    pytest.param("(setsid sleep {marker} > /dev/null 2>&1 &); exec sleep 600", id="is-killed"),
+    pytest.param("sh spawn.sh", id="ends"),
+    pytest.param("sh spawn.sh; exec sleep 600", id="is-killed"),
     pytest.param(
-        "setsid sh -c 'setsid sleep {marker} & sleep 600' > /dev/null 2>&1 < /dev/null & "
-        "echo started",
+        "setsid sh -c 'sh spawn.sh; sleep 600' > /dev/null 2>&1 < /dev/null &"
+        " i=0; while [ ! -s run/started ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done",
         id="nested",
     ),
 ]
+GONE_WITHIN_S = 10.0
+
+
+async def gone(marker: str) -> bool:
+    """Whether the sleepers are gone (a killed process may take a moment to vanish)."""
+    for _ in range(int(GONE_WITHIN_S / 0.05)):
+        if not sleepers(marker):
+            return True
+        await asyncio.sleep(0.05)
+    return False
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", SURVIVORS)
-async def test_setsid_children_end_with_the_turn(run: Run, marker: str, cmd: str) -> None:
+async def test_setsid_children_end_with_the_turn(
+    run: Run, arena: Arena, marker: str, cmd: str
+) -> None:
     """Whether the command ends by itself or is killed when the turn's session closes,
     nothing it started outlives it, also what left its session with ``setsid``."""
-    await run(cmd.replace("{marker}", marker), "workspace-write", yield_time_ms=500)
-    assert not sleepers(marker)
+    (arena.ws / "spawn.sh").write_text(SPAWN.replace("{marker}", marker))
+    (arena.ws / "run").mkdir()
+    await run(cmd, "workspace-write", yield_time_ms=1500)
+    assert (arena.ws / "run" / "started").read_text().strip()  # the sleeper did start
+    assert await gone(marker)
 
 
 @pytest.mark.slow
 async def test_setsid_children_survive_without_a_sandbox(
     arena: Arena, monkeypatch: pytest.MonkeyPatch, marker: str
 ) -> None:
-    cmd = str(SURVIVORS[0].values[0]).replace("{marker}", marker)
-    await run_orchestrated(arena, monkeypatch, "none", cmd, "danger-full-access")
+    (arena.ws / "spawn.sh").write_text(SPAWN.replace("{marker}", marker))
+    (arena.ws / "run").mkdir()
+    await run_orchestrated(arena, monkeypatch, "none", "sh spawn.sh", "danger-full-access")
     assert sleepers(marker)
 
 
 if not sys.platform.startswith("linux"):  # pragma: no cover
     pytestmark = pytest.mark.skip("the escape suite exercises the Linux mechanisms")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", LINUX_MECHANISMS)
+@pytest.mark.parametrize("tty", [False, True], ids=["pipes", "pty"])
+async def test_setsid_children_end_at_the_stop_button(
+    arena: Arena, marker: str, kind: str, tty: bool
+) -> None:
+    """The stop button SIGKILLs a running command's group at once (``kill_all``): under
+    Landlock that kills the launcher too, so the walk of the command's descendants is
+    what ends the sleeper that left with ``setsid``."""
+    require_mechanism(kind)
+    (arena.ws / "spawn.sh").write_text(SPAWN.replace("{marker}", marker))
+    (arena.ws / "run").mkdir()
+    spec = SandboxSpec(kind, (arena.ws,), network=False)
+    argv = spec.wrap(["sh", "-c", "sh spawn.sh; exec sleep 600"])
+    process = await asyncio.to_thread(ExecProcess, argv, arena.ws, dict(os.environ), tty)
+    try:
+        while not (arena.ws / "run" / "started").exists() or not sleepers(marker):
+            assert not process.exited
+            await asyncio.sleep(0.05)
+        process.kill(signal.SIGKILL)
+        assert await gone(marker)
+    finally:
+        process.dispose()
