@@ -5,7 +5,8 @@ same commands with the same words: bash runs the script with ``PATH`` pointing n
 and a ``command_not_found_handle`` that records each command's argv, NUL-separated.
 Command names are made of letters no builtin or keyword is spelled with, so every
 command reaches the handler. The handler answers 0 in one run and 1 in another, so
-that both sides of ``&&`` / ``||`` run in one of them. Globbing is off (``set -f``) and
+that both sides of ``&&`` / ``||`` run in one of them: each run must run only commands
+we read, and the two runs together all of them. Globbing is off (``set -f``) and
 ``~`` is not generated: those change a word's value, never where it ends; brace
 expansion stays on. A script the parser refuses is fine (it is simply not known-safe).
 
@@ -69,29 +70,33 @@ def bash_run(script: str, status: int, folder: Path) -> tuple[list[list[str]], s
     return commands, done.stderr.decode("utf-8", errors="replace")
 
 
-def bash_commands(script: str) -> tuple[Counter[tuple[str, ...]], str]:
-    """Every command bash runs in either run (a command is counted as often as it runs
-    in the run where it runs most), and the errors bash reported."""
+def bash_commands(script: str) -> tuple[list[Counter[tuple[str, ...]]], str]:
+    """The commands bash ran in each run (the handler answering 0, then 1), and the
+    errors bash reported."""
     with tempfile.TemporaryDirectory() as tmp:
-        counts: Counter[tuple[str, ...]] = Counter()
+        runs: list[Counter[tuple[str, ...]]] = []
         errors = ""
         for status in (0, 1):
             commands, stderr = bash_run(script, status, Path(tmp))
-            counts |= Counter(tuple(c) for c in commands)
+            runs.append(Counter(tuple(c) for c in commands))
             errors += stderr
-    return counts, errors
+    return runs, errors
 
 
 def disagreement(script: str) -> str | None:
-    """Why our reading of ``script`` differs from bash's, or None when it does not."""
+    """Why our reading of ``script`` differs from bash's, or None when it does not: each
+    run may skip commands (``&&``, ``||``) but runs no other, and together the runs
+    reach every command we read."""
     ours = parse_shell_script(script)
     if ours is None:
         return None
-    counts, errors = bash_commands(script)
+    runs, errors = bash_commands(script)
     if errors:
         return f"we read {ours!r}; bash said {errors!r}"
-    if Counter(tuple(c) for c in ours) != counts:
-        return f"we read {ours!r}; bash ran {sorted(counts.elements())!r}"
+    counts = Counter(tuple(c) for c in ours)
+    reached = set().union(*runs)
+    if any(run - counts for run in runs) or reached != set(counts):
+        return f"we read {ours!r}; bash ran {[sorted(run.elements()) for run in runs]!r}"
     return None
 
 
