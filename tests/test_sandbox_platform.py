@@ -105,13 +105,18 @@ def test_bwrap_options() -> None:
     assert "--unshare-net" not in online
 
 
-def test_bwrap_runs_the_socket_filter_when_the_network_is_off() -> None:
+def test_bwrap_loads_the_socket_filter_when_the_network_is_off() -> None:
+    require_mechanism("bwrap")
     argv = bwrap.wrap(SPEC, ["echo", "hi"])
-    command = argv[argv.index("--") + 1 :]
-    launcher = [sys.executable, "-I", "-S", str(LAUNCHER), "--seccomp-only", "--no-network"]
-    assert command == [*launcher, "--", "echo", "hi"]
+    opener, path = argv[:3], Path(argv[3])
+    assert opener == ["/bin/sh", "-c", 'exec "$@" 9< "$0"']
+    assert path.read_bytes() == landlock_exec.seccomp_program(os.uname().machine)
+    with pytest.raises(PermissionError):  # sealed: not even this process can change it
+        os.write(int(path.name), b"x")
+    assert argv[4] == bwrap.find_bwrap()
+    assert argv[argv.index("--") - 2 :] == ["--seccomp", "9", "--", "echo", "hi"]
     online = bwrap.wrap(SandboxSpec("bwrap", SPEC.writable_roots, network=True), ["echo"])
-    assert online[online.index("--") :] == ["--", "echo"]
+    assert online[0] == bwrap.find_bwrap() and online[online.index("--") :] == ["--", "echo"]
 
 
 def test_landlock_launcher_argv() -> None:

@@ -214,17 +214,30 @@ def _set_signals(signals: tuple[int, ...], action: int) -> None:
 def _exec(command: list[str]) -> int:
     # Python ignores SIGPIPE and SIGXFSZ; an ignored signal stays ignored across exec.
     _set_signals((SIGPIPE, SIGXFSZ, *SUPERVISOR_IGNORES), SIG_DFL)
-    try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
-        return 126 if exc.errno == errno.EACCES else 127
-    return 127  # not reached: execvp does not return
+    # os.execvp would import warnings (a millisecond per command): search PATH here.
+    name = command[0]
+    found: OSError = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+    folders = [""] if "/" in name else os.environ.get("PATH", os.defpath).split(os.pathsep)
+    for folder in folders:
+        try:
+            os.execv(os.path.join(folder, name), command)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            found = exc  # e.g. EACCES: remembered, the search goes on as execvp's does
+    sys.stderr.write(f"{name}: {found.strerror}\n")
+    return 126 if found.errno == errno.EACCES else 127
 
 
 def _children() -> list[int]:
-    """Processes whose parent is this one (zombies included), from ``/proc``."""
+    """Processes whose parent is this one (zombies included), from ``/proc``: the
+    kernel's list of this (single-threaded) process's children, else a scan."""
     me, found = os.getpid(), []
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as f:
+            return [int(pid) for pid in f.read().split()]
+    except OSError:
+        pass  # a kernel without CONFIG_PROC_CHILDREN
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -283,10 +296,12 @@ def main(args: list[str]) -> int:
             block_network()
         if seccomp_only:
             return _exec(command)
-        return supervise(command)
+        code = supervise(command)
     except SetupError as exc:
         sys.stderr.write(f"landlock sandbox setup failed: {exc}\n")
         return 1
+    sys.stderr.flush()
+    os._exit(code)  # no interpreter shutdown: it would add milliseconds to every command
 
 
 if __name__ == "__main__":
