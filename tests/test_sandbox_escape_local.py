@@ -71,10 +71,15 @@ def daemon_folder(arena: Arena) -> Path:
 
 CONNECT = "{python} -c \"import socket; socket.socket(1, KIND).connect('PATH'); print('linked')\""
 SENDTO = "{python} -c \"import socket; socket.socket(1, 2).sendto(b'x', 'PATH'); print('linked')\""
+SENDMSG = (
+    "{python} -c \"import socket; socket.socket(1, 2).sendmsg([b'x'], [], 0, 'PATH'); "
+    "print('linked')\""
+)
 UNIX_ESCAPES = [
     pytest.param(socket.SOCK_STREAM, CONNECT.replace("KIND", "1"), id="python-stream"),
     pytest.param(socket.SOCK_SEQPACKET, CONNECT.replace("KIND", "5"), id="python-seqpacket"),
     pytest.param(socket.SOCK_DGRAM, SENDTO, id="python-datagram"),
+    pytest.param(socket.SOCK_DGRAM, SENDMSG, id="python-sendmsg-codex-shares-this"),
     pytest.param(socket.SOCK_STREAM, "socat -u OPEN:/dev/null UNIX-CONNECT:PATH", id="socat"),
     pytest.param(socket.SOCK_STREAM, "nc -U PATH < /dev/null", id="nc"),
 ]

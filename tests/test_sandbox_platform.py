@@ -354,3 +354,35 @@ def test_cli_says_once_when_no_sandbox_works(tmp_path: Path) -> None:
     assert done.stderr.count(unavailable_notice_text()) == 1
     assert output == NEVER_PROMPT
     assert not (tmp_path / "x").exists()
+
+
+NOTICE_SCRIPT = """
+from agent_magics.tools.approval import SandboxMode
+from agent_magics.tools.sandbox.platform import proc_environ_notice
+print(proc_environ_notice(SandboxMode.WORKSPACE_WRITE))
+print(proc_environ_notice(SandboxMode.DANGER_FULL_ACCESS))
+"""
+
+
+@pytest.mark.parametrize("kind", LINUX_MECHANISMS)
+@pytest.mark.parametrize("parent_has_key", [True, False], ids=["parent-key", "no-key"])
+def test_proc_environ_notice_names_the_parent_holding_the_key(
+    kind: str, parent_has_key: bool
+) -> None:
+    """Under Landlock a command sees every process's ``/proc/PID/environ``: the session
+    is told which parent still holds the key (its own copy is overwritten)."""
+    require_mechanism(kind)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["AGENT_MAGICS_SANDBOX_MECHANISM"] = kind
+    if parent_has_key:
+        env["OPENAI_API_KEY"] = "sk-dummy-Q7v9Z2k4W8"
+    # the shell stays as the parent (a command follows), holding the key it started with
+    argv = ["/bin/sh", "-c", '"$0" -c "$1"; true', sys.executable, NOTICE_SCRIPT]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    first, second = done.stdout.splitlines()
+    assert second == "None"
+    if kind == "landlock" and parent_has_key:
+        assert first.startswith("Sandboxed commands can read OPENAI_API_KEY from the environment")
+        assert re.search(r"of sh \(pid \d+\) \(Landlock", first), first
+    else:
+        assert first == "None"
