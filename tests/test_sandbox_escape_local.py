@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.sandbox import SandboxSpec
 from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, arena, require_mechanism
@@ -353,3 +354,47 @@ async def test_setsid_children_end_at_the_stop_button(
         assert await gone(marker)
     finally:
         process.dispose()
+
+
+UNCONFINED_LAUNCHER = """\
+import os, sys
+args = sys.argv[1:]
+command = args[args.index("--") + 1 :]
+os.execvp(command[0], command)
+"""
+
+
+@pytest.mark.slow
+def test_launcher_in_the_workspace_cannot_be_rewritten(arena: Arena) -> None:
+    """The package (as in a virtual environment inside the project) lies in the
+    workspace: a first command rewrites the Landlock launcher to confine nothing, and a
+    second command must still be confined."""
+    require_mechanism("landlock")
+    package = Path(__file__).resolve().parents[1] / "agent_magics"
+    shutil.copytree(package, arena.ws / "site" / "agent_magics")
+    launcher = arena.ws / "site" / "agent_magics" / "tools" / "sandbox" / "landlock_exec.py"
+    rewrite = f"printf '%s' '{UNCONFINED_LAUNCHER}' > {launcher}"
+    escape = f"echo pwned > {arena.outside}/target.txt"
+    script = [
+        [function_call("exec_command", {"cmd": rewrite}, "c1")],
+        [function_call("exec_command", {"cmd": escape}, "c2")],
+        [message("done")],
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {
+        "HOME": str(arena.home),
+        "OPENAI_API_KEY": KEY,
+        "AGENT_MAGICS_SANDBOX_MECHANISM": "landlock",
+    }
+    env["PYTHONPATH"] = str(arena.ws / "site")
+    with ScriptedResponsesServer(script) as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "-a", "never"]
+        argv += ["-C", str(arena.ws), "try it"]
+        done = subprocess.run(
+            argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert launcher.read_text() == UNCONFINED_LAUNCHER  # the rewrite itself was allowed
+    assert (arena.outside / "target.txt").read_text() == "original\n"

@@ -23,7 +23,7 @@ from agent_magics.tools.context import SessionServices, TurnContext
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from agent_magics.tools.orchestrator import NEVER_PROMPT
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec, bwrap, landlock_exec, seatbelt
-from agent_magics.tools.sandbox.landlock import LAUNCHER
+from agent_magics.tools.sandbox.landlock import INTERPRETER, LAUNCHER
 from agent_magics.tools.sandbox.landlock import grants as landlock_grants
 from agent_magics.tools.sandbox.landlock import wrap as landlock_wrap
 from agent_magics.tools.sandbox.platform import platform_sandbox, probe, unavailable_notice
@@ -122,10 +122,10 @@ def test_bwrap_loads_the_socket_filter_when_the_network_is_off() -> None:
 def test_landlock_launcher_argv() -> None:
     spec = SandboxSpec("landlock", (Path("/project/ws"), Path("/nonexistent")), network=False)
     argv = landlock_wrap(spec, ["echo", "hi"])
-    assert argv[:4] == [sys.executable, "-I", "-S", str(LAUNCHER)]
+    assert argv[:5] == [INTERPRETER, "-I", "-S", "-c", LAUNCHER.read_text()]
     rw = ["--rw", "/project/ws", "--rw", "/nonexistent", "--rw", "/dev/shm"]
-    assert argv[4:] == [*rw, "--no-network", "--", "echo", "hi"]
-    assert landlock_exec.parse(argv[4:]) == (
+    assert argv[5:] == [*rw, "--no-network", "--", "echo", "hi"]
+    assert landlock_exec.parse(argv[5:]) == (
         ["/project/ws", "/nonexistent", "/dev/shm"], False, False, ["echo", "hi"]
     )  # fmt: skip
     assert landlock_exec.parse(["--seccomp-only", "--", "x"]) == ([], True, True, ["x"])

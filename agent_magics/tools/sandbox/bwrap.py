@@ -24,13 +24,10 @@ import functools
 import os
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
 
 PROBE_TIMEOUT_S = 10.0
-SECCOMP_LAUNCHER = Path(landlock_exec.__file__).resolve()
 FILTER_FD = 9
 """The descriptor on which bubblewrap reads the socket filter."""
 SEALS = sum(getattr(fcntl, f"F_SEAL_{n}", 0) for n in ("SEAL", "SHRINK", "GROW", "WRITE"))
@@ -99,7 +96,9 @@ def seccomp_prefix(spec: SandboxSpec) -> tuple[list[str], list[str]]:
     if fd is not None:
         opener = ["/bin/sh", "-c", f'exec "$@" {FILTER_FD}< "$0"', f"/proc/{os.getpid()}/fd/{fd}"]
         return opener, ["--seccomp", str(FILTER_FD)]
-    launcher = [sys.executable, "-I", "-S", str(SECCOMP_LAUNCHER), "--seccomp-only"]
+    from agent_magics.tools.sandbox.landlock import INTERPRETER, LAUNCHER_CODE
+
+    launcher = [INTERPRETER, "-I", "-S", "-c", LAUNCHER_CODE, "--seccomp-only"]
     return [], ["--", *launcher, "--no-network"]
 
 

@@ -28,6 +28,13 @@ from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
 from agent_magics.tools.sandbox.environ import scrub_start_environ
 
 LAUNCHER = Path(landlock_exec.__file__).resolve()
+LAUNCHER_CODE = LAUNCHER.read_text(encoding="utf-8")
+"""The launcher as this process read it at import: commands get it as ``-c`` text, so a
+command that rewrites the file (a virtual environment inside the workspace) cannot
+change how the next one is confined."""
+INTERPRETER = os.path.realpath(sys.executable)
+"""The interpreter itself, not a virtual environment's link to it (which lies in the
+workspace as often as the environment does)."""
 PROBE_TIMEOUT_S = 10.0
 SHARED_MEMORY = Path("/dev/shm")
 """Writable beside the roots in ``workspace-write`` (POSIX semaphores: multiprocessing)."""
@@ -75,7 +82,7 @@ def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
     hide_key_from_proc()
     # -I -S: start without site-packages or the environment's PYTHON* settings (fast,
     # and nothing of the user's can run before the restrictions are in place).
-    out = [sys.executable, "-I", "-S", str(LAUNCHER)]
+    out = [INTERPRETER, "-I", "-S", "-c", LAUNCHER_CODE]
     writable = grants(spec.writable_roots, spec.read_only_subpaths)
     if spec.writable_roots and SHARED_MEMORY.is_dir():
         writable.append(SHARED_MEMORY)
