@@ -3,7 +3,9 @@
 For each mechanism that works on this machine (bubblewrap, the Landlock launcher,
 Seatbelt), ``true`` is spawned and waited for through ``SandboxSpec.wrap`` with a
 ``workspace-write`` spec (a workspace, ``/tmp``, network off), interleaved with plain
-``true`` runs, after one warm-up of each. Value = median milliseconds of the confined
+``true`` runs, after one warm-up of each. The workspace's ``.git`` and ``.agent_magics``
+are protected as in a turn (missing: bubblewrap mounts placeholders, Landlock grants
+the workspace entry by entry). Value = median milliseconds of the confined
 run; ratio = confined / unconfined median. A mechanism that does not work here gives a
 row with ``value`` None and the reason in ``note``.
 
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, if 
 from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.platform import candidates
-from agent_magics.tools.sandbox.roots import writable_roots
+from agent_magics.tools.sandbox.roots import guarded_paths, writable_roots
 
 TARGETS = {"bwrap": "<= 15", "landlock": "<= 40", "seatbelt": "<= 15"}
 TRUE = shutil.which("true") or "/bin/true"
@@ -64,7 +66,8 @@ def bench_sandbox_start(quick: bool) -> list[dict[str, Any]]:
                 rows.append(dict(name=name, value=None, unit="ms", ratio=None, target=target,
                                  note=f"not available here: {problem}"))  # fmt: skip
                 continue
-            spec = SandboxSpec(kind, roots, network=False)
+            protected = tuple(guarded_paths(roots[0]))  # .git, .agent_magics: missing
+            spec = SandboxSpec(kind, roots, protected, network=False)
             confined, plain = _measure(spec.wrap([TRUE]), runs)
             rows.append(
                 {
