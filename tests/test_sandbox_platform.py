@@ -143,6 +143,9 @@ def test_landlock_grants_go_around_protected_paths(tmp_path: Path) -> None:
         tmp_path / "README", tmp_path / "lib", tmp_path / "src", Path("/nope"),
     ]  # fmt: skip
     assert landlock_grants((tmp_path,), ()) == [tmp_path]
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / ".agent_magics").symlink_to(tmp_path / "cfg")
+    assert tmp_path / "cfg" not in landlock_grants((tmp_path,), protected)
 
 
 @pytest.mark.parametrize(

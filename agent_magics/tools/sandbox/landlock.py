@@ -26,6 +26,7 @@ from pathlib import Path
 from agent_magics.tools.exec.command import HIDDEN_FROM_TOOLS
 from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
 from agent_magics.tools.sandbox.environ import scrub_start_environ
+from agent_magics.tools.sandbox.roots import real
 
 LAUNCHER = Path(landlock_exec.__file__).resolve()
 LAUNCHER_CODE = LAUNCHER.read_text(encoding="utf-8")
@@ -50,7 +51,9 @@ def abi_version() -> int:
 def grants(roots: tuple[Path, ...], protected: tuple[Path, ...]) -> list[Path]:
     """The paths to grant write access beneath: each root, or, when a protected path
     lies inside it, its entries other than the protected ones (symlinks are skipped:
-    a rule would follow them), recursively along the way to the protected path."""
+    a rule would follow them), recursively along the way to the protected path. A
+    protected path that is a symlink protects its target too."""
+    protected = (*protected, *(real(p) for p in protected))
     out: list[Path] = []
 
     def visit(path: Path) -> None:
