@@ -40,6 +40,10 @@ RED, GREEN, BLUE, PURPLE = "#cf222e", "#1a7f37", "#0969da", "#8250df"
 PRE = '<pre style="margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word">'
 
 
+DEEP_JSON = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+"""Nested past Python's recursion limit: an MCP result can be this (it crashed the card)."""
+
+
 def args(**kw: object) -> str:
     return json.dumps(kw)
 
@@ -241,10 +245,15 @@ def test_question_names_the_reason_and_the_sandbox_retry() -> None:
             id="structured",
         ),
         pytest.param("read_file", "L1: x", ("L1: x", None), id="plain"),
+        pytest.param("mcp__s__t", DEEP_JSON, (DEEP_JSON, None), id="deeply-nested-json"),
     ],
 )
 def test_shown_output(tool: str, output: str, expected: tuple[str, int | None]) -> None:
     assert render.shown_output(ToolBlock("c", tool, "{}", output=output)) == expected
+
+
+def test_deeply_nested_arguments_show_as_text() -> None:
+    assert render.parse_arguments(DEEP_JSON) is None
 
 
 def test_live_output_shows_while_running() -> None:

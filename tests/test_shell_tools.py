@@ -405,6 +405,11 @@ def test_reserialize(text: str, expected: str) -> None:
     assert reserialize_shell_output(text) == expected
 
 
+def test_reserialize_keeps_json_nested_past_the_recursion_limit() -> None:
+    deep = '{"output": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert reserialize_shell_output(deep) == deep
+
+
 @pytest.mark.parametrize(
     ("out", "err", "cap", "expected"),
     [

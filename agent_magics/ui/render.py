@@ -15,6 +15,7 @@ from typing import Any
 
 from agent_magics.events import PlanUpdated, Usage
 from agent_magics.tools.approval import ReviewDecision
+from agent_magics.tools.args import parse_json
 from agent_magics.ui.state import NoticeBlock, ToolBlock, ToolStatus, Transcript
 
 SUMMARY_CHARS = 120
@@ -62,8 +63,8 @@ def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 def parse_arguments(arguments: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(arguments)
-    except ValueError:
+        value = parse_json(arguments)
+    except ValueError:  # also JSON nested past serde's limit
         return None
     return value if isinstance(value, dict) else None
 

@@ -17,6 +17,7 @@ import unicodedata
 from decimal import Decimal
 from typing import Any
 
+from agent_magics.tools.args import parse_json
 from agent_magics.tools.truncate import (
     TruncationPolicy,
     approx_token_count,
@@ -178,8 +179,8 @@ def freeform_output(
 
 def _structured_fields(text: str) -> tuple[str, int, float] | None:
     try:
-        data: Any = json.loads(text)
-    except ValueError:
+        data: Any = parse_json(text)
+    except ValueError:  # also JSON nested past serde's limit
         return None
     if not isinstance(data, dict) or not isinstance(data.get("output"), str):
         return None
