@@ -12,29 +12,12 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from agent_magics.config import load_config
+from agent_magics.console import read_answer, report, say, stdin_approver
 from agent_magics.errors import TurnAborted, UserError
-from agent_magics.events import (
-    ApprovalDecided,
-    Event,
-    McpServerFailed,
-    McpServerReady,
-    RetryScheduled,
-    ToolCallFinished,
-    ToolCallProposed,
-)
-from agent_magics.termsafe import terminal_safe
-from agent_magics.tools.approval import (
-    ApprovalPolicy,
-    ApprovalRequest,
-    Approver,
-    ReviewDecision,
-    SandboxMode,
-    deny_all,
-    terminal_answer,
-)
+from agent_magics.tools.approval import ApprovalPolicy, SandboxMode, deny_all
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
@@ -73,23 +56,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminal_approver() -> Approver:
-    async def ask(request: ApprovalRequest) -> ReviewDecision:
-        answer = await asyncio.to_thread(_read_answer, request.terminal_question("Run this?"))
-        return terminal_answer(request, answer)
-
-    return ask
-
-
-def _read_answer(question: str) -> str:
-    sys.stderr.write(terminal_safe(question))
-    sys.stderr.flush()
-    try:
-        return sys.stdin.readline().strip().lower()[:1]
-    except (OSError, ValueError):
-        return "n"
-
-
 async def settle_trust(folder: Path, interactive: bool) -> None:
     """Ask whether to trust the folder's untrusted project config (a terminal), or say in
     one line that it is ignored (no terminal); :func:`load_config` then takes it or not."""
@@ -98,7 +64,7 @@ async def settle_trust(folder: Path, interactive: bool) -> None:
         return
     if interactive and project.problem is None:
         question = project.question(user_config_file())
-        if await asyncio.to_thread(_read_answer, question) == "y":
+        if await asyncio.to_thread(read_answer, question) == "y":
             trust_project(project)
             return
     how = f"{TRUST_COMMAND} {project.folder}"
@@ -113,31 +79,6 @@ def run_trust(folder: Path) -> int:
     print("\n".join(project.lines()) or "(it sets nothing)")
     print(f"agent-magics: trusted {project.file} (kept in {trust_project(project)}).")
     return EXIT_OK
-
-
-def _say(text: str, file: TextIO | None = None) -> None:
-    """Print a line made of text from the model, tools or servers: escape sequences in
-    it never reach the terminal (see :mod:`agent_magics.termsafe`)."""
-    print(terminal_safe(text), file=file or sys.stderr)
-
-
-def _report(event: Event) -> None:
-    if isinstance(event, ToolCallProposed):
-        args = event.arguments if len(event.arguments) <= 200 else event.arguments[:200] + "…"
-        _say(f"tool {event.tool_name} {args}")
-    elif isinstance(event, ToolCallFinished):
-        status = "ok" if event.success else "failed"
-        _say(f"tool {event.tool_name} {status} in {event.duration_s:.2f}s")
-    elif isinstance(event, ApprovalDecided):
-        how = " (remembered for the session)" if event.cached else ""
-        _say(f"approval {event.decision.value}{how}")
-    elif isinstance(event, RetryScheduled):
-        _say(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}")
-    elif isinstance(event, McpServerFailed):
-        log = f" (log: {event.log_path})" if event.log_path else ""
-        _say(f"mcp server {event.server} failed: {event.reason}{log}")
-    elif isinstance(event, McpServerReady):
-        _say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
 
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
@@ -155,14 +96,14 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     interactive = sys.stdin.isatty() and prompt_from_args(args)
     await settle_trust(Path(options["cwd"]), interactive)
     config = load_config(options=options, overrides=args.config)
-    session = Session(config, approver=_terminal_approver() if interactive else deny_all)
-    session.subscribe(_report)
+    session = Session(config, approver=stdin_approver() if interactive else deny_all)
+    session.subscribe(report)
     try:
         result = await session.run_turn(prompt)
     finally:
         await session.aclose()
     if result.final_text:
-        _say(session.redact.text(result.final_text), sys.stdout)
+        say(session.redact.text(result.final_text), sys.stdout)
     u = result.usage
     if u.total_tokens:
         print(
@@ -197,10 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(run_exec(args, prompt))
     except UserError as exc:
-        _say(f"agent-magics: {exc}")
+        say(f"agent-magics: {exc}")
         return EXIT_USER_ERROR
     except TurnAborted as exc:
-        _say(f"agent-magics: turn aborted: {exc}")
+        say(f"agent-magics: turn aborted: {exc}")
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("agent-magics: interrupted.", file=sys.stderr)

@@ -56,7 +56,7 @@ def script() -> list[Any]:
 
 
 async def run_demo() -> int:
-    from agent_magics.cli import _report
+    from agent_magics.console import report
     from agent_magics.session import Session
     from agent_magics.tools.approval import approve_all
 
@@ -67,7 +67,7 @@ async def run_demo() -> int:
         with ScriptedResponsesServer(script()) as server:
             config = SessionConfig(model="scripted-demo", base_url=server.base_url, cwd=root)
             session = Session(config, approver=approve_all)
-            session.subscribe(_report)
+            session.subscribe(report)
             print(
                 "Offline demo: a scripted model on 127.0.0.1 drives real tools in a "
                 "temporary copy of a sample project.",

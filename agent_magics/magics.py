@@ -25,7 +25,7 @@ from agent_magics.session import Session
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.ui import info, mcp_command
 from agent_magics.ui.approver import HeadlessMode
-from agent_magics.ui.controller import Controller, same_engine
+from agent_magics.ui.controller import Controller
 from agent_magics.ui.headless import request_allows_stdin
 from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
@@ -369,8 +369,7 @@ class AgentMagics(Magics):
         if session is None:
             print(f"agent: {done}; it starts with the next turn.")
             return
-        if same_engine(session.config, config):
-            session.config = config
+        session.reconfigure(config)  # a new engine waits for the next turn
         restart = name if sub == "restart" else None
         self.agent.change_mcp(session, restart, done)
 

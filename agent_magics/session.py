@@ -31,7 +31,6 @@ from agent_magics.events import (
     Usage,
 )
 from agent_magics.instructions import BASE_INSTRUCTIONS, environment_context, project_docs
-from agent_magics.mcp.config import McpServerConfig
 from agent_magics.models.base import (
     Completed,
     ItemDone,
@@ -43,27 +42,39 @@ from agent_magics.models.base import (
 )
 from agent_magics.models.retry import backoff
 from agent_magics.protocol import (
-    CALL_TYPES,
+    CustomToolCall,
+    CustomToolCallOutput,
+    FunctionCall,
+    FunctionCallOutput,
     MalformedItem,
     Message,
     Reasoning,
-    parse_item,
     server_item,
 )
+from agent_magics.protocol.items import AnyItem
 from agent_magics.redaction import SessionRedactor
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
+from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
 from agent_magics.tools.history import history_output, reserialized_input
-from agent_magics.tools.router import ToolCall, ToolRouter, output_item, tool_call_from_item
+from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
 
-Item = Any  # a protocol item model
 EMPTY_ANSWER = "the model server sent an answer with no message and no tool call"
 DEFAULT_LOG_DIR = Path.home() / ".agent_magics" / "logs"
+ENGINE_FIELDS = {
+    "base_url",
+    "provider",
+    "request_max_retries",
+    "stream_idle_timeout_s",
+    "record_path",
+    "replay_path",
+} & set(SessionConfig.model_fields)
+"""Settings the model client is built from: a change of one needs a new session."""
 
 
 @dataclass(frozen=True)
@@ -90,11 +101,10 @@ class Session:
         self.services = SessionServices(approver=approver, emit=self._emit)
         # The MCP SDK is imported only when a server is configured (or added later).
         self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
-        self._mcp_started = False
         self.registry = build_registry(config.tools_config(), self.mcp)
         self.router = ToolRouter(self.registry, self.services)
         self._client = client
-        self.history: list[Item] = []
+        self.history: list[AnyItem] = []
         self.usage = Usage()
         self.shell = ShellInfo.detect()
         self._sandbox_checked = False
@@ -119,101 +129,57 @@ class Session:
     def approver(self, approver: Approver) -> None:
         self.services.approver = approver
 
-    # -- MCP servers --------------------------------------------------------------------
+    # -- settings and MCP servers -------------------------------------------------------
 
-    def _new_mcp(self) -> McpManager:
-        from agent_magics.mcp.manager import McpManager
-
-        log_dir = self.config.log_dir or DEFAULT_LOG_DIR
-        return McpManager(
-            self.config.mcp_servers,
-            cwd=self.config.cwd,
-            log_dir=log_dir,
-            emit=self._emit,
-            redact=self.redact.text,
-        )
-
-    def _rebuild_tools(self) -> None:
-        """Offer the tools of the servers as they are now."""
-        self.registry = build_registry(self.config.tools_config(), self.mcp)
-        self.router.registry = self.registry
-
-    def _set_mcp_settings(self, servers: dict[str, McpServerConfig]) -> None:
-        """Keep the settings in step with servers added or removed by hand, so the next
-        turn's :meth:`sync_mcp_servers` keeps them."""
-        self.config = self.config.model_copy(update={"mcp_servers": servers})
-
-    async def start_mcp(self) -> None:
-        """Start the configured MCP servers (once; the first turn does it when nobody
-        did). A server that fails is reported by an event; this never raises for it."""
-        if self.mcp is None or self._mcp_started:
-            return
-        await self.mcp.start()
-        self._mcp_started = True
-        self._rebuild_tools()
-
-    async def add_mcp_server(self, name: str, config: McpServerConfig) -> ServerStatus:
-        """Add (or replace) a server for the rest of the session and start it."""
-        if self.mcp is None:
-            self.mcp = self._new_mcp()
-        self._set_mcp_settings({**self.config.mcp_servers, name: config})
-        status = await self.mcp.add(name, config)
-        self._rebuild_tools()
-        return status
+    def reconfigure(self, config: SessionConfig) -> bool:
+        """Take ``config`` for the next turns when this session can run them: the same
+        model client and tool set (per-turn settings such as the model, the policies, the
+        folder or the MCP servers may differ). False, leaving this session as it is, when
+        the model server, its key or the tools changed: that needs a new session."""
+        old = self.config
+        same = old.model_dump(include=ENGINE_FIELDS) == config.model_dump(include=ENGINE_FIELDS)
+        if not (same and old.key() == config.key() and old.tools_config() == config.tools_config()):
+            return False
+        self.config = config
+        return True
 
     async def sync_mcp_servers(self) -> None:
-        """Bring the running servers in line with ``self.config.mcp_servers``: stop the
-        ones no longer there, (re)start the new and changed ones, start the rest if the
-        servers were not started yet."""
-        wanted = self.config.mcp_servers
-        changed = False
+        """Bring the MCP servers in line with the settings (every turn does it first):
+        stop the removed ones, (re)start the new and changed ones. A server that fails is
+        reported by an event; this never raises for it."""
         if self.mcp is None:
-            if not wanted:
+            if not self.config.mcp_servers:
                 return
             self.mcp = self._new_mcp()
-            changed = True
-        else:
-            for name in self.mcp.names():
-                if name not in wanted:
-                    await self.mcp.remove(name)
-                    changed = True
-            for name, cfg in wanted.items():
-                if self.mcp.config(name) != cfg:
-                    await self.mcp.add(name, cfg)
-                    changed = True
-        if changed:
-            self._rebuild_tools()
-        await self.start_mcp()
-
-    async def remove_mcp_server(self, name: str) -> bool:
-        """Stop a server and stop offering its tools; False when there is none by that name."""
-        if self.mcp is None:
-            return False
-        self._set_mcp_settings({k: v for k, v in self.config.mcp_servers.items() if k != name})
-        removed = await self.mcp.remove(name)
-        self._rebuild_tools()
-        return removed
-
-    async def restart_mcp_server(self, name: str) -> ServerStatus:
-        """Stop a server and start it again (e.g. after it failed)."""
-        if self.mcp is None:
-            from agent_magics.errors import ConfigError
-
-            raise ConfigError(f"There is no MCP server named {name!r}.")
-        status = await self.mcp.restart(name)
-        self._rebuild_tools()
-        return status
+        await self.mcp.sync(self.config.mcp_servers)
 
     def mcp_statuses(self) -> list[ServerStatus]:
         """Every configured server: state, reason of a failure, tools, log file."""
         return self.mcp.statuses() if self.mcp is not None else []
+
+    def _new_mcp(self) -> McpManager:
+        from agent_magics.mcp.manager import McpManager
+
+        return McpManager(
+            self.config.mcp_servers,
+            cwd=self.config.cwd,
+            log_dir=self.config.log_dir or DEFAULT_LOG_DIR,
+            emit=self._emit,
+            redact=self.redact.text,
+            on_tools_changed=self._rebuild_tools,
+        )
+
+    def _rebuild_tools(self) -> None:
+        """Offer the tools of the MCP servers as they are now."""
+        self.registry = build_registry(self.config.tools_config(), self.mcp)
+        self.router.registry = self.registry
 
     # -- model --------------------------------------------------------------------------
 
     @property
     def client(self) -> ModelClient:
         if self._client is None:
-            from agent_magics.models import create_client
+            from agent_magics.providers import create_client
 
             self._client = create_client(self.config, on_retry=self._on_retry)
         return self._client
@@ -234,8 +200,8 @@ class Session:
             thread_id=self.thread_id,
         )
 
-    def _opening_messages(self, turn: TurnContext) -> list[Item]:
-        items: list[Item] = []
+    def _opening_messages(self, turn: TurnContext) -> list[AnyItem]:
+        items: list[AnyItem] = []
         docs = project_docs(turn.cwd)
         if docs:
             items.append(Message.user(docs))
@@ -317,7 +283,7 @@ class Session:
             logging.getLogger("agent_magics").warning(notice)
             self._emit(SandboxUnavailable(notice))
 
-    async def _sample(self) -> tuple[list[Item], Usage]:
+    async def _sample(self) -> tuple[list[AnyItem], Usage]:
         """One model response, re-sent after retryable stream failures."""
         retries = 0
         while True:
@@ -336,8 +302,8 @@ class Session:
                 self._emit(RetryScheduled(retries, delay, exc.message))
                 await asyncio.sleep(delay)
 
-    async def _sample_once(self) -> tuple[list[Item], Usage]:
-        items: list[Item] = []
+    async def _sample_once(self) -> tuple[list[AnyItem], Usage]:
+        items: list[AnyItem] = []
         usage = Usage()
         async for event in self.client.stream(self.request()):
             if isinstance(event, OutputTextDelta):
@@ -377,8 +343,9 @@ class Session:
 
     def _record(self, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext) -> None:
         for call, output in zip(calls, outputs, strict=True):
-            item = output_item(call, history_output(self.redact.output(output), turn.truncation))
-            self.history.append(parse_item(item))
+            content = history_output(self.redact.output(output), turn.truncation).content
+            kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
+            self.history.append(kind(call_id=call.call_id, output=content))
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
 
@@ -391,21 +358,23 @@ class Session:
         self.usage = Usage()
         self.thread_id = str(uuid.uuid4())
 
+    def kill_processes(self) -> None:
+        """Kill at once every process the session's tools started (SIGKILL): for a stop
+        button; safe to call from any thread."""
+        kill_tool_processes(self.services)
+
     async def aclose(self) -> None:
         """End the session: stop every process its tools started and every MCP server,
         close the client."""
-        for state in self.services.all_state():
-            close = getattr(state, "close", None)
-            if close is not None:
-                await close()
+        await close_tool_processes(self.services)
         if self.mcp is not None:
             await self.mcp.aclose()
         if self._client is not None:
             await self._client.aclose()
 
 
-def _speaks(item: Item) -> bool:
+def _speaks(item: AnyItem) -> bool:
     """Whether ``item`` is something a turn can end on or go on from."""
-    return getattr(item, "type", None) in CALL_TYPES or (
+    return isinstance(item, FunctionCall | CustomToolCall) or (
         isinstance(item, Message) and item.role == "assistant"
     )

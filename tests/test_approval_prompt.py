@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision, terminal_answer
+from agent_magics.console import answer, question
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 
 EXEC = ApprovalRequest("c", "exec_command", "exec", Path("."), command=("rm", "-r", "build"))
 MCP = ApprovalRequest(
@@ -23,11 +24,11 @@ MCP = ApprovalRequest(
 
 
 def test_questions_show_what_would_run_and_the_answers_on_offer() -> None:
-    assert EXEC.terminal_question() == (
+    assert question(EXEC) == (
         "\nAllow this call?\n  rm -r build\n"
         "[y] approve  [a] approve for session  [n] deny  [q] abort turn: "
     )
-    assert MCP.terminal_question() == (
+    assert question(MCP) == (
         '\nThe MCP tool may change things.\n  git · commit {"message":"x"}\n'
         "[y] approve  [n] deny  [q] abort turn: "
     )
@@ -47,4 +48,4 @@ def test_questions_show_what_would_run_and_the_answers_on_offer() -> None:
     ],
 )
 def test_answers(request_: ApprovalRequest, letter: str, decision: ReviewDecision) -> None:
-    assert terminal_answer(request_, letter) is decision
+    assert answer(request_, letter) is decision

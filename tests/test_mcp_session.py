@@ -255,7 +255,10 @@ async def test_adding_removing_and_restarting_servers(tmp_path: Path) -> None:
         session = h.session([[message("one")], [message("two")], [message("three")]])
         assert "list_mcp_resources" not in session.registry
         assert session.mcp_statuses() == []
-        status = await session.add_mcp_server("extra", McpServerConfig.model_validate(demo()))
+        extra = {"extra": McpServerConfig.model_validate(demo())}
+        assert session.reconfigure(session.config.model_copy(update={"mcp_servers": extra}))
+        await session.sync_mcp_servers()
+        [status] = session.mcp_statuses()
         assert status.state == "ready" and "mcp__extra__echo" in session.registry
         assert "list_mcp_resources" in session.registry
         await session.run_turn("first")
@@ -263,10 +266,13 @@ async def test_adding_removing_and_restarting_servers(tmp_path: Path) -> None:
         session.reset()  # a new conversation keeps the servers
         await session.run_turn("second")
         assert "mcp__extra__echo" in h.tool_names(1)
-        restarted = await session.restart_mcp_server("extra")
+        assert session.mcp is not None
+        restarted = await session.mcp.restart("extra")
         assert restarted.state == "ready"
-        assert await session.remove_mcp_server("extra") is True
-        assert await session.remove_mcp_server("extra") is False
+        assert session.reconfigure(session.config.model_copy(update={"mcp_servers": {}}))
+        await session.sync_mcp_servers()
+        assert session.mcp_statuses() == [] and "mcp__extra__echo" not in session.registry
+        assert await session.mcp.remove("extra") is False
         await session.run_turn("third")
         assert not any(n.startswith("mcp__") for n in h.tool_names(2))
         assert "list_mcp_resources" not in h.tool_names(2)

@@ -20,7 +20,7 @@ from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.ui import render
 from agent_magics.ui.approver import WidgetApprover, headless_approver
-from agent_magics.ui.runner import kill_tool_processes, run_turn
+from agent_magics.ui.runner import turn_outcome
 from agent_magics.ui.state import TextBlock, ToolBlock
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TextView, ToolCard, TranscriptView, image_widget
@@ -47,12 +47,15 @@ class Rig:
         self.stopped = 0
 
     def start(self, prompt: str = "go") -> asyncio.Task[None]:
-        def stop() -> None:
-            self.stopped += 1
-            kill_tool_processes(self.session.services)
+        return asyncio.get_running_loop().create_task(self._turn(prompt))
 
-        turn = run_turn(lambda: self.session.run_turn(prompt), self.view, stop)
-        return asyncio.get_running_loop().create_task(turn)
+    async def _turn(self, prompt: str) -> None:
+        with turn_outcome(self.view, self.stop):
+            await self.session.run_turn(prompt)
+
+    def stop(self) -> None:
+        self.stopped += 1
+        self.session.kill_processes()
 
     async def card_asking(self, call_id: str) -> ToolCard:
         await until(lambda: call_id in self.approver.waiting)

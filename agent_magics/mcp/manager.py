@@ -80,7 +80,10 @@ class McpError(Exception):
 
 
 class McpManager:
-    """Starts, calls and stops the MCP servers of one session (one event loop)."""
+    """Starts, calls and stops the MCP servers of one session (one event loop).
+
+    ``on_tools_changed`` is called after servers were synced, added, removed or
+    restarted: the session then offers the tools of the servers as they are."""
 
     def __init__(
         self,
@@ -90,8 +93,10 @@ class McpManager:
         log_dir: Path,
         emit: EventSink = ignore_events,
         redact: Redact = keep_text,
+        on_tools_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self._cwd = cwd
+        self._on_tools_changed = on_tools_changed
         self._redact = redact
         self._log_dir = log_dir
         self._emit = emit
@@ -111,16 +116,22 @@ class McpManager:
                 self._launch(run)
         await asyncio.gather(*(run.settled.wait() for run in self._runs.values() if run.task))
 
+    async def sync(self, wanted: Mapping[str, McpServerConfig]) -> None:
+        """Bring the servers in line with ``wanted``: stop the ones not in it, (re)start
+        the new and changed ones, start the others not started yet."""
+        for name in [name for name in self._runs if name not in wanted]:
+            await self._runs.pop(name).stop()
+        for name, cfg in wanted.items():
+            if self.config(name) != cfg:
+                await self._replace(name, cfg)
+        await self.start()
+        self._on_tools_changed()
+
     async def add(self, name: str, cfg: McpServerConfig) -> ServerStatus:
         """Add a server (replacing one of the same name) and start it if enabled."""
-        old = self._runs.get(name)
-        if old is not None:
-            await old.stop()
-        run = self._runs[name] = self._new_run(name, cfg)
-        if cfg.enabled and not self._closed:
-            self._launch(run)
-            await run.settled.wait()
-        return self._status(run)
+        status = self._status(await self._replace(name, cfg))
+        self._on_tools_changed()
+        return status
 
     async def remove(self, name: str) -> bool:
         """Stop a server and forget it; False when there was none of that name."""
@@ -128,6 +139,7 @@ class McpManager:
         if run is None:
             return False
         await run.stop()
+        self._on_tools_changed()
         return True
 
     async def restart(self, name: str) -> ServerStatus:
@@ -240,6 +252,16 @@ class McpManager:
         return await self._from_each(page)
 
     # -- inside -------------------------------------------------------------------------
+
+    async def _replace(self, name: str, cfg: McpServerConfig) -> ServerRun:
+        old = self._runs.get(name)
+        if old is not None:
+            await old.stop()
+        run = self._runs[name] = self._new_run(name, cfg)
+        if cfg.enabled and not self._closed:
+            self._launch(run)
+            await run.settled.wait()
+        return run
 
     def _launch(self, run: ServerRun) -> None:
         run.launch()

@@ -116,25 +116,6 @@ class ApprovalRequest:
             return f"{self.server} · {self.mcp_tool} {self.arguments or ''}".rstrip()
         return self.tool_name
 
-    def terminal_question(self, fallback: str = "Allow this call?") -> str:
-        """The question a terminal asks, with the one-letter answers it takes."""
-        session = "  [a] approve for session" if self.remember_allowed else ""
-        return (
-            f"\n{self.reason or fallback}\n  {self.subject()}\n"
-            f"[y] approve{session}  [n] deny  [q] abort turn: "
-        )
-
-
-TERMINAL_ANSWERS = {"y": "approved", "a": "approved_for_session", "q": "abort"}
-
-
-def terminal_answer(request: ApprovalRequest, letter: str) -> ReviewDecision:
-    """A one-letter terminal answer as a decision; anything else denies."""
-    value = TERMINAL_ANSWERS.get(letter.strip().lower()[:1])
-    if value == "approved_for_session" and not request.remember_allowed:
-        value = None
-    return ReviewDecision(value) if value else ReviewDecision.DENIED
-
 
 Approver = Callable[[ApprovalRequest], Awaitable[ReviewDecision]]
 

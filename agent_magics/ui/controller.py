@@ -1,9 +1,10 @@
 """The agent behind the magics: one session, its turns, and stopping them.
 
-A turn runs as a task on the kernel's loop (see :mod:`.runner`); a cell that comes
-while a turn is busy queues behind it. The session is kept across cells and adapted to
-each cell's settings: new per-turn settings (model, policy, folder) apply in place; a
-new model server or tool set moves the conversation to a new session.
+A turn is one coroutine (:meth:`Controller.run_turn`) run as a task on the kernel's
+loop; a cell that comes while a turn is busy queues behind it. The session is kept
+across cells and adapted to each cell's settings (:meth:`Session.reconfigure`): new
+per-turn settings (model, policy, folder) apply in place; a new model server or tool
+set moves the conversation to a new session.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from agent_magics.session import Session
 from agent_magics.tools.approval import Approver
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
-from agent_magics.ui.runner import SigintGuard, TurnView, kill_tool_processes, run_turn
+from agent_magics.ui.runner import SigintGuard, TurnView, turn_outcome
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TranscriptView
 
@@ -34,23 +35,9 @@ class TextDisplay:
         return {"text/plain": self.text}
 
 
-ENGINE_FIELDS = {
-    "base_url",
-    "provider",
-    "request_max_retries",
-    "stream_idle_timeout_s",
-    "record_path",
-    "replay_path",
-} & set(SessionConfig.model_fields)
 NEW_ENGINE = "The model server or the tools changed; the conversation goes on with them."
 ConfigSource = SessionConfig | Callable[[], Awaitable[SessionConfig]]
 """A turn's settings, or how to get them when it starts (after a question is answered)."""
-
-
-def same_engine(a: SessionConfig, b: SessionConfig) -> bool:
-    """Whether ``b`` can take over a session built for ``a`` (same client, same tools)."""
-    same = a.model_dump(include=ENGINE_FIELDS) == b.model_dump(include=ENGINE_FIELDS)
-    return same and a.key() == b.key() and a.tools_config() == b.tools_config()
 
 
 class Controller:
@@ -69,10 +56,7 @@ class Controller:
 
     def session_for(self, config: SessionConfig, view: TurnView) -> Session:
         old = self.session
-        if old is not None and old.config == config:
-            return old
-        if old is not None and same_engine(old.config, config):
-            old.config = config
+        if old is not None and old.reconfigure(config):
             return old
         session = Session(config)
         if old is not None:
@@ -83,7 +67,7 @@ class Controller:
         return session
 
     def _close(self, session: Session) -> None:
-        kill_tool_processes(session.services)
+        session.kill_processes()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -104,7 +88,7 @@ class Controller:
     def kill_processes(self) -> None:
         """Kill every process the session's tools started (SIGKILL, at once)."""
         if self.session is not None:
-            kill_tool_processes(self.session.services)
+            self.session.kill_processes()
 
     def cancel(self) -> bool:
         """Stop the running and queued turns and kill their tool processes."""
@@ -140,12 +124,24 @@ class Controller:
         display(widgets.root)
         return widgets, approver
 
-    def turn(
-        self, config: ConfigSource, prompt: str, view: TurnView, approver: Approver
-    ) -> tuple[Callable[[], Any], Callable[[], None]]:
-        """The coroutine function of one turn (pick the session, listen, run) and its stop."""
-
-        async def start() -> None:
+    async def run_turn(
+        self,
+        config: ConfigSource,
+        prompt: str,
+        view: TurnView,
+        approver: Approver,
+        after: asyncio.Future[Any] | None = None,
+    ) -> None:
+        """One turn, ended cleanly whatever happens (see :func:`.runner.turn_outcome`):
+        wait for ``after`` (the turn before), take the settings, pick the session, listen
+        to it and run. Only a cancellation is re-raised."""
+        if after is not None and not after.done():
+            try:
+                await asyncio.wait([after])
+            except asyncio.CancelledError:
+                view.fail("Cancelled before it started.")
+                raise
+        with turn_outcome(view, self.kill_processes):
             settings = config if isinstance(config, SessionConfig) else await config()
             session = self.session_for(settings, view)
             unsubscribe = session.subscribe(view)
@@ -156,8 +152,6 @@ class Controller:
                 unsubscribe()
                 if isinstance(approver, WidgetApprover):
                     approver.cancel_all()
-
-        return start, self.kill_processes
 
     def schedule(
         self,
@@ -170,11 +164,10 @@ class Controller:
     ) -> asyncio.Task[None]:
         """Start the turn as a task (after the busy ones); a background turn also takes
         the kernel's idle interrupts."""
-        start, stop = self.turn(config, prompt, view, approver)
         previous = next((t for t in reversed(self.tasks) if not t.done()), None)
         if previous is not None:
             view.mark_queued()
-        task = loop.create_task(run_turn(start, view, stop, after=previous))
+        task = loop.create_task(self.run_turn(config, prompt, view, approver, after=previous))
         self.tasks.append(task)
         task.add_done_callback(self._turn_done)
         if background:
@@ -209,12 +202,15 @@ class Controller:
         """Bring the session's MCP servers in line with its settings (and restart one),
         showing progress in the cell: a display updated in place when they are up, so
         the cell returns at once and the result still lands in it (also headless)."""
+        from agent_magics.errors import ConfigError
         from agent_magics.ui.mcp_command import list_text
 
         async def change() -> str:
             await session.sync_mcp_servers()
             if restart is not None:
-                await session.restart_mcp_server(restart)
+                if session.mcp is None:
+                    raise ConfigError(f"There is no MCP server named {restart!r}.")
+                await session.mcp.restart(restart)
             return f"agent: {done}.\n{list_text(session.mcp_statuses())}"
 
         try:

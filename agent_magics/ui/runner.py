@@ -19,7 +19,8 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from agent_magics.errors import TurnAborted, UserError
@@ -34,14 +35,6 @@ class TurnView(Protocol):
     def note(self, text: str) -> None: ...
 
     def mark_queued(self) -> None: ...
-
-
-def kill_tool_processes(services: Any) -> None:
-    """Kill at once every process group the session's tools started (SIGKILL)."""
-    for state in services.all_state():
-        kill_all = getattr(state, "kill_all", None)
-        if callable(kill_all):
-            kill_all()
 
 
 def ipykernel_version() -> tuple[int, ...] | None:
@@ -110,26 +103,13 @@ class SigintGuard:
 BUG = "Internal error (a bug in agent_magics, please report it): {kind}: {message}"
 
 
-async def run_turn(
-    start: Callable[[], Awaitable[Any]],
-    view: TurnView,
-    on_stop: Callable[[], None],
-    after: asyncio.Future[Any] | None = None,
-) -> None:
-    """One turn, ended cleanly whatever happens.
-
-    ``after``: a previous turn to wait for. Problems a person must fix end the turn with
-    their one sentence in ``view``; a stop (Abort turn, interrupt) calls ``on_stop``,
-    which kills the processes the tools started. Only a cancellation is re-raised.
-    """
-    if after is not None and not after.done():
-        try:
-            await asyncio.wait([after])
-        except asyncio.CancelledError:
-            view.fail("Cancelled before it started.")
-            raise
+@contextmanager
+def turn_outcome(view: TurnView, on_stop: Callable[[], None]) -> Iterator[None]:
+    """End a turn cleanly whatever happens: problems a person must fix end it with their
+    one sentence in ``view``; a stop (Abort turn, interrupt) calls ``on_stop``, which
+    kills the processes the tools started. Only a cancellation is re-raised."""
     try:
-        await start()
+        yield
     except UserError as exc:
         view.fail(str(exc))
     except TurnAborted:

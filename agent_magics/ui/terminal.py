@@ -2,7 +2,8 @@
 
 The turn runs on a loop of the magic's own (the same one every cell, so the session's
 HTTP client and processes stay usable); approvals are asked on stdin; the transcript is
-printed as markdown when the turn ends. Ctrl-C stops the turn and its commands.
+printed as markdown when the turn ends (see :mod:`agent_magics.console`). Ctrl-C stops
+the turn and its commands.
 """
 
 from __future__ import annotations
@@ -12,36 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from agent_magics.termsafe import terminal_safe
-from agent_magics.tools.approval import (
-    ApprovalRequest,
-    Approver,
-    ReviewDecision,
-    terminal_answer,
-)
+from agent_magics.console import stdin_approver
 from agent_magics.ui.approver import HEADLESS_NOTES, headless_approver
 from agent_magics.ui.headless import Markdown, StaticTranscript
-from agent_magics.ui.runner import run_turn
 from agent_magics.ui.throttle import loop_scheduler
 
 if TYPE_CHECKING:
     from agent_magics.config import SessionConfig
     from agent_magics.ui.approver import HeadlessMode
     from agent_magics.ui.controller import Controller
-
-
-def stdin_approver() -> Approver:
-    """Ask on stdin: y approve, a approve for session, n deny, q abort the turn."""
-
-    async def ask(request: ApprovalRequest) -> ReviewDecision:
-        try:
-            question = terminal_safe(request.terminal_question())
-            answer = await asyncio.to_thread(input, question)
-        except (EOFError, OSError):
-            answer = "n"
-        return terminal_answer(request, answer)
-
-    return ask
 
 
 def run_in_terminal(
@@ -52,8 +32,7 @@ def run_in_terminal(
     note = HEADLESS_NOTES[headless] if headless else None
     view = StaticTranscript(lambda md: None, loop_scheduler(loop), policy_note=note)
     approver = headless_approver(headless) if headless else stdin_approver()
-    start, stop = agent.turn(config, prompt, view, approver)
-    task: asyncio.Task[Any] = loop.create_task(run_turn(start, view, stop))
+    task: asyncio.Task[Any] = loop.create_task(agent.run_turn(config, prompt, view, approver))
     try:
         loop.run_until_complete(task)
     except KeyboardInterrupt:

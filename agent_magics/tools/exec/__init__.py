@@ -20,9 +20,25 @@ from agent_magics.tools.exec.manager import STATE_KEY, ProcessManager
 if TYPE_CHECKING:
     from agent_magics.tools.context import SessionServices
 
-__all__ = ["STATE_KEY", "ProcessManager", "manager_for"]
+__all__ = [
+    "STATE_KEY",
+    "ProcessManager",
+    "close_tool_processes",
+    "kill_tool_processes",
+    "manager_for",
+]
 
 
 def manager_for(services: SessionServices) -> ProcessManager:
     """The session's process manager (created on first use)."""
     return services.state(STATE_KEY, ProcessManager)
+
+
+def kill_tool_processes(services: SessionServices) -> None:
+    """Kill at once every process the session's shell tools started (SIGKILL)."""
+    manager_for(services).kill_all()
+
+
+async def close_tool_processes(services: SessionServices) -> None:
+    """End of the session: SIGTERM the tools' processes, SIGKILL what lingers."""
+    await manager_for(services).close()
