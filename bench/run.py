@@ -183,7 +183,7 @@ def bench_sandbox(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
 
 @benchmark("streaming_20k_deltas", "(per row)")
 def bench_stream(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
-    """20k streamed text deltas through client and session vs raw httpx line iteration."""
+    """20k streamed text deltas through client and session vs a json.loads per payload."""
     from stream_bench import bench_streaming
 
     return _rows(bench_streaming(ctx.quick))

@@ -72,8 +72,8 @@ CHUNK = TypeAdapter(ChatCompletionChunk)
 
 def payloads(raw: bytes) -> Iterator[Any]:
     parser = SseParser()
-    for event in [*parser.feed(raw), *parser.close()]:
-        yield event.data if event.data == "[DONE]" else json.loads(event.data)
+    for data in [*parser.feed(raw), *parser.close()]:
+        yield data.decode() if data == b"[DONE]" else json.loads(data)
 
 
 def fetch(base_url: str, path: str) -> list[Any]:

@@ -16,10 +16,11 @@ import pytest
 from agent_magics import Session, SessionConfig
 from agent_magics.config import load_config
 from agent_magics.errors import ConfigError, ModelError
-from agent_magics.models import ReplayClient, create_client, resolve_provider
+from agent_magics.models import ReplayClient
 from agent_magics.models.replay import LIVE_HINT, load_recording
 from agent_magics.models.secret import MIN_PIECE, Scrubber
 from agent_magics.protocol import Message
+from agent_magics.providers import create_client, resolve_provider
 from agent_magics.recordings import DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
 from agent_magics.testing import function_call, message

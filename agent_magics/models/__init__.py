@@ -1,49 +1,15 @@
-"""Model clients: the Responses API, Chat Completions, and offline recordings."""
+"""Model clients: the Responses API, Chat Completions, and offline recordings.
+
+They take plain values (a URL, a key, numbers); :mod:`agent_magics.providers` builds
+the one a session's settings ask for.
+"""
 
 from __future__ import annotations
 
-from agent_magics.config import DEFAULT_BASE_URL, SessionConfig
-from agent_magics.errors import ConfigError, ModelError
 from agent_magics.models.base import ModelClient, ModelRequest, StreamFailed
 from agent_magics.models.chat import ChatClient
-from agent_magics.models.http import RetryHook
-from agent_magics.models.replay import Recorder, ReplayClient
+from agent_magics.models.replay import ReplayClient
 from agent_magics.models.responses import ResponsesClient
-
-LIVE = {"responses": ResponsesClient, "chat": ChatClient}
-
-
-def resolve_provider(config: SessionConfig) -> str:
-    """``auto`` means a live model when a key or a server is set, else the recording."""
-    if config.provider != "auto":
-        return config.provider
-    live = config.key() or config.base_url.rstrip("/") != DEFAULT_BASE_URL
-    return "responses" if live else "replay"
-
-
-def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> ModelClient:
-    """The client for the configured provider; says in one sentence what is missing."""
-    provider = resolve_provider(config)
-    if provider == "replay":
-        return ReplayClient(config.replay_path)
-    client_class = LIVE.get(provider)
-    if client_class is None:
-        raise ConfigError(f"The provider {provider!r} is not available in this version.")
-    key = config.key()
-    if not key and config.base_url.rstrip("/") == DEFAULT_BASE_URL:
-        raise ModelError(
-            "No API key: set OPENAI_API_KEY, or point --base-url at a local model server."
-        )
-    recorder = Recorder(config.record_path, provider, key) if config.record_path else None
-    return client_class(
-        config.base_url,
-        key,
-        request_max_retries=config.request_max_retries,
-        stream_idle_timeout_s=config.stream_idle_timeout_s,
-        on_retry=on_retry,
-        recorder=recorder,
-    )
-
 
 __all__ = [
     "ChatClient",
@@ -52,6 +18,4 @@ __all__ = [
     "ReplayClient",
     "ResponsesClient",
     "StreamFailed",
-    "create_client",
-    "resolve_provider",
 ]

@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from agent_magics.events import Usage
-from agent_magics.models._template import Hole, TextShape
 from agent_magics.models.base import (
     Completed,
     ItemAdded,
@@ -85,31 +84,8 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
 
 
-def _plain_content(data: dict[str, Any]) -> str | None:
-    """The text of a chunk that carries text and nothing else (the common chunk)."""
-    choices = data.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1 or data.get("usage") is not None:
-        return None
-    choice = choices[0]
-    if not isinstance(choice, dict) or choice.get("finish_reason") is not None:
-        return None
-    delta = choice.get("delta")
-    if not isinstance(delta, dict) or len(delta) != 1 + ("role" in delta):
-        return None
-    content = delta.get("content")
-    if not isinstance(content, str) or not content or (choice.get("index") or 0) != 0:
-        return None
-    if data.get("error") or data.get("object") == "error":
-        return None
-    return content
-
-
 class ChatDecoder(BaseDecoder):
     """Gathers one streamed chat completion into Responses items."""
-
-    text_shape: ClassVar[TextShape | None] = TextShape(
-        text_path=("choices", 0, "delta", "content"), ignored={"obfuscation": Hole.STRING}
-    )
 
     def __init__(self, freeform: frozenset[str] = frozenset()) -> None:
         super().__init__()
@@ -124,26 +100,8 @@ class ChatDecoder(BaseDecoder):
         self.usage = Usage()
 
     def feed_all(self, batch: list[dict[str, Any]]) -> list[ModelEvent]:
-        buffer, text = self._buffer, self.text
         for data in batch:
-            # the common chunk, a text fragment and nothing else, without the full walk
-            content = _plain_content(data) if self.message_id else None
-            if content is not None:
-                text.append(content)
-                buffer.text(self.message_id, content)
-            else:
-                self._chunk(data)
-        return buffer.take()
-
-    def plain_text(self, data: dict[str, Any]) -> str | None:
-        if self.message_id and _plain_content(data) is not None:
-            return self.message_id
-        return None
-
-    def feed_text(self, item_id: str, text: str) -> list[ModelEvent]:
-        if text:  # as an empty fragment is skipped
-            self.text.append(text)
-            self._buffer.text(item_id, text)
+            self._chunk(data)
         return self._buffer.take()
 
     def _chunk(self, data: dict[str, Any]) -> None:

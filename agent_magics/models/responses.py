@@ -7,10 +7,9 @@ maps the stream's events.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from agent_magics.events import Usage
-from agent_magics.models._template import Hole, TextShape
 from agent_magics.models.base import (
     Completed,
     ItemAdded,
@@ -60,23 +59,9 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
 class ResponsesDecoder(BaseDecoder):
     """Maps Responses stream events; ``response.completed`` is held until the end."""
 
-    text_shape: ClassVar[TextShape | None] = TextShape(
-        text_path=("delta",),
-        ignored={"sequence_number": Hole.COUNTER, "obfuscation": Hole.STRING},
-    )
-
     def __init__(self) -> None:
         super().__init__()
         self.completed: Completed | None = None
-
-    def plain_text(self, data: dict[str, Any]) -> str | None:
-        if data.get("type") == "response.output_text.delta" and isinstance(data.get("delta"), str):
-            return str(data.get("item_id", ""))
-        return None
-
-    def feed_text(self, item_id: str, text: str) -> list[ModelEvent]:
-        self._buffer.text(item_id, text)
-        return self._buffer.take()
 
     def feed_all(self, batch: list[dict[str, Any]]) -> list[ModelEvent]:
         buffer = self._buffer

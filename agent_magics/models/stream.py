@@ -2,21 +2,16 @@
 batching of text deltas, the parse of a read's payloads, and stream-level failures.
 
 The HTTP client (:mod:`agent_magics.models.http`) feeds a decoder the payloads of each
-network read, or, for a read that is a run of text deltas of a shape seen before, just
-their text (:mod:`agent_magics.models._fast_text`); playback of a recording
-(:mod:`agent_magics.models.replay`) feeds it the recorded payloads. All get the same
-events.
+network read; playback of a recording (:mod:`agent_magics.models.replay`) feeds it the
+recorded payloads. Both get the same events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
-from agent_magics.models._fast_text import FastText, TextRun
-from agent_magics.models._sse import SseParser, region_data
-from agent_magics.models._template import TextShape
+from agent_magics.models._sse import SseParser
 from agent_magics.models.base import ModelEvent, OutputTextDelta, StreamFailed
 from agent_magics.models.retry import try_again_hint
 from agent_magics.protocol import MAX_ITEM_DEPTH, nested_deeper_than
@@ -41,21 +36,9 @@ DONE_BYTES = DONE.encode()
 
 class Decoder(Protocol):
     """Turns one response's stream payloads (parsed ``data:`` JSON) into model events.
-    ``feed_all`` takes the payloads that arrived together (one network read).
-
-    ``text_shape``, ``plain_text`` and ``feed_text`` serve the fast path for runs of
-    text deltas: ``feed_text(item_id, text)`` must do what ``feed_all`` does with the
-    payloads ``plain_text`` names that item for, whose texts joined are ``text``."""
-
-    text_shape: ClassVar[TextShape | None]
+    ``feed_all`` takes the payloads that arrived together (one network read)."""
 
     def feed_all(self, batch: list[dict[str, Any]]) -> list[ModelEvent]: ...
-
-    def plain_text(self, data: dict[str, Any]) -> str | None:
-        """The output item ``data`` adds text to, if adding text is all it does."""
-        ...
-
-    def feed_text(self, item_id: str, text: str) -> list[ModelEvent]: ...
 
     def finish(self, done_marker: bool) -> list[ModelEvent]:
         """The events held back to the end; raises StreamFailed if the stream was cut."""
@@ -97,16 +80,8 @@ class DeltaBuffer:
 class BaseDecoder:
     """What the decoders share: a one-payload entry point and a delta buffer."""
 
-    text_shape: ClassVar[TextShape | None] = None
-
     def __init__(self) -> None:
         self._buffer = DeltaBuffer()
-
-    def plain_text(self, data: dict[str, Any]) -> str | None:
-        return None
-
-    def feed_text(self, item_id: str, text: str) -> list[ModelEvent]:
-        raise NotImplementedError
 
     def feed(self, data: dict[str, Any]) -> list[ModelEvent]:
         return self.feed_all([data])
@@ -117,58 +92,37 @@ class BaseDecoder:
 
 class StreamReader:
     """One response's body, read a network read at a time: SSE framing, then the
-    payloads of each read parsed together and decoded, except runs of text deltas of a
-    shape seen before, of which only the text is read (not while recording into
-    ``tape``, which keeps every payload)."""
+    payloads of each read parsed together and decoded (and kept in ``tape`` when
+    recording)."""
 
     def __init__(self, decoder: Decoder, tape: list[Any] | None = None) -> None:
         self._decoder = decoder
         self._tape = tape
         self._parser = SseParser()
-        self.fast = FastText(decoder) if tape is None else None
         self.done = False
         """``[DONE]`` was read: what follows is not."""
 
     def read(self, chunk: bytes) -> list[ModelEvent] | None:
         """The events of one read; ``None`` if no payload was complete in it."""
-        region = self._parser.feed_region(chunk)
-        if region is None:  # a stream with \r line ends
-            return self._read([self._parser.feed_data(chunk)])
-        if not region:
-            return None
-        if self.fast is None:
-            return self._read([region_data(region)])
-        return self._read(
-            region_data(part) if isinstance(part, bytes) else part
-            for part in self.fast.parts(region)
-        )
+        return self._read(self._parser.feed(chunk))
 
     def end(self) -> list[ModelEvent]:
         """The last events, once the body has ended (or ``[DONE]`` was read); raises
         StreamFailed if the stream was cut."""
-        events = [] if self.done else self._read([self._parser.close_data()])
+        events = None if self.done else self._read(self._parser.close())
         return (events or []) + self._decoder.finish(self.done)
 
-    def _read(self, parts: Iterable[list[bytes] | TextRun]) -> list[ModelEvent] | None:
-        events: list[ModelEvent] | None = None
-        for part in parts:
-            if isinstance(part, TextRun):
-                new = self._decoder.feed_text(part.item_id, part.text)
-            elif not part:
-                continue
-            else:
-                if DONE_BYTES in part:
-                    part, self.done = part[: part.index(DONE_BYTES)], True
-                batch = parse_batch(part)
-                if self._tape is not None:
-                    self._tape.extend(batch)
-                    if self.done:
-                        self._tape.append(DONE)
-                new = self._decoder.feed_all(batch)
-            events = new if events is None else events + new
+    def _read(self, datas: list[bytes]) -> list[ModelEvent] | None:
+        if not datas:
+            return None
+        if DONE_BYTES in datas:
+            datas, self.done = datas[: datas.index(DONE_BYTES)], True
+        batch = parse_batch(datas)
+        if self._tape is not None:
+            self._tape.extend(batch)
             if self.done:
-                break
-        return events
+                self._tape.append(DONE)
+        return self._decoder.feed_all(batch)
 
 
 def stream_failure(code: str, message: str) -> StreamFailed:
