@@ -1,0 +1,125 @@
+"""The package's shape: its public names, no import circles, imports that go one way.
+
+Imports are read from the source (``ast``), every ``import`` in a module counted, also
+those inside functions (a lazy import that closes a circle is still a circle at run
+time); only imports under ``if TYPE_CHECKING:`` are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import agent_magics
+
+PACKAGE = Path(agent_magics.__file__).resolve().parent
+JUPYTER = ("IPython", "ipywidgets", "ipykernel", "agent_magics.ui")
+FRONT_ENDS = ("agent_magics.ui", "agent_magics.magics", "agent_magics.kernel")
+BELOW_CONFIG = ("agent_magics.models", "agent_magics.tools")
+
+PUBLIC_NAMES = [
+    "AgentMagicsError",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "Approver",
+    "ArgumentError",
+    "ConfigError",
+    "ConnectionFailed",
+    "Fatal",
+    "ModelError",
+    "RespondToModel",
+    "ReviewDecision",
+    "SandboxMode",
+    "Session",
+    "SessionConfig",
+    "ToolHandler",
+    "ToolInvocation",
+    "ToolOutput",
+    "TurnAborted",
+    "TurnResult",
+    "UserError",
+    "__version__",
+    "load_config",
+    "load_ipython_extension",
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imported(name: str, path: Path) -> Iterator[str]:
+    """Every module ``name`` imports, as written (``from a import b`` gives ``a`` and
+    ``a.b``), leaving out ``if TYPE_CHECKING:`` blocks."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def visit(node: ast.AST) -> Iterator[str]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from (x for stmt in child.orelse for x in visit(stmt))
+                continue
+            if isinstance(child, ast.Import):
+                yield from (alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join([*anchor, *([child.module] if child.module else [])])
+                yield base
+                yield from (f"{base}.{alias.name}" for alias in child.names)
+            yield from visit(child)
+
+    yield from visit(ast.parse(path.read_text("utf-8")))
+
+
+IMPORTS = {name: sorted(set(_imported(name, path))) for name, path in MODULES.items()}
+
+
+def _inside(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_public_names_are_pinned() -> None:
+    assert sorted(agent_magics.__all__) == PUBLIC_NAMES
+    for name in PUBLIC_NAMES:
+        assert hasattr(agent_magics, name), name
+
+
+def test_no_import_circle() -> None:
+    graph = {
+        name: {m for m in imports if m in MODULES and m != name}
+        for name, imports in IMPORTS.items()
+    }
+    circles: list[list[str]] = []
+    done: set[str] = set()
+
+    def walk(node: str, trail: list[str]) -> None:
+        if node in trail:
+            circles.append([*trail[trail.index(node) :], node])
+            return
+        if node in done:
+            return
+        for nxt in sorted(graph[node]):
+            walk(nxt, [*trail, node])
+        done.add(node)
+
+    for name in sorted(graph):
+        walk(name, [])
+    assert circles == []
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if not _inside(n, FRONT_ENDS)))
+def test_only_the_front_ends_import_jupyter(name: str) -> None:
+    assert [m for m in IMPORTS[name] if _inside(m, JUPYTER)] == []
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if _inside(n, BELOW_CONFIG)))
+def test_models_and_tools_do_not_import_config(name: str) -> None:
+    assert [m for m in IMPORTS[name] if _inside(m, ("agent_magics.config",))] == []
