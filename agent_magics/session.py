@@ -18,41 +18,21 @@ from typing import TYPE_CHECKING, Any
 from agent_magics.config import SessionConfig
 from agent_magics.errors import TurnAborted
 from agent_magics.events import (
-    AssistantMessage,
     Event,
     EventSink,
-    ReasoningSummary,
     RetryScheduled,
     SandboxUnavailable,
-    TextDelta,
     TurnAbortedEvent,
     TurnFinished,
     TurnStarted,
     Usage,
 )
 from agent_magics.instructions import BASE_INSTRUCTIONS, environment_context, project_docs
-from agent_magics.models.base import (
-    Completed,
-    ItemDone,
-    ModelClient,
-    ModelRequest,
-    OutputTextDelta,
-    ReasoningDelta,
-    StreamFailed,
-)
-from agent_magics.models.retry import backoff
-from agent_magics.protocol import (
-    CustomToolCall,
-    CustomToolCallOutput,
-    FunctionCall,
-    FunctionCallOutput,
-    MalformedItem,
-    Message,
-    Reasoning,
-    server_item,
-)
+from agent_magics.models.base import ModelClient, ModelRequest
+from agent_magics.protocol import CustomToolCallOutput, FunctionCallOutput, Message
 from agent_magics.protocol.items import AnyItem
 from agent_magics.redaction import SessionRedactor
+from agent_magics.sampling import sample
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
@@ -64,7 +44,6 @@ from agent_magics.tools.runtime import CallsInterrupted, run_calls
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
 
-EMPTY_ANSWER = "the model server sent an answer with no message and no tool call"
 DEFAULT_LOG_DIR = Path.home() / ".agent_magics" / "logs"
 ENGINE_FIELDS = {
     "base_url",
@@ -249,7 +228,9 @@ class Session:
         try:
             await self.sync_mcp_servers()  # settings may have changed since the last turn
             while True:
-                items, step_usage = await self._sample()
+                items, step_usage = await sample(
+                    self.client, self.request, self._emit, self.config.stream_max_retries
+                )
                 usage = usage + step_usage
                 self.history.extend(items)
                 calls = [c for c in (tool_call_from_item(i.wire()) for i in items) if c]
@@ -282,49 +263,6 @@ class Session:
         if notice is not None:
             logging.getLogger("agent_magics").warning(notice)
             self._emit(SandboxUnavailable(notice))
-
-    async def _sample(self) -> tuple[list[AnyItem], Usage]:
-        """One model response, re-sent after retryable stream failures."""
-        retries = 0
-        while True:
-            try:
-                return await self._sample_once()
-            except StreamFailed as exc:
-                if not exc.retryable or retries >= self.config.stream_max_retries:
-                    from agent_magics.errors import ConnectionFailed
-
-                    raise ConnectionFailed(
-                        f"The model's answer failed: {exc.message}"
-                        + (f" (after {retries} retries)." if retries else ".")
-                    ) from None
-                retries += 1
-                delay = exc.delay_s if exc.delay_s is not None else backoff(retries)
-                self._emit(RetryScheduled(retries, delay, exc.message))
-                await asyncio.sleep(delay)
-
-    async def _sample_once(self) -> tuple[list[AnyItem], Usage]:
-        items: list[AnyItem] = []
-        usage = Usage()
-        async for event in self.client.stream(self.request()):
-            if isinstance(event, OutputTextDelta):
-                self._emit(TextDelta(event.item_id, event.delta))
-            elif isinstance(event, ReasoningDelta):
-                pass
-            elif isinstance(event, ItemDone):
-                try:
-                    item = server_item(event.item)
-                except MalformedItem as exc:
-                    raise StreamFailed(f"the model server sent {exc}", retryable=False) from None
-                items.append(item)
-                if isinstance(item, Message) and item.role == "assistant":
-                    self._emit(AssistantMessage(item.text))
-                elif isinstance(item, Reasoning) and item.summary_text:
-                    self._emit(ReasoningSummary(item.summary_text))
-            elif isinstance(event, Completed):
-                usage = event.usage
-        if not any(_speaks(item) for item in items):
-            raise StreamFailed(EMPTY_ANSWER, retryable=False)
-        return items, usage
 
     async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
         for call in calls:
@@ -371,10 +309,3 @@ class Session:
             await self.mcp.aclose()
         if self._client is not None:
             await self._client.aclose()
-
-
-def _speaks(item: AnyItem) -> bool:
-    """Whether ``item`` is something a turn can end on or go on from."""
-    return isinstance(item, FunctionCall | CustomToolCall) or (
-        isinstance(item, Message) and item.role == "assistant"
-    )

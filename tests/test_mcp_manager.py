@@ -558,3 +558,37 @@ async def test_a_server_log_is_written_through_redact_codex_shares_this(tmp_path
     assert "LAST=tail [redacted]\n" in log
     assert token[:12] not in log
     assert (status.reason or "").startswith("exited with code 4 while starting: key:")
+
+
+async def test_sync_follows_the_wanted_servers_and_says_when_tools_change(
+    tmp_path: Path,
+) -> None:
+    """``sync`` stops the servers no longer wanted (one never started is not started),
+    restarts the changed ones, leaves the same ones running, and calls
+    ``on_tools_changed`` with the tools as they then are."""
+    events: list[Event] = []
+    seen: list[list[str]] = []
+    add_only, echo_only = demo(enabled_tools=("add",)), demo(enabled_tools=("echo",))
+    manager = McpManager(
+        {"a": add_only, "gone": demo()},
+        cwd=tmp_path,
+        log_dir=tmp_path / "logs",
+        emit=events.append,
+        on_tools_changed=lambda: seen.append([t.qualified_name for t in manager.tools()]),
+    )
+
+    def starts(name: str) -> int:
+        return sum(isinstance(e, McpServerReady) and e.server == name for e in events)
+
+    try:
+        await manager.sync({"a": add_only, "b": echo_only})
+        assert manager.names() == ["a", "b"]
+        assert seen[-1] == ["mcp__a__add", "mcp__b__echo"]
+        assert (starts("a"), starts("b"), starts("gone")) == (1, 1, 0)
+        await manager.sync({"a": echo_only, "b": echo_only})
+        assert seen[-1] == ["mcp__a__echo", "mcp__b__echo"]
+        assert (starts("a"), starts("b")) == (2, 1)
+        await manager.sync({})
+        assert manager.names() == [] and seen[-1] == []
+    finally:
+        await manager.aclose()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from agent_magics import ReviewDecision, Session, SessionConfig
 from agent_magics.errors import ConnectionFailed
@@ -205,3 +207,66 @@ async def test_tool_call_arguments_are_never_rewritten(tmp_path: Path) -> None:
         await session.aclose()
     plans = [e for e in seen if isinstance(e, PlanUpdated)]
     assert plans[0].plan[0].step == step
+
+
+async def test_reconfigure_takes_per_turn_settings_in_place(tmp_path: Path) -> None:
+    """New per-turn settings apply to the same conversation; a new model server, key or
+    tool set is refused (the caller moves the conversation to a new session)."""
+    with ScriptedResponsesServer([[message("one")], [message("two")]]) as server:
+        session = make_session(tmp_path, server.base_url)
+        await session.run_turn("first")
+        newer = session.config.model_copy(update={"model": "m2", "approval_policy": "never"})
+        assert session.reconfigure(newer) and session.config is newer
+        await session.run_turn("second")
+        await session.aclose()
+    second = server.requests[1]
+    assert second["model"] == "m2"
+    assert "first" in json.dumps(second["input"])  # the conversation went on
+    for change in (
+        {"base_url": "http://127.0.0.1:9/v1"},
+        {"api_key": SecretStr("sk-another-key-123456")},
+        {"shell_type": "unified_exec"},
+        {"request_max_retries": 0},
+    ):
+        assert not session.reconfigure(newer.model_copy(update=change)), change
+        assert session.config is newer
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_kill_processes_kills_what_the_tools_left_running(tmp_path: Path) -> None:
+    """A command the model left running in the background dies at once (SIGKILL) when
+    the session's processes are killed, as the stop button does; the session stays
+    usable."""
+    cmd = "echo $$ > pid; exec sleep 600"
+    script = [
+        [function_call("exec_command", {"cmd": cmd, "yield_time_ms": 250}, "c1")],
+        [message("left running")],
+        [message("still here")],
+    ]
+    with ScriptedResponsesServer(script) as server:
+        session = make_session(
+            tmp_path,
+            server.base_url,
+            shell_type="unified_exec",
+            approval_policy="never",
+            sandbox_mode="danger-full-access",
+        )
+        try:
+            await session.run_turn("start it")
+            pid = int((tmp_path / "pid").read_text())
+            assert alive(pid)
+            session.kill_processes()
+            async with asyncio.timeout(20):
+                while alive(pid):
+                    await asyncio.sleep(0.02)
+            assert (await session.run_turn("again")).final_text == "still here"
+        finally:
+            await session.aclose()

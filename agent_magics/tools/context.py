@@ -72,9 +72,6 @@ class ShellInfo:
             return cls(shell, name)  # type: ignore[arg-type]
         return cls("/bin/bash", "bash")
 
-    def exec_args(self, script: str, login: bool) -> list[str]:
-        return [self.path, "-lc" if login else "-c", script]
-
 
 @dataclass(frozen=True)
 class TurnContext:

@@ -54,9 +54,6 @@ class ToolRegistry:
         flag = handler.supports_parallel if parallel is None else parallel
         self._tools[name] = RegisteredTool(handler, spec, flag and spec is not None)
 
-    def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
-
     def get(self, name: str) -> RegisteredTool | None:
         return self._tools.get(name)
 
