@@ -4,6 +4,10 @@ Codex recognises ``["apply_patch" | "applypatch", PATCH]`` and a shell wrapper
 (``bash|zsh|sh -c|-lc``, ``pwsh|powershell [-NoProfile] -Command``, ``cmd /c``) whose
 whole script is ``apply_patch <<'EOF' … EOF``, optionally preceded by ``cd DIR &&``.
 A patch handed over without any ``apply_patch`` is refused with a hint instead.
+
+Only the finding lives here; the shell handlers apply what is found through the
+apply_patch tool's own path. Codex 0.169.0 adds no note to the history for such a call
+(its recordings show none), so neither do we.
 """
 
 from __future__ import annotations
@@ -12,13 +16,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from agent_magics.apply_patch.parser import PatchError, parse_patch
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.exec.command import shell_stem
-
-if TYPE_CHECKING:
-    from agent_magics.tools.context import ToolInvocation, ToolOutput
 
 APPLY_PATCH_NAMES = ("apply_patch", "applypatch")
 IMPLICIT_PATCH = (
@@ -91,8 +92,6 @@ def heredoc_patch(script: str) -> tuple[str, str | None] | None:
 
 
 def _is_patch(text: str) -> bool:
-    from agent_magics.apply_patch.parser import PatchError, parse_patch
-
     try:
         parse_patch(text)
     except PatchError:
@@ -118,13 +117,3 @@ def find_apply_patch(argv: Sequence[str], cwd: Path) -> PatchCall | None:
         return None
     patch, cd_dir = found
     return PatchCall(patch, cwd / cd_dir if cd_dir is not None else cwd)
-
-
-async def apply_intercepted(inv: ToolInvocation, call: PatchCall) -> ToolOutput:
-    """Apply an intercepted patch the way the apply_patch tool does.
-
-    Codex 0.169.0 adds no note to the history for this (its recordings show none), so
-    neither do we."""
-    from agent_magics.tools.handlers.apply_patch import run_apply_patch
-
-    return await run_apply_patch(inv, call.patch, call.cwd)

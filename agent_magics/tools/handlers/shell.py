@@ -27,7 +27,7 @@ from agent_magics.tools.exec.call import (
 )
 from agent_magics.tools.exec.command import command_env, shell_argv, use_login
 from agent_magics.tools.exec.guard import looks_sandbox_denied
-from agent_magics.tools.exec.intercept import apply_intercepted, find_apply_patch
+from agent_magics.tools.exec.intercept import find_apply_patch
 from agent_magics.tools.exec.shell_exec import (
     DEFAULT_TIMEOUT_MS,
     ExecOutput,
@@ -36,6 +36,7 @@ from agent_magics.tools.exec.shell_exec import (
     run_oneshot,
     spawn_error_text,
 )
+from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import (
     FunctionSpec,
@@ -104,7 +105,7 @@ async def run_shell_call(
     cwd: Path = inv.resolve(args.workdir) if args.workdir else turn.cwd
     found = find_apply_patch(argv, cwd)
     if found is not None:
-        return await apply_intercepted(inv, found)
+        return await run_apply_patch(inv, found.patch, found.cwd)
     manager = manager_for(inv.services)
     env = command_env(turn.thread_id)
     timeout = DEFAULT_TIMEOUT_MS if args.timeout_ms is None else args.timeout_ms
@@ -119,8 +120,8 @@ async def run_shell_call(
         text = decode_output(result.aggregated)
         return not result.timed_out and looks_sandbox_denied(text, result.exit_code)
 
-    result = await run_approved(inv, argv, cwd, args, permissions, attempt, denied)
-    text, ok = exec_output_text(result, structured, turn.truncation)
+    ran = await run_approved(inv, argv, cwd, args, permissions, attempt, denied)
+    text, ok = exec_output_text(ran.value, structured, turn.truncation)
     return ToolOutput(text, success=ok)
 
 
