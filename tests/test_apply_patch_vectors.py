@@ -26,11 +26,11 @@ from agent_magics.apply_patch import (
     UpdateFileChunk,
     apply_patch_to_disk,
     parse_patch,
-    rust_os_error,
     seek_sequence,
     verify_patch,
 )
 from agent_magics.apply_patch.parser import parse_hunk, parse_update_chunk, rust_trim
+from agent_magics.rust_text import rust_os_error
 from tests.conftest import CONFORMANCE as SHARED
 
 VECTORS_FILE = SHARED / "vectors" / "apply_patch_cases.json"

@@ -19,7 +19,6 @@ from .content import PatchApplyError, derive_new_contents, unified_diff
 from .files import ConfinedFiles, OutsideWritableRoots, PlainFiles
 from .fsops import resolve_patch_path
 from .grammar import LARK_GRAMMAR
-from .oserror import rust_os_error
 from .parser import (
     AddFile,
     DeleteFile,
@@ -58,7 +57,6 @@ __all__ = [
     "format_summary",
     "parse_patch",
     "resolve_patch_path",
-    "rust_os_error",
     "seek_sequence",
     "unified_diff",
     "verify_patch",

@@ -10,8 +10,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from agent_magics.rust_text import INVALID_UTF8
+
 from .apply import apply_patch_to_disk
-from .oserror import INVALID_UTF8
 
 USAGE = "Usage: apply_patch 'PATCH'\n       echo 'PATCH' | apply-patch"
 

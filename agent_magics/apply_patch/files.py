@@ -21,7 +21,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .oserror import RustIoError
+from agent_magics.rust_text import RustIoError
 
 __all__ = [
     "MAX_FILE_BYTES",

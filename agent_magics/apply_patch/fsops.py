@@ -6,8 +6,9 @@ import os
 import pwd
 from pathlib import Path
 
+from agent_magics.rust_text import INVALID_UTF8, RustIoError
+
 from .files import PlainFiles
-from .oserror import INVALID_UTF8, RustIoError
 
 __all__ = ["PLAIN", "read_utf8", "resolve_patch_path", "rust_parent", "write_text"]
 

@@ -6,8 +6,9 @@ import os
 import stat
 from dataclasses import dataclass
 
+from agent_magics.rust_text import io_error_text
+
 from .files import PlainFiles
-from .oserror import io_error_text
 
 __all__ = ["Journal"]
 

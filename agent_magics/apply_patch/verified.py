@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent_magics.rust_text import NUL_IN_PATH, io_error_text, rust_os_error
+
 from .apply import NO_FILES_MODIFIED, summary_for
 from .content import PatchApplyError, derive_new_contents, unified_diff
 from .files import OutsideWritableRoots, PlainFiles
 from .fsops import PLAIN, read_utf8, resolve_patch_path, write_text
-from .oserror import NUL_IN_PATH, io_error_text, rust_os_error
 from .parser import (
     AddFile,
     DeleteFile,

@@ -16,9 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_magics.apply_patch.oserror import io_error_text
 from agent_magics.errors import RespondToModel
-from agent_magics.rust_text import U64_MAX, cut_at_char_boundary
+from agent_magics.rust_text import U64_MAX, cut_at_char_boundary, io_error_text
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput

@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_magics.apply_patch.oserror import rust_os_error
 from agent_magics.errors import RespondToModel
 from agent_magics.events import ToolOutputDelta
+from agent_magics.rust_text import rust_os_error
 from agent_magics.tools.approval import SandboxPermissions
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext

@@ -23,9 +23,9 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel
 
-from agent_magics.apply_patch.oserror import io_error_text
 from agent_magics.errors import Fatal, RespondToModel
 from agent_magics.events import ImageViewed
+from agent_magics.rust_text import io_error_text
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
