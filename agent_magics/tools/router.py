@@ -61,10 +61,6 @@ def tool_call_from_item(item: dict[str, Any]) -> ToolCall | None:
     return None
 
 
-def output_item(call: ToolCall, output: ToolOutput) -> dict[str, Any]:
-    return {"type": call.output_type, "call_id": call.call_id, "output": output.content}
-
-
 class ToolRouter:
     """Dispatches calls to the registry's handlers and reports them as events."""
 
