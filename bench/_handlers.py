@@ -9,6 +9,7 @@ from typing import Literal
 from agent_magics.tools.approval import ApprovalRequest, Skip
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj
 
@@ -16,7 +17,7 @@ NOOP_OUTPUT = ToolOutput("ok")
 
 
 class NoopHandler:
-    """Returns at once, but through ``orchestrator.run`` with a ``Skip()`` requirement,
+    """Returns at once, but through ``run_guarded`` with a ``Skip()`` requirement,
     like a real tool that needs no approval. :meth:`work` is the attempt itself."""
 
     name = "bench_noop"
@@ -34,9 +35,8 @@ class NoopHandler:
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         request = ApprovalRequest(inv.call_id, self.name, "exec", inv.turn.cwd)
-        return await inv.services.orchestrator.run(
-            inv, request, Skip(), self.work, rejection="rejected"
-        )
+        ran = await run_guarded(inv, GuardedCall(request, Skip(), self.work, "rejected"))
+        return ran.value
 
 
 class SleepHandler:

@@ -1,7 +1,7 @@
 """The orchestrator's fixed sequence: requirement -> question -> sandbox -> attempt ->
 after a sandbox denial, the question to retry without it (codex-tools.md §9.5, §9.6).
 
-Attempts here are plain recorders handed to ``Orchestrator.run`` (the contract every
+Attempts here are plain recorders handed to ``run_guarded`` (the contract every
 tool uses); the sandbox they receive is the real one this machine offers.
 """
 
@@ -27,7 +27,7 @@ from agent_magics.tools.approval import (
 )
 from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
-from agent_magics.tools.orchestrator import NEVER_PROMPT, RETRY_REASON
+from agent_magics.tools.orchestrator import NEVER_PROMPT, RETRY_REASON, GuardedCall, run_guarded
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec
 from agent_magics.tools.sandbox.platform import probe
 from tests.sandbox_helpers import Arena, RecordingApprover, arena, use_mechanism
@@ -76,8 +76,7 @@ class Harness:
         turn = TurnContext(cwd=self.cwd, approval_policy=policy, sandbox_mode=sandbox)
         inv = ToolInvocation("c1", "shell", CustomPayload(""), turn, self.services)
         request = ApprovalRequest("c1", "shell", kind, self.cwd, ("touch", "x"), keys=keys)
-        return await self.services.orchestrator.run(
-            inv,
+        call = GuardedCall(
             request,
             requirement,
             attempts,
@@ -85,6 +84,9 @@ class Harness:
             is_sandbox_denial=lambda result: result == "denied",
             can_retry_unsandboxed=retry,
         )
+        ran = await run_guarded(inv, call)
+        assert ran.sandbox == attempts.seen[-1]
+        return ran.value
 
     @property
     def prompts(self) -> list[str | None]:

@@ -178,7 +178,7 @@ def test_probe_can_be_told_none(monkeypatch: pytest.MonkeyPatch) -> None:
     with use_mechanism(monkeypatch, "none"):
         assert probe().kind is None
         turn = TurnContext(cwd=Path.cwd(), sandbox_mode=SandboxMode.WORKSPACE_WRITE)
-        assert platform_sandbox(turn) is None
+        assert platform_sandbox(turn.cwd, turn.sandbox_mode, turn.network_access) is None
         notice = unavailable_notice(SandboxMode.READ_ONLY)
         assert notice == (
             "No sandbox works on this machine (AGENT_MAGICS_SANDBOX_MECHANISM=none); "
@@ -202,7 +202,7 @@ def test_platform_sandbox_for_a_turn(
     (tmp_path / ".codex").mkdir()
     with use_mechanism(monkeypatch, kind):
         write = TurnContext(cwd=tmp_path, sandbox_mode=SandboxMode.WORKSPACE_WRITE)
-        spec = platform_sandbox(write)
+        spec = platform_sandbox(write.cwd, write.sandbox_mode, write.network_access)
         assert spec is not None and spec.kind == kind and not spec.network
         assert spec.writable_roots[0] == tmp_path.resolve()
         assert Path("/tmp").resolve() in spec.writable_roots
@@ -212,10 +212,10 @@ def test_platform_sandbox_for_a_turn(
             tmp_path / ".codex",
         }
         online = TurnContext(cwd=tmp_path, sandbox_mode=SandboxMode.READ_ONLY, network_access=True)
-        spec = platform_sandbox(online)
+        spec = platform_sandbox(online.cwd, online.sandbox_mode, online.network_access)
         assert spec is not None and spec.writable_roots == () and spec.network
         full = TurnContext(cwd=tmp_path, sandbox_mode=SandboxMode.DANGER_FULL_ACCESS)
-        assert platform_sandbox(full) == NO_SANDBOX
+        assert platform_sandbox(full.cwd, full.sandbox_mode, full.network_access) == NO_SANDBOX
 
 
 @pytest.fixture(params=[pytest.param(k, id=k) for k in LINUX_MECHANISMS])

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from agent_magics.events import Event, EventSink, ignore_events
 from agent_magics.tools.approval import (
@@ -17,9 +17,6 @@ from agent_magics.tools.approval import (
     deny_all,
 )
 from agent_magics.tools.truncate import DEFAULT_POLICY, TruncationPolicy
-
-if TYPE_CHECKING:
-    from agent_magics.tools.orchestrator import Orchestrator
 
 T = TypeVar("T")
 
@@ -97,7 +94,6 @@ class SessionServices:
     approvals: ApprovalStore = field(default_factory=ApprovalStore)
     pending_user_messages: list[str] = field(default_factory=list)
     _state: dict[str, Any] = field(default_factory=dict)
-    _orchestrator: Orchestrator | None = None
 
     def state(self, key: str, factory: Callable[[], T]) -> T:
         """Per-session state owned by one handler (e.g. its running processes)."""
@@ -108,14 +104,6 @@ class SessionServices:
 
     def all_state(self) -> list[Any]:
         return list(self._state.values())
-
-    @property
-    def orchestrator(self) -> Orchestrator:
-        if self._orchestrator is None:
-            from agent_magics.tools.orchestrator import Orchestrator
-
-            self._orchestrator = Orchestrator(self)
-        return self._orchestrator
 
 
 @dataclass(frozen=True)

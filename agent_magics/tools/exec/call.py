@@ -31,6 +31,7 @@ from agent_magics.tools.exec.guard import (
     model_writable_roots,
     requirement_for,
 )
+from agent_magics.tools.orchestrator import GuardedCall, Ran, run_guarded
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import JsonSchema, array, boolean, string
 
@@ -129,10 +130,13 @@ async def run_approved(
     permissions: SandboxPermissions,
     attempt: Callable[[SandboxSpec], Awaitable[T]],
     is_sandbox_denial: Callable[[T], bool],
+    *,
     tty: bool | None = None,
-) -> T:
+    release: Callable[[T], None] | None = None,
+) -> Ran[T]:
     """Ask for approval of running ``argv`` as the policy requires, then run ``attempt``
-    (again outside the sandbox after a denial, when the policy allows asking)."""
+    (again outside the sandbox after a denial, when the policy allows asking); the
+    result says which sandbox the last attempt ran under."""
     turn = inv.turn
     request = ApprovalRequest(
         call_id=inv.call_id,
@@ -152,12 +156,13 @@ async def run_approved(
         cwd=cwd,
         roots=model_writable_roots(turn.cwd),
     )
-    return await inv.services.orchestrator.run(
-        inv,
+    call = GuardedCall(
         request,
         requirement,
         attempt,
         rejection=EXEC_REJECTED,
         is_sandbox_denial=is_sandbox_denial,
         can_retry_unsandboxed=can_retry_unsandboxed(turn.approval_policy),
+        release=release,
     )
+    return await run_guarded(inv, call)

@@ -30,6 +30,7 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import CustomPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import structured_output
 from agent_magics.tools.exec.guard import looks_write_denied, write_denied
+from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import (
@@ -117,8 +118,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         text, code = await asyncio.to_thread(_apply, verified, files)
         return text, code, time.monotonic() - started
 
-    text, code, duration = await inv.services.orchestrator.run(
-        inv,
+    call = GuardedCall(
         request,
         requirement,
         attempt,
@@ -127,6 +127,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         can_retry_unsandboxed=turn.approval_policy.value != "never",
         confinement=SandboxSpec("path_check", tuple(roots)),
     )
+    text, code, duration = (await run_guarded(inv, call)).value
     body = structured_output(text, code, duration, turn.truncation)
     return ToolOutput(body, success=code == 0)
 

@@ -23,6 +23,7 @@ from agent_magics.tools.args import json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import rust_debug_str
+from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, sanitize_schema
 
@@ -108,6 +109,5 @@ class McpToolHandler:
                 return call_error_output(exc.message)
             return call_result_output(result, supports_images=inv.turn.supports_images)
 
-        return await inv.services.orchestrator.run(
-            inv, request, requirement, attempt, rejection=REJECTED
-        )
+        ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
+        return ran.value

@@ -120,8 +120,8 @@ async def run_shell_call(
         text = decode_output(result.aggregated)
         return not result.timed_out and looks_sandbox_denied(text, result.exit_code)
 
-    result = await run_approved(inv, argv, cwd, args, permissions, attempt, denied)
-    text, ok = exec_output_text(result, structured, turn.truncation)
+    ran = await run_approved(inv, argv, cwd, args, permissions, attempt, denied)
+    text, ok = exec_output_text(ran.value, structured, turn.truncation)
     return ToolOutput(text, success=ok)
 
 

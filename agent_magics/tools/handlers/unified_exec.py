@@ -182,35 +182,37 @@ class ExecCommandHandler:
         manager = manager_for(inv.services)
         session_id = manager.reserve_id()
         env = command_env(turn.thread_id, unified=True, call_id=inv.call_id)
-        spawned: list[ExecProcess] = []
-        confined: list[bool] = []
 
         async def attempt(sandbox: SandboxSpec) -> ExecProcess:
-            for old in spawned:
-                manager.discard(old)
-            spawned.clear()
-            confined[:] = [sandbox.confined]
             try:
-                process = await manager.spawn(sandbox.wrap(argv), cwd, env, args.tty)
+                return await manager.spawn(sandbox.wrap(argv), cwd, env, args.tty)
             except OSError as exc:
                 raise RespondToModel(
                     f"Failed to create unified exec process: {rust_os_error(exc)}"
                 ) from None
-            spawned.append(process)
-            return process
 
         def denied(process: ExecProcess) -> bool:
             text = process.snapshot().decode("utf-8", errors="replace")
             return process.exit_code is not None and looks_sandbox_denied(text, process.exit_code)
 
+        process: ExecProcess | None = None
         try:
             try:
-                process = await run_approved(
-                    inv, argv, cwd, args, permissions, attempt, denied, tty=args.tty
+                ran = await run_approved(
+                    inv,
+                    argv,
+                    cwd,
+                    args,
+                    permissions,
+                    attempt,
+                    denied,
+                    tty=args.tty,
+                    release=manager.discard,
                 )
             except RespondToModel as exc:
                 raise RespondToModel(create_process_failed(exc.message)) from None
-            if confined[0] and denied(process):
+            process, confined = ran.value, ran.sandbox.confined
+            if confined and denied(process):
                 text = process.snapshot().decode("utf-8", errors="replace")
                 raise RespondToModel(sandbox_denied_failure(text, process.exit_code or 0))
             result = await manager.start(
@@ -224,13 +226,12 @@ class ExecCommandHandler:
                 on_output=_delta_emitter(inv),
             )
         except BaseException:
-            for p in spawned:
-                if not manager.is_session(p):
-                    manager.discard(p)
+            if process is not None and not manager.is_session(process):
+                manager.discard(process)
             if session_id not in manager.session_ids:
                 manager.release_id(session_id)
             raise
-        if confined[0] and result.exit_code is not None:
+        if confined and result.exit_code is not None:
             seen = result.output.decode("utf-8", errors="replace")
             if looks_sandbox_denied(seen, result.exit_code):
                 raise RespondToModel(sandbox_denied_failure(seen, result.exit_code))

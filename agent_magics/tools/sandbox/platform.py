@@ -17,14 +17,11 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
 from agent_magics.tools.sandbox.roots import guarded_paths, read_only_subpaths, writable_roots
-
-if TYPE_CHECKING:
-    from agent_magics.tools.context import TurnContext
 
 MECHANISM_ENV = "AGENT_MAGICS_SANDBOX_MECHANISM"
 
@@ -86,22 +83,23 @@ def probe() -> Mechanism:
     return Mechanism(None, "; ".join(reasons))
 
 
-def platform_sandbox(turn: TurnContext) -> SandboxSpec | None:
-    """The sandbox for a confined first attempt, or ``None`` when no mechanism works.
+def platform_sandbox(cwd: Path, mode: SandboxMode, network: bool) -> SandboxSpec | None:
+    """The sandbox for a confined first attempt in ``cwd`` under ``mode`` (``network``:
+    whether commands may reach the network), or ``None`` when no mechanism works.
 
     ``None`` makes the orchestrator fail closed: the command runs only after a person
     approves it (and never under the ``never`` policy).
     """
-    if turn.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
+    if mode is SandboxMode.DANGER_FULL_ACCESS:
         return NO_SANDBOX
     mechanism = probe()
     if mechanism.kind is None:
         return None
-    roots = writable_roots(turn.cwd, turn.sandbox_mode)
+    roots = writable_roots(cwd, mode)
     protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
     if roots:  # the working folder's .git and .agent_magics, also while missing
         protected |= dict.fromkeys(guarded_paths(roots[0]))
-    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), turn.network_access)
+    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network)
 
 
 def unavailable_notice(mode: SandboxMode) -> str | None:
