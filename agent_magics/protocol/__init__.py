@@ -1,9 +1,7 @@
 """Responses API data: items kept in history and events read from the stream."""
 
 from agent_magics.protocol.items import (
-    CALL_TYPES,
     MAX_ITEM_DEPTH,
-    OUTPUT_TYPES,
     CustomToolCall,
     CustomToolCallOutput,
     FunctionCall,
@@ -20,9 +18,7 @@ from agent_magics.protocol.items import (
 )
 
 __all__ = [
-    "CALL_TYPES",
     "MAX_ITEM_DEPTH",
-    "OUTPUT_TYPES",
     "CustomToolCall",
     "CustomToolCallOutput",
     "FunctionCall",

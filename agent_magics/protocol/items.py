@@ -26,18 +26,6 @@ class _Item(BaseModel):
         return {"type": getattr(self, "type", None), **data}
 
 
-class InputText(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: Literal["input_text"] = "input_text"
-    text: str
-
-
-class OutputText(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: Literal["output_text"] = "output_text"
-    text: str
-
-
 class Message(_Item):
     """A user, developer, system or assistant message."""
 
@@ -59,10 +47,6 @@ class Message(_Item):
     @classmethod
     def user(cls, text: str) -> Message:
         return cls(role="user", content=[{"type": "input_text", "text": text}])
-
-    @classmethod
-    def assistant(cls, text: str) -> Message:
-        return cls(role="assistant", content=[{"type": "output_text", "text": text}])
 
 
 class Reasoning(_Item):
@@ -160,8 +144,6 @@ def parse_item(data: dict[str, Any]) -> AnyItem:
     return item
 
 
-CALL_TYPES = ("function_call", "custom_tool_call")
-OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _CALL_INPUT = {"function_call": "arguments", "custom_tool_call": "input"}
 
 
