@@ -27,9 +27,6 @@ class NoopHandler:
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return FunctionSpec(self.name, "Does nothing.", obj({}))
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def work(self, sandbox: SandboxSpec | None = None) -> ToolOutput:
         return NOOP_OUTPUT
 
@@ -51,9 +48,6 @@ class SleepHandler:
 
     def spec(self, config: ToolsConfig | None = None) -> ToolSpec:
         return FunctionSpec(self.name, f"Sleeps {self.seconds} s.", obj({}))
-
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return not self.supports_parallel
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         await asyncio.sleep(self.seconds)

@@ -145,7 +145,6 @@ def test_handler_shape(tmp_path: Path) -> None:
     assert handler.name == "update_plan"
     assert handler.payload_kind == "function"
     assert handler.supports_parallel is False
-    assert handler.is_mutating(_invocation(tmp_path, "{}", [])) is False
     wire = handler.spec(ToolsConfig()).to_wire()
     assert wire["name"] == "update_plan"
     params = wire["parameters"]

@@ -306,19 +306,6 @@ async def test_shell_spawn_errors(
     assert await run(SHELL, args, services, tmp_path) == (message, False)
 
 
-@pytest.mark.parametrize(
-    ("argv", "mutating"),
-    [
-        pytest.param(["ls"], False, id="ls"),
-        pytest.param(["bash", "-lc", "cat a | wc -l"], False, id="safe-script"),
-        pytest.param(["touch", "x"], True, id="touch"),
-    ],
-)
-def test_is_mutating(tmp_path: Path, argv: list[str], mutating: bool) -> None:
-    inv = shell_invocation(SHELL, {"command": argv}, SessionServices(), tmp_path)
-    assert SHELL.is_mutating(inv) is mutating
-
-
 ESCALATION = ["sandbox_permissions", "additional_permissions", "justification", "prefix_rule"]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision, approve_all
+from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import ProcessManager, manager_for
 from agent_magics.tools.exec.buffer import HeadTailBuffer
@@ -459,27 +459,6 @@ async def test_approved_for_session_is_remembered(tmp_path: Path) -> None:
         "tty": False,
     }
     await manager_for(services).close()
-
-
-@pytest.mark.parametrize(
-    ("cmd", "mutating"),
-    [
-        pytest.param("ls -la", False, id="ls"),
-        pytest.param("git status", False, id="git-status"),
-        pytest.param("rm -rf x", True, id="rm"),
-        pytest.param("ls > out", True, id="redirect"),
-    ],
-)
-def test_is_mutating(tmp_path: Path, cmd: str, mutating: bool) -> None:
-    assert (
-        EXEC.is_mutating(
-            shell_invocation(EXEC, {"cmd": cmd}, SessionServices(approver=approve_all), tmp_path)
-        )
-        is mutating
-    )
-    assert STDIN.is_mutating(
-        shell_invocation(STDIN, {"session_id": 1}, SessionServices(), tmp_path)
-    )
 
 
 async def test_dangerous_command_is_refused_under_never(

@@ -297,7 +297,6 @@ def test_handler_shape(tmp_path: Path) -> None:
     assert handler.name == "view_image"
     assert handler.payload_kind == "function"
     assert handler.supports_parallel is True
-    assert handler.is_mutating(_invocation(tmp_path, "{}")) is False
     params = handler.spec(ToolsConfig()).to_wire()["parameters"]
     assert params["required"] == ["path"]
     assert params["properties"]["path"]["type"] == "string"

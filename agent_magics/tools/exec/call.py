@@ -1,6 +1,6 @@
 """What a call of ``shell``, ``shell_command`` or ``exec_command`` goes through, shared:
-decoding its arguments, judging whether it mutates, the arguments with which it asks to
-leave the sandbox (and their schema), and the approved, possibly escalated run.
+decoding its arguments, the arguments with which it asks to leave the sandbox (and their
+schema), and the approved, possibly escalated run.
 
 Each tool's arguments model names :class:`EscalationArgs` as its first base, so that the
 escalation fields come after the tool's own (pydantic orders inherited fields from the
@@ -27,7 +27,6 @@ from agent_magics.tools.exec.guard import (
     approval_key,
     can_retry_unsandboxed,
     check_permissions,
-    is_mutating,
     model_writable_roots,
     requirement_for,
 )
@@ -104,22 +103,6 @@ def check_command_text(fields: Mapping[str, str | Sequence[str] | None]) -> None
                     f"`{field}` contains an unpaired surrogate ({char}), which is not valid "
                     "text; remove it and try again"
                 ) from None
-
-
-def call_is_mutating(
-    inv: ToolInvocation, model: type[M], argv_of: Callable[[M], Sequence[str]]
-) -> bool:
-    """Whether the call may change anything: yes unless its arguments decode to a
-    known-safe command where it runs."""
-    try:
-        args = decode_call(model, inv)
-        workdir = getattr(args, "workdir", None)
-        shell = getattr(args, "shell", None)
-        check_command_text({"workdir": workdir, "shell": shell, "command": argv_of(args)})
-    except RespondToModel:
-        return True
-    cwd = inv.resolve(workdir) if workdir else inv.turn.cwd
-    return is_mutating(argv_of(args), cwd, model_writable_roots(inv.turn.cwd))
 
 
 async def run_approved(

@@ -20,7 +20,6 @@ from agent_magics.tools.approval import (
 from agent_magics.tools.safety import (
     canonical_command,
     exec_policy_commands,
-    is_known_safe_command,
 )
 from agent_magics.tools.sandbox.roots import writable_roots
 
@@ -144,7 +143,3 @@ def looks_write_denied(output: str, exit_code: int) -> bool:
 def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
     """Whether a person may be asked to re-run a command outside the sandbox."""
     return policy in (ApprovalPolicy.UNTRUSTED, ApprovalPolicy.ON_FAILURE)
-
-
-def is_mutating(argv: Sequence[str], cwd: Path | None = None, roots: Sequence[Path] = ()) -> bool:
-    return not is_known_safe_command(argv, cwd=cwd, writable_roots=roots)

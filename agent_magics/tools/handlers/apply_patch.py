@@ -172,9 +172,6 @@ class ApplyPatchHandler:
         )
         return FunctionSpec(self.name, FUNCTION_DESCRIPTION, params)
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return True
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if isinstance(inv.payload, CustomPayload):
             patch = inv.payload.input

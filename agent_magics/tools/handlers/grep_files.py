@@ -243,9 +243,6 @@ class GrepFilesHandler:
         )
         return FunctionSpec(self.name, _DESCRIPTION, params)
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise RespondToModel("grep_files handler received unsupported payload")

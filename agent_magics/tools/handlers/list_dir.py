@@ -136,9 +136,6 @@ class ListDirHandler:
         )
         return FunctionSpec(self.name, _DESCRIPTION, params)
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise RespondToModel("list_dir handler received unsupported payload")

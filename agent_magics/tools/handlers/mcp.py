@@ -72,9 +72,6 @@ class McpToolHandler:
             self.name, self.tool.description or "", tool_parameters(self.tool.input_schema)
         )
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise RespondToModel(f"{self.name} handler received unsupported payload")

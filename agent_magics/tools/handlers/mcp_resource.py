@@ -127,9 +127,6 @@ class McpResourceHandler:
             params = obj({"server": server, "cursor": cursor})
         return FunctionSpec(self.name, _DESCRIPTIONS[self.name], params)
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise RespondToModel("mcp_resource handler received unsupported payload")

@@ -65,9 +65,6 @@ class UpdatePlanHandler:
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return FunctionSpec(self.name, DESCRIPTION, _parameters())
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise Fatal(f"tool {self.name} invoked with incompatible payload")

@@ -269,9 +269,6 @@ class ReadFileHandler:
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return FunctionSpec(self.name, _DESCRIPTION, _parameters())
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise RespondToModel("read_file handler received unsupported payload")

@@ -66,8 +66,5 @@ class RequestUserInputHandler:
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return FunctionSpec(self.name, DESCRIPTION, _parameters())
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         raise RespondToModel(unavailable_message(DEFAULT_MODE))

@@ -19,7 +19,6 @@ from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.call import (
     EscalationArgs,
-    call_is_mutating,
     check_command_text,
     command_props,
     decode_call,
@@ -135,9 +134,6 @@ class ShellHandler:
         props["command"] = array(string(), "The command and its arguments.")
         return FunctionSpec(self.name, SHELL_DESCRIPTION, obj(props, ["command"]))
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return call_is_mutating(inv, ShellArgs, lambda args: args.command)
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ShellArgs, inv)
         return await run_shell_call(inv, args.command, args, structured=True)
@@ -152,13 +148,6 @@ class ShellCommandHandler:
         props = _common_props(login=config.allow_login_shell)
         props["command"] = string("The script to run in the user's shell.")
         return FunctionSpec(self.name, SHELL_COMMAND_DESCRIPTION, obj(props, ["command"]))
-
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        def argv(args: ShellCommandArgs) -> list[str]:
-            login = inv.turn.allow_login_shell if args.login is None else args.login
-            return _user_shell_argv(inv.turn, args.command, login)
-
-        return call_is_mutating(inv, ShellCommandArgs, argv)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ShellCommandArgs, inv)

@@ -24,7 +24,6 @@ from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.call import (
     EscalationArgs,
-    call_is_mutating,
     check_command_text,
     command_props,
     decode_call,
@@ -144,13 +143,6 @@ class ExecCommandHandler:
         props.update(command_props(sandbox_permissions, login=config.allow_login_shell))
         return FunctionSpec(self.name, EXEC_DESCRIPTION, obj(props, ["cmd"]))
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        def argv(args: ExecCommandArgs) -> list[str]:
-            login = inv.turn.allow_login_shell if args.login is None else args.login
-            return exec_argv(args, inv.turn, login)
-
-        return call_is_mutating(inv, ExecCommandArgs, argv)
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ExecCommandArgs, inv)
         check_command_text({"cmd": args.cmd, "workdir": args.workdir, "shell": args.shell})
@@ -254,9 +246,6 @@ class WriteStdinHandler:
             "max_output_tokens": number(BUDGET),
         }
         return FunctionSpec(self.name, STDIN_DESCRIPTION, obj(props, ["session_id"]))
-
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return True
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(WriteStdinArgs, inv)

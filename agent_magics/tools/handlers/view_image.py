@@ -163,9 +163,6 @@ class ViewImageHandler:
         path = string("Path of the image file on the local filesystem.")
         return FunctionSpec(self.name, DESCRIPTION, obj({"path": path}, ["path"]))
 
-    def is_mutating(self, inv: ToolInvocation) -> bool:
-        return False
-
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not inv.turn.supports_images:
             raise RespondToModel(NO_IMAGE_INPUT)
