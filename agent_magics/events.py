@@ -21,6 +21,14 @@ class SandboxUnavailable:
 
 
 @dataclass(frozen=True)
+class SandboxWeakness:
+    """Something the sandbox that works here cannot hold (said once per session), e.g. a
+    parent process whose environment a confined command can still read."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class McpServerReady:
     """An MCP server started (or was reached) and listed its tools."""
 
@@ -169,6 +177,7 @@ class TurnAbortedEvent:
 
 Event = (
     SandboxUnavailable
+    | SandboxWeakness
     | McpServerReady
     | McpServerFailed
     | TurnStarted

@@ -22,6 +22,7 @@ from agent_magics.events import (
     EventSink,
     RetryScheduled,
     SandboxUnavailable,
+    SandboxWeakness,
     TurnAbortedEvent,
     TurnFinished,
     TurnStarted,
@@ -253,16 +254,21 @@ class Session:
         return TurnResult(final_text, usage)
 
     def _check_sandbox(self, turn: TurnContext) -> None:
-        """Say once per session when no sandbox works here (commands then need approval)."""
+        """Say once per session when no sandbox works here (commands then need approval),
+        or what the one that works cannot hold."""
         if self._sandbox_checked:
             return
         self._sandbox_checked = True
-        from agent_magics.tools.sandbox.platform import unavailable_notice
+        from agent_magics.tools.sandbox.platform import proc_environ_notice, unavailable_notice
 
         notice = unavailable_notice(turn.sandbox_mode)
         if notice is not None:
             logging.getLogger("agent_magics").warning(notice)
             self._emit(SandboxUnavailable(notice))
+        weakness = proc_environ_notice(turn.sandbox_mode)
+        if weakness is not None:
+            logging.getLogger("agent_magics").warning(weakness)
+            self._emit(SandboxWeakness(weakness))
 
     async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
         for call in calls:

@@ -18,6 +18,7 @@ from agent_magics.events import (
     PlanStep,
     PlanUpdated,
     SandboxUnavailable,
+    SandboxWeakness,
     TextDelta,
     ToolCallFinished,
     ToolCallProposed,
@@ -202,6 +203,7 @@ def test_mcp_cards_name_the_server_and_the_tool() -> None:
             id="ready",
         ),
         pytest.param(SandboxUnavailable("No sandbox."), "error", "No sandbox.", id="sandbox"),
+        pytest.param(SandboxWeakness("Key readable."), "error", "Key readable.", id="weakness"),
     ],
 )
 def test_session_notices(event: Any, kind: str, text: str) -> None:

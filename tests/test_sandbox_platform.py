@@ -389,3 +389,31 @@ def test_proc_environ_notice_names_the_parent_holding_the_key(
         assert re.search(r"of sh \(pid \d+\) \(Landlock", first), first
     else:
         assert first == "None"
+
+
+@pytest.mark.parametrize("kind", LINUX_MECHANISMS)
+def test_cli_says_once_when_a_parent_holds_the_key(kind: str, tmp_path: Path) -> None:
+    """``agent-magics exec`` started by a shell that keeps the key: under Landlock the
+    turn says once, on stderr, that sandboxed commands can read it there; under
+    bubblewrap (a private /proc) it says nothing."""
+    require_mechanism(kind)
+    script = [[message("a")], [message("b")]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {"HOME": str(tmp_path), "OPENAI_API_KEY": "sk-dummy-Q7v9Z2k4W8"}
+    env["AGENT_MAGICS_SANDBOX_MECHANISM"] = kind
+    with ScriptedResponsesServer(script) as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "go"]
+        # the shell stays as the parent (a command follows), holding the key it started with
+        shell = ["/bin/sh", "-c", '"$@"; true', "sh", *argv]
+        done = subprocess.run(
+            shell, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "can read OPENAI_API_KEY" in line]
+    if kind == "landlock":
+        assert len(said) == 1, done.stderr
+        assert said[0].startswith("Sandboxed commands can read OPENAI_API_KEY")
+    else:
+        assert said == []

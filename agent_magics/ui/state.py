@@ -22,6 +22,7 @@ from agent_magics.events import (
     ReasoningSummary,
     RetryScheduled,
     SandboxUnavailable,
+    SandboxWeakness,
     TextDelta,
     ToolCallFinished,
     ToolCallProposed,
@@ -107,9 +108,12 @@ def output_parts(output: Any) -> tuple[str, list[str]]:
     return "\n".join(texts), images
 
 
-def server_notice(event: SandboxUnavailable | McpServerFailed | McpServerReady) -> NoticeBlock:
-    """A line about the session's machinery: no sandbox here, an MCP server up or down."""
-    if isinstance(event, SandboxUnavailable):
+def server_notice(
+    event: SandboxUnavailable | SandboxWeakness | McpServerFailed | McpServerReady,
+) -> NoticeBlock:
+    """A line about the session's machinery: no sandbox here or what it cannot hold, an
+    MCP server up or down."""
+    if isinstance(event, (SandboxUnavailable, SandboxWeakness)):
         return NoticeBlock("error", event.message)
     if isinstance(event, McpServerFailed):
         log = f" Its log: {event.log_path}" if event.log_path else ""
@@ -184,7 +188,9 @@ class Transcript:
         if isinstance(event, RetryScheduled):
             text = f"Retrying in {event.delay_s:.1f} s (attempt {event.attempt}): {event.reason}"
             return self._add(NoticeBlock("retry", text))
-        if isinstance(event, (SandboxUnavailable, McpServerFailed, McpServerReady)):
+        if isinstance(
+            event, (SandboxUnavailable, SandboxWeakness, McpServerFailed, McpServerReady)
+        ):
             return self._add(server_notice(event))
         if isinstance(event, TurnFinished):
             self.status, self.usage = "done", event.usage
