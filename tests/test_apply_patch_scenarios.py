@@ -21,6 +21,8 @@ import pytest
 from tests.conftest import CONFORMANCE as SHARED
 from tests.conftest import ROOT as REPO
 
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
+
 SCENARIOS = SHARED / "apply_patch_scenarios"
 
 EXPECTED: dict[str, dict[str, Any]] = {

@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 
 KEY = "sk-mcp-cli-test-0123456789"
 TIME_SERVER = [

@@ -27,6 +27,8 @@ from agent_magics.mcp import McpError, McpManager, McpServerConfig, _reasons, ca
 from agent_magics.mcp.config import DEFAULT_ENV_VARS, safe_url
 from agent_magics.models.secret import Scrubber
 
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
+
 DEMO = Path(__file__).resolve().parent / "mcp_servers" / "demo_server.py"
 SILENT = DEMO.with_name("silent_server.py")
 DEMO_TOOLS = (

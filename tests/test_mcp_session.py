@@ -26,6 +26,8 @@ from agent_magics.mcp.config import McpServerConfig
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
 from tests.sandbox_helpers import RecordingApprover
 
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
+
 DEMO = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 KEY = "sk-mcp-session-0123456789"
 REJECTED = 'err: "user rejected MCP tool call"'

@@ -39,6 +39,8 @@ from tests.sandbox_helpers import (
 )
 from tests.tool_helpers import shell_invocation
 
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
+
 __all__ = ["arena"]  # the fixture, imported for this module's tests
 
 EXEC = ExecCommandHandler()

@@ -30,6 +30,8 @@ from agent_magics.tools.sandbox import SandboxSpec
 from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, arena, require_mechanism
 from tests.test_sandbox_escape import KEY, Run, run, run_cli, run_orchestrated
 
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
+
 __all__ = ["arena", "run"]  # the fixtures, imported for this module's tests
 
 

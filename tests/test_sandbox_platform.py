@@ -35,6 +35,8 @@ from tests.sandbox_helpers import (
 )
 from tests.tool_helpers import shell_invocation
 
+pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
+
 SPEC = SandboxSpec(
     "bwrap",
     writable_roots=(Path("/project/ws"), Path("/tmp")),
