@@ -31,6 +31,7 @@ def _goldens() -> list[str]:
 
 # The harness's workspace snapshot leaves files to the garbage collector.
 pytestmark = [
+    pytest.mark.slow,  # one CLI run per recorded case
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
