@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent_magics.errors import ArgumentError
+from agent_magics.errors import ArgumentError, RespondToModel
+from agent_magics.tools.context import FunctionPayload
+
+if TYPE_CHECKING:
+    from agent_magics.tools.context import ToolInvocation
 
 M = TypeVar("M", bound=BaseModel)
 PREFIX = "failed to parse function arguments: "
@@ -241,3 +245,11 @@ def decode_args(model: type[M], raw: str) -> M:
         return model.model_validate(data, strict=True)
     except ValidationError as exc:
         raise ArgumentError(PREFIX + f"{_validation_message(model, exc)} at {end}") from None
+
+
+def decode_call(model: type[M], inv: ToolInvocation) -> M:
+    """A function call's JSON arguments as ``model``, or :class:`RespondToModel` in
+    Codex's words (also for a call of another kind, which the tool does not take)."""
+    if not isinstance(inv.payload, FunctionPayload):
+        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
+    return decode_args(model, inv.payload.arguments)

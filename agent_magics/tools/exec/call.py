@@ -20,8 +20,7 @@ from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
-from agent_magics.tools.args import decode_args
-from agent_magics.tools.context import FunctionPayload, ToolInvocation
+from agent_magics.tools.context import ToolInvocation
 from agent_magics.tools.exec.guard import (
     EXEC_REJECTED,
     approval_key,
@@ -34,7 +33,6 @@ from agent_magics.tools.orchestrator import GuardedCall, Ran, run_guarded
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import JsonSchema, array, boolean, string
 
-M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
@@ -78,13 +76,6 @@ def command_props(sandbox_permissions: JsonSchema, *, login: bool) -> dict[str, 
             "Run the shell as a login shell (true, the default) or not (false)."
         )
     return props
-
-
-def decode_call(model: type[M], inv: ToolInvocation) -> M:
-    """The call's JSON arguments as ``model``, or :class:`RespondToModel` in Codex's words."""
-    if not isinstance(inv.payload, FunctionPayload):
-        raise RespondToModel(f"{inv.tool_name} handler received unsupported payload")
-    return decode_args(model, inv.payload.arguments)
 
 
 def check_command_text(fields: Mapping[str, str | Sequence[str] | None]) -> None:

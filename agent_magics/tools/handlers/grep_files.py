@@ -28,9 +28,9 @@ from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
 from agent_magics.rust_text import RUST_WHITESPACE, U64_MAX, io_error_text
-from agent_magics.tools.args import decode_args
+from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.rg import find_rg
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
@@ -244,9 +244,7 @@ class GrepFilesHandler:
         return FunctionSpec(self.name, _DESCRIPTION, params)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        if not isinstance(inv.payload, FunctionPayload):
-            raise RespondToModel("grep_files handler received unsupported payload")
-        args = decode_args(GrepFilesArgs, inv.payload.arguments)
+        args = decode_call(GrepFilesArgs, inv)
         pattern = args.pattern.strip(RUST_WHITESPACE)
         if not pattern:
             raise RespondToModel("pattern must not be empty")

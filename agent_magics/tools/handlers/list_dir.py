@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
 from agent_magics.rust_text import U64_MAX, cut_at_char_boundary, io_error_text
-from agent_magics.tools.args import decode_args
+from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 DEFAULT_OFFSET = 1
@@ -137,9 +137,7 @@ class ListDirHandler:
         return FunctionSpec(self.name, _DESCRIPTION, params)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        if not isinstance(inv.payload, FunctionPayload):
-            raise RespondToModel("list_dir handler received unsupported payload")
-        args = decode_args(ListDirArgs, inv.payload.arguments)
+        args = decode_call(ListDirArgs, inv)
         if args.offset == 0:
             raise RespondToModel("offset must be a 1-indexed entry number")
         if args.limit == 0:

@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
 from agent_magics.rust_text import RUST_WHITESPACE, U64_MAX, cut_at_char_boundary, io_error_text
-from agent_magics.tools.args import decode_args
+from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.spec import (
     FunctionSpec,
     JsonSchema,
@@ -270,9 +270,7 @@ class ReadFileHandler:
         return FunctionSpec(self.name, _DESCRIPTION, _parameters())
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        if not isinstance(inv.payload, FunctionPayload):
-            raise RespondToModel("read_file handler received unsupported payload")
-        args = decode_args(ReadFileArgs, inv.payload.arguments)
+        args = decode_call(ReadFileArgs, inv)
         if args.offset == 0:
             raise RespondToModel("offset must be a 1-indexed line number")
         if args.limit == 0:

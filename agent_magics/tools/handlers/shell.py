@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, Field
 
 from agent_magics.errors import RespondToModel
+from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
@@ -21,7 +22,6 @@ from agent_magics.tools.exec.call import (
     EscalationArgs,
     check_command_text,
     command_props,
-    decode_call,
     run_approved,
 )
 from agent_magics.tools.exec.command import command_env, shell_argv, use_login

@@ -19,6 +19,7 @@ from agent_magics.errors import RespondToModel
 from agent_magics.events import ToolOutputDelta
 from agent_magics.rust_text import rust_os_error
 from agent_magics.tools.approval import SandboxPermissions
+from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
@@ -26,7 +27,6 @@ from agent_magics.tools.exec.call import (
     EscalationArgs,
     check_command_text,
     command_props,
-    decode_call,
     run_approved,
 )
 from agent_magics.tools.exec.command import command_env, resolve_shell, shell_argv, use_login
