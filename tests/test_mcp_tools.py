@@ -14,14 +14,7 @@ import pytest_asyncio
 
 from agent_magics.errors import RespondToModel
 from agent_magics.events import Event, ToolCallProposed
-from agent_magics.mcp.approval import (
-    ALWAYS_ASK,
-    DESTRUCTIVE,
-    NOT_READ_ONLY,
-    UNKNOWN_EFFECTS,
-    mcp_requirement,
-    remember_allowed,
-)
+from agent_magics.mcp.approval import remember_allowed
 from agent_magics.mcp.config import ApprovalMode, McpServerConfig
 from agent_magics.mcp.manager import McpManager
 from agent_magics.tools.approval import (
@@ -51,6 +44,13 @@ from agent_magics.tools.handlers.mcp_resource import (
     RESOURCE_TOOLS,
     McpResourceHandler,
     ResourceTool,
+)
+from agent_magics.tools.policy import (
+    MCP_ALWAYS_ASK,
+    MCP_DESTRUCTIVE,
+    MCP_NOT_READ_ONLY,
+    MCP_UNKNOWN_EFFECTS,
+    mcp_approval_requirement,
 )
 from agent_magics.tools.router import ToolCall, ToolRouter
 from tests.sandbox_helpers import RecordingApprover
@@ -87,10 +87,10 @@ approve  none       untrusted   run
 """
 
 REASONS = {
-    "unknown": UNKNOWN_EFFECTS,
-    "destructive": DESTRUCTIVE,
-    "always": ALWAYS_ASK,
-    "not-read-only": NOT_READ_ONLY,
+    "unknown": MCP_UNKNOWN_EFFECTS,
+    "destructive": MCP_DESTRUCTIVE,
+    "always": MCP_ALWAYS_ASK,
+    "not-read-only": MCP_NOT_READ_ONLY,
 }
 
 
@@ -120,7 +120,7 @@ def _rows() -> list[object]:
 def test_approval_table(
     mode: str, hints: str, policy: str, outcome: str, sandbox: SandboxMode
 ) -> None:
-    got = mcp_requirement(_annotations(hints), mode, ApprovalPolicy(policy), sandbox)  # type: ignore[arg-type]
+    got = mcp_approval_requirement(_annotations(hints), mode, ApprovalPolicy(policy), sandbox)  # type: ignore[arg-type]
     if outcome == "run":
         assert got == Skip(bypass_sandbox=True)
     else:
@@ -129,8 +129,8 @@ def test_approval_table(
 
 def test_hints_that_are_not_booleans_count_as_absent() -> None:
     odd = {"readOnlyHint": "yes", "destructiveHint": 0, "openWorldHint": None}
-    got = mcp_requirement(odd, "auto", ApprovalPolicy.ON_REQUEST, SandboxMode.READ_ONLY)
-    assert got == NeedsApproval(UNKNOWN_EFFECTS, bypass_sandbox=True)
+    got = mcp_approval_requirement(odd, "auto", ApprovalPolicy.ON_REQUEST, SandboxMode.READ_ONLY)
+    assert got == NeedsApproval(MCP_UNKNOWN_EFFECTS, bypass_sandbox=True)
 
 
 def test_only_prompt_mode_refuses_approval_for_the_session() -> None:
@@ -351,7 +351,7 @@ async def test_approval_asks_for_tools_that_may_change_things(manager: McpManage
         "demo",
         "echo",
     )
-    assert asked.arguments == raw and asked.reason == UNKNOWN_EFFECTS
+    assert asked.arguments == raw and asked.reason == MCP_UNKNOWN_EFFECTS
     assert asked.remember_allowed is True and list(asked.keys) == [("mcp", "demo", "echo")]
     out = await call(
         tool_handler(manager, "mcp__demo__lookup"),
@@ -375,7 +375,7 @@ async def test_prompt_mode_asks_every_time_and_remembers_nothing(manager: McpMan
     assert len(approver.asked) == 2
     assert [a.remember_allowed for a in approver.asked] == [False, False]
     assert [list(a.keys) for a in approver.asked] == [[], []]
-    assert approver.asked[0].reason == ALWAYS_ASK
+    assert approver.asked[0].reason == MCP_ALWAYS_ASK
 
 
 @module_loop

@@ -1,15 +1,19 @@
-"""Pure decisions: does this call need a person, may it run at all?
+"""Why a call needs a person: pure decisions on the policy, the sandbox mode and the call.
 
-These functions look only at the policy, the sandbox mode and the call, so they are
-tested as tables. The orchestrator acts on what they return.
+One rule per kind of guarded call -- a command (judged by its sub-commands), a patch, an
+MCP tool -- and, for each, whether a person may be asked to retry it outside the sandbox
+after a denial. They look only at their arguments, so they are tested as tables; the
+orchestrator acts on what they return.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from agent_magics.mcp.config import ApprovalMode
 from agent_magics.tools.approval import (
     ApprovalPolicy,
     ApprovalRequirement,
@@ -19,6 +23,7 @@ from agent_magics.tools.approval import (
     SandboxPermissions,
     Skip,
 )
+from agent_magics.tools.safety import all_known_safe, exec_policy_commands, is_dangerous_command
 
 
 def exec_approval_requirement(
@@ -45,8 +50,6 @@ def exec_approval_requirement(
     a program, repository or shell startup file inside ``writable_roots`` (where the
     model may have written it) is not known-safe.
     """
-    from agent_magics.tools.safety import all_known_safe, is_dangerous_command
-
     escalate = permissions is not SandboxPermissions.USE_DEFAULT
     bypass = permissions is SandboxPermissions.REQUIRE_ESCALATED
     whole = argv if argv is not None else [w for c in commands for w in c]
@@ -71,6 +74,37 @@ def exec_approval_requirement(
     return Skip()
 
 
+def command_approval_requirement(
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    argv: Sequence[str],
+    permissions: SandboxPermissions,
+    justification: str | None,
+    *,
+    cwd: Path | None = None,
+    roots: Sequence[Path] = (),
+) -> ApprovalRequirement:
+    """The requirement of running ``argv`` in ``cwd``: :func:`exec_approval_requirement`
+    of its sub-commands (``roots`` are where the model may have written)."""
+    commands, complex_parsed = exec_policy_commands(argv)
+    return exec_approval_requirement(
+        policy,
+        sandbox,
+        commands,
+        permissions,
+        justification,
+        complex_parsed=complex_parsed,
+        argv=argv,
+        cwd=cwd,
+        writable_roots=roots,
+    )
+
+
+def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
+    """Whether a person may be asked to re-run a command outside the sandbox."""
+    return policy in (ApprovalPolicy.UNTRUSTED, ApprovalPolicy.ON_FAILURE)
+
+
 PATCH_OUTSIDE = "writing outside of the project; rejected by user approval settings"
 
 
@@ -92,3 +126,58 @@ def patch_approval_requirement(
     if policy is ApprovalPolicy.NEVER:
         return Forbidden(f"patch rejected: {PATCH_OUTSIDE}")
     return NeedsApproval()
+
+
+def patch_can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
+    """Whether a person may be asked to apply a patch the path check refused without it."""
+    return policy is not ApprovalPolicy.NEVER
+
+
+MCP_DESTRUCTIVE = "The tool says it may change or delete data."
+MCP_UNKNOWN_EFFECTS = "The tool does not say that it only reads and stays on this machine."
+MCP_NOT_READ_ONLY = "The tool does not say that it only reads."
+MCP_ALWAYS_ASK = "This server's tools always ask before they run."
+
+
+def _hint(annotations: Mapping[str, Any] | None, name: str) -> bool | None:
+    value = (annotations or {}).get(name)
+    return value if isinstance(value, bool) else None
+
+
+def mcp_approval_requirement(
+    annotations: Mapping[str, Any] | None,
+    mode: ApprovalMode,
+    approval_policy: ApprovalPolicy,
+    sandbox_mode: SandboxMode,
+) -> Skip | NeedsApproval:
+    """Whether one call of an MCP tool with these ``annotations`` (camelCase wire keys,
+    e.g. ``readOnlyHint``) needs a person; the server's ``default_tools_approval_mode``
+    picks the rule:
+
+    * ``auto`` (Codex's rule): a tool that says it is destructive asks; one that says it
+      is read-only runs; any other asks unless it says it is neither destructive nor
+      open-world. A hint the tool leaves out counts as ``true``.
+    * ``prompt``: every call asks (and "approve for session" is not offered).
+    * ``writes``: every call asks unless the tool says it is read-only.
+    * ``approve``: no call asks.
+
+    With the approval policy ``never`` nobody can be asked, so every call runs. MCP
+    servers run outside the sandbox whatever ``sandbox_mode`` is, so the result always
+    bypasses it and the person's answer (or the rule above) is the only guard."""
+    run = Skip(bypass_sandbox=True)
+    if approval_policy is ApprovalPolicy.NEVER or mode == "approve":
+        return run
+    if mode == "prompt":
+        return NeedsApproval(MCP_ALWAYS_ASK, bypass_sandbox=True)
+    read_only = _hint(annotations, "readOnlyHint") is True
+    if mode == "writes":
+        return run if read_only else NeedsApproval(MCP_NOT_READ_ONLY, bypass_sandbox=True)
+    destructive = _hint(annotations, "destructiveHint")
+    if destructive is True:
+        return NeedsApproval(MCP_DESTRUCTIVE, bypass_sandbox=True)
+    if read_only:
+        return run
+    open_world = _hint(annotations, "openWorldHint")
+    if destructive is False and open_world is False:
+        return run
+    return NeedsApproval(MCP_UNKNOWN_EFFECTS, bypass_sandbox=True)

@@ -24,12 +24,11 @@ from agent_magics.tools.context import ToolInvocation
 from agent_magics.tools.exec.guard import (
     EXEC_REJECTED,
     approval_key,
-    can_retry_unsandboxed,
     check_permissions,
     model_writable_roots,
-    requirement_for,
 )
 from agent_magics.tools.orchestrator import GuardedCall, Ran, run_guarded
+from agent_magics.tools.policy import can_retry_unsandboxed, command_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import JsonSchema, array, boolean, string
 
@@ -121,7 +120,7 @@ async def run_approved(
         reason=args.justification,
         keys=[approval_key(argv, cwd, permissions, tty=tty)],
     )
-    requirement = requirement_for(
+    requirement = command_approval_requirement(
         turn.approval_policy,
         turn.sandbox_mode,
         argv,

@@ -13,14 +13,10 @@ from typing import Any, Literal
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.approval import (
     ApprovalPolicy,
-    ApprovalRequirement,
     SandboxMode,
     SandboxPermissions,
 )
-from agent_magics.tools.safety import (
-    canonical_command,
-    exec_policy_commands,
-)
+from agent_magics.tools.safety import canonical_command
 from agent_magics.tools.sandbox.roots import writable_roots
 
 EXEC_REJECTED = "exec command rejected by user"
@@ -62,34 +58,6 @@ def model_writable_roots(workspace: Path) -> list[Path]:
     roots of ``workspace-write`` whatever the turn's sandbox mode, so that a program
     written under one mode is not trusted under another."""
     return writable_roots(workspace, SandboxMode.WORKSPACE_WRITE)
-
-
-def requirement_for(
-    policy: ApprovalPolicy,
-    sandbox: SandboxMode,
-    argv: Sequence[str],
-    permissions: SandboxPermissions,
-    justification: str | None,
-    *,
-    cwd: Path | None = None,
-    roots: Sequence[Path] = (),
-) -> ApprovalRequirement:
-    """The approval requirement of running ``argv`` in ``cwd`` (judged by its
-    sub-commands; ``roots`` are where the model may have written)."""
-    from agent_magics.tools.policy import exec_approval_requirement
-
-    commands, complex_parsed = exec_policy_commands(argv)
-    return exec_approval_requirement(
-        policy,
-        sandbox,
-        commands,
-        permissions,
-        justification,
-        complex_parsed=complex_parsed,
-        argv=argv,
-        cwd=cwd,
-        writable_roots=roots,
-    )
 
 
 def check_permissions(
@@ -138,8 +106,3 @@ def looks_write_denied(output: str, exit_code: int) -> bool:
     ``Failed to write file`` for a real I/O error) is the model's to fix, not a denial.
     """
     return exit_code != 0 and "not permitted" in output
-
-
-def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
-    """Whether a person may be asked to re-run a command outside the sandbox."""
-    return policy in (ApprovalPolicy.UNTRUSTED, ApprovalPolicy.ON_FAILURE)

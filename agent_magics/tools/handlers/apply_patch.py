@@ -31,7 +31,7 @@ from agent_magics.tools.context import CustomPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import structured_output
 from agent_magics.tools.exec.guard import looks_write_denied, write_denied
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.policy import patch_approval_requirement
+from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import (
     GUARDED_NAMES,
@@ -124,7 +124,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         attempt,
         rejection=REJECTED_BY_USER,
         is_sandbox_denial=lambda r: looks_write_denied(r[0], r[1]),
-        can_retry_unsandboxed=turn.approval_policy.value != "never",
+        can_retry_unsandboxed=patch_can_retry_unsandboxed(turn.approval_policy),
         confinement=SandboxSpec("path_check", tuple(roots)),
     )
     text, code, duration = (await run_guarded(inv, call)).value

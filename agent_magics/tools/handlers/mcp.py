@@ -1,7 +1,7 @@
 """One MCP server tool, offered to the model as ``mcp__<server>__<tool>``.
 
 The call goes through the orchestrator like any tool: the server's approval mode and the
-tool's hints decide whether a person is asked (:mod:`agent_magics.mcp.approval`); the card
+tool's hints decide whether a person is asked (:mod:`agent_magics.tools.policy`); the card
 shows the server, the tool's own name and the arguments. MCP servers run outside the
 sandbox. The result is converted as Codex converts it; a server that is down, too slow
 or dies during the call answers an error the model can read, and the turn goes on.
@@ -13,7 +13,7 @@ import json
 from typing import Any, Literal
 
 from agent_magics.errors import RespondToModel
-from agent_magics.mcp.approval import approval_key, mcp_requirement, remember_allowed
+from agent_magics.mcp.approval import approval_key, remember_allowed
 from agent_magics.mcp.config import ApprovalMode
 from agent_magics.mcp.manager import McpError, McpManager, McpTool
 from agent_magics.mcp.results import call_error_output, call_result_output, compact_json
@@ -24,6 +24,7 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.exec.format import rust_debug_str
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.policy import mcp_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, sanitize_schema
 
@@ -95,7 +96,7 @@ class McpToolHandler:
             keys=[approval_key(self.server, self.mcp_tool)] if remembered else [],
             remember_allowed=remembered,
         )
-        requirement = mcp_requirement(
+        requirement = mcp_approval_requirement(
             self.tool.annotations, self.approval_mode, turn.approval_policy, turn.sandbox_mode
         )
 
