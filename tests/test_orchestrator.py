@@ -41,10 +41,12 @@ DENY, ABORT = ReviewDecision.DENIED, ReviewDecision.ABORT
 
 @dataclass
 class Attempts:
-    """Records the sandbox of each attempt; the first ``denials`` attempts look denied."""
+    """Records the sandbox of each attempt and each result the orchestrator released;
+    the first ``denials`` attempts look denied."""
 
     denials: int = 0
     seen: list[SandboxSpec] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
 
     async def __call__(self, sandbox: SandboxSpec) -> str:
         self.seen.append(sandbox)
@@ -83,6 +85,7 @@ class Harness:
             rejection=REJECTED,
             is_sandbox_denial=lambda result: result == "denied",
             can_retry_unsandboxed=retry,
+            release=attempts.released.append,
         )
         ran = await run_guarded(inv, call)
         assert ran.sandbox == attempts.seen[-1]
@@ -223,6 +226,27 @@ async def test_refused_retry(
     with pytest.raises(raised, match=f"^{REJECTED}$"):
         await h.run(Skip(), attempts, policy=ApprovalPolicy.ON_FAILURE)
     assert len(attempts.seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("decision", "retry"),
+    [
+        pytest.param(APPROVE, True, id="retried"),
+        pytest.param(DENY, True, id="retry-refused"),
+        pytest.param(APPROVE, False, id="no-retry"),
+    ],
+)
+async def test_a_dropped_first_attempt_is_released(
+    make: Any, confined: str, decision: ReviewDecision, retry: bool
+) -> None:
+    """The denied first result is handed back for cleanup (exec_command kills its
+    process) exactly when the call will not return it: retried, or the retry refused."""
+    h, attempts = make(decision), Attempts(denials=1)
+    try:
+        await h.run(Skip(), attempts, policy=ApprovalPolicy.ON_FAILURE, retry=retry)
+    except RespondToModel:
+        assert decision is DENY
+    assert attempts.released == (["denied"] if retry else [])
 
 
 @pytest.mark.parametrize(
