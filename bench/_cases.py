@@ -19,6 +19,7 @@ from pathlib import Path
 from _gen import NEEDLE, TextFile, Tree
 from _handlers import NoopHandler, SleepHandler
 
+from agent_magics.protocol import FunctionCallOutput
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,
@@ -29,7 +30,7 @@ from agent_magics.tools.context import (
 )
 from agent_magics.tools.registry import ToolRegistry
 from agent_magics.tools.rg import find_rg
-from agent_magics.tools.router import ToolRouter, output_item, tool_call_from_item
+from agent_magics.tools.router import ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import run_calls
 
 
@@ -83,7 +84,7 @@ async def _noop_overhead(cwd: Path, calls: int, batches: int) -> tuple[float, fl
         )
         if not outputs[0].success:
             raise RuntimeError(f"no-op call failed: {outputs[0].content}")
-        return output_item(call, outputs[0])
+        return FunctionCallOutput(call_id=call.call_id, output=outputs[0].content)
 
     async def direct() -> object:
         return await handler.work()
