@@ -18,7 +18,7 @@ import pytest
 
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.registry import ToolHandler
-from tests.conftest import CONFORMANCE as CONF
+from tests.paths import CONFORMANCE as CONF
 
 # The conformance harness's own modules (tests/conformance/harness.py, compare.py).
 if str(CONF) not in sys.path:

@@ -1,20 +1,21 @@
-"""Shared fixtures: where the conformance material lives, and a session's services whose
-processes are closed after the test."""
+"""Shared fixtures: where the conformance material lives, a session's services whose
+processes are closed after the test, and the sandbox tests' arena and runs."""
 
 from __future__ import annotations
 
+import shutil
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import manager_for
-
-ROOT = Path(__file__).resolve().parents[1]
-CONFORMANCE = ROOT / "tests" / "conformance"
-"""Recorded Codex outputs and the harness that compares against them (see its README)."""
+from tests.paths import CONFORMANCE
+from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, Run, outside_base, require_mechanism
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +31,36 @@ async def services() -> AsyncIterator[SessionServices]:
     services = SessionServices()
     yield services
     await manager_for(services).close()
+
+
+@pytest.fixture
+def arena() -> Iterator[Arena]:
+    base = outside_base()
+    if base is None:
+        pytest.skip("no writable folder outside /tmp and $TMPDIR for the escape targets")
+    root = Path(tempfile.mkdtemp(prefix="agent-magics-escape-", dir=base))
+    found = Arena(root, root / "ws", root / "outside", root / "home")
+    for folder in (found.ws, found.outside, found.home):
+        folder.mkdir()
+    (found.outside / "target.txt").write_text("original\n")
+    (found.ws / "out_link").symlink_to(found.outside)
+    (found.ws / ".git").mkdir()
+    (found.ws / ".git" / "config").write_text("[core]\n")
+    (found.ws / "victim.txt").write_text("victim\n")
+    try:
+        yield found
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param((driver, kind), id=f"{driver}-{kind}")
+        for driver in ("cli", "orchestrator")
+        for kind in LINUX_MECHANISMS
+    ]
+)
+def run(request: Any, arena: Arena, monkeypatch: pytest.MonkeyPatch) -> Run:
+    driver, kind = request.param
+    require_mechanism(kind)
+    return Run(driver, kind, arena, monkeypatch)

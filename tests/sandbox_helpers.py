@@ -3,10 +3,10 @@ a way to pick the sandbox mechanism, and a recording approver."""
 
 from __future__ import annotations
 
+import asyncio
 import os
-import shutil
+import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,10 +15,15 @@ from typing import Any
 
 import pytest
 
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.errors import RespondToModel
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.tools.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision, SandboxMode
 from agent_magics.tools.context import SessionServices
+from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
 from agent_magics.tools.sandbox import platform
+from agent_magics.tools.sandbox.platform import MECHANISM_ENV, probe
 from agent_magics.tools.sandbox.roots import real
+from tests.tool_helpers import shell_invocation
 
 LINUX_MECHANISMS = ("bwrap", "landlock")
 
@@ -54,7 +59,7 @@ def require_mechanism(kind: str) -> None:
         pytest.skip(f"{kind} cannot confine commands here: {problem}")
 
 
-def _outside_base() -> Path | None:
+def outside_base() -> Path | None:
     """A folder for test data that no ``workspace-write`` root covers (/tmp, $TMPDIR)."""
     covered = [real(Path("/tmp"))]
     if os.environ.get("TMPDIR"):
@@ -102,26 +107,6 @@ class Arena:
         return seen
 
 
-@pytest.fixture
-def arena() -> Iterator[Arena]:
-    base = _outside_base()
-    if base is None:
-        pytest.skip("no writable folder outside /tmp and $TMPDIR for the escape targets")
-    root = Path(tempfile.mkdtemp(prefix="agent-magics-escape-", dir=base))
-    found = Arena(root, root / "ws", root / "outside", root / "home")
-    for folder in (found.ws, found.outside, found.home):
-        folder.mkdir()
-    (found.outside / "target.txt").write_text("original\n")
-    (found.ws / "out_link").symlink_to(found.outside)
-    (found.ws / ".git").mkdir()
-    (found.ws / ".git" / "config").write_text("[core]\n")
-    (found.ws / "victim.txt").write_text("victim\n")
-    try:
-        yield found
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @dataclass
 class RecordingApprover:
     """Answers every request with ``decision`` and keeps what it was asked."""
@@ -139,3 +124,74 @@ async def close(services: SessionServices) -> None:
         closer = getattr(state, "close", None)
         if closer is not None:
             await closer()
+
+
+EXEC = ExecCommandHandler()
+KEY = "sk-dummy-Q7v9Z2k4W8"  # no 8-character piece of it occurs in paths or commands
+
+
+async def run_orchestrated(
+    arena: Arena,
+    monkeypatch: pytest.MonkeyPatch,
+    mechanism: str,
+    cmd: str,
+    mode: str,
+    **extra: Any,
+) -> str:
+    """Run ``cmd`` with the exec_command handler (``extra``: more of its arguments); the
+    approver must never be asked."""
+    monkeypatch.setenv("HOME", str(arena.home))
+    approver = RecordingApprover()
+    services = SessionServices(approver=approver)
+    turn: dict[str, Any] = {"approval_policy": ApprovalPolicy.NEVER}
+    turn["sandbox_mode"] = SandboxMode(mode)
+    with use_mechanism(monkeypatch, mechanism):
+        assert probe().kind == (None if mechanism == "none" else mechanism)
+        try:
+            inv = shell_invocation(EXEC, {"cmd": cmd, **extra}, services, arena.ws, **turn)
+            out = await EXEC.handle(inv)
+            text = out.text
+        except RespondToModel as exc:
+            text = exc.message
+        finally:
+            await close(services)
+    assert approver.asked == []
+    return text
+
+
+def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str, **extra: Any) -> str:
+    """Run ``cmd`` as the model's only tool call in ``agent-magics exec``."""
+    call = function_call("exec_command", {"cmd": cmd, **extra}, "c1")
+    script = [[call], [message("done")]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY, MECHANISM_ENV: mechanism}
+    with ScriptedResponsesServer(script) as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        argv += ["--base-url", server.base_url, "-m", "m", "-s", mode, "-a", "never"]
+        argv += ["-C", str(arena.ws), "try it"]
+        done = subprocess.run(
+            argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "approval" not in done.stderr  # nobody was asked
+        output: str = server.outputs(1)["c1"]
+    return output
+
+
+@dataclass
+class Run:
+    """Runs one command through ``driver`` under ``mechanism``; returns the tool output."""
+
+    driver: str
+    mechanism: str
+    arena: Arena
+    monkeypatch: pytest.MonkeyPatch
+
+    async def __call__(self, cmd: str, mode: str, **extra: Any) -> str:
+        text = self.arena.fill(cmd)
+        if self.driver == "cli":
+            return await asyncio.to_thread(run_cli, self.arena, self.mechanism, text, mode, **extra)
+        return await run_orchestrated(
+            self.arena, self.monkeypatch, self.mechanism, text, mode, **extra
+        )

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CONFORMANCE as SHARED
-from tests.conftest import ROOT as REPO
+from tests.paths import CONFORMANCE as SHARED
+from tests.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 

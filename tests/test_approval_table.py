@@ -27,13 +27,10 @@ from agent_magics.tools.sandbox.platform import probe
 from tests.sandbox_helpers import (
     Arena,
     RecordingApprover,
-    arena,
     close,
     use_mechanism,
 )
 from tests.tool_helpers import shell_invocation
-
-__all__ = ["arena"]  # the fixture, imported for this module's tests
 
 SHELL = ShellHandler()
 JUSTIFICATION = "I need to write outside the project"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONFORMANCE
+from tests.paths import CONFORMANCE
 
 CANDIDATE = (
     f"{sys.executable} -m agent_magics exec --base-url {{base_url}} -m {{model}} -a never "

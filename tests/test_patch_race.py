@@ -36,9 +36,7 @@ from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvoc
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
 from agent_magics.tools.sandbox.roots import real
-from tests.sandbox_helpers import Arena, arena, close, require_mechanism
-
-__all__ = ["arena"]  # the fixture, imported for this module's tests
+from tests.sandbox_helpers import Arena, close, require_mechanism
 
 HANDLER = ApplyPatchHandler()
 PATCHES_PER_KIND = 150

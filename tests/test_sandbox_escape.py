@@ -12,39 +12,15 @@ something there, so a case cannot pass by failing for another reason.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import subprocess
-import sys
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from agent_magics.errors import RespondToModel
-from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.tools.context import SessionServices
-from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
-from agent_magics.tools.sandbox.platform import MECHANISM_ENV, probe
-from tests.sandbox_helpers import (
-    LINUX_MECHANISMS,
-    Arena,
-    RecordingApprover,
-    arena,
-    close,
-    require_mechanism,
-    use_mechanism,
-)
-from tests.tool_helpers import shell_invocation
+from tests.sandbox_helpers import Arena, Run, run_orchestrated
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
-
-__all__ = ["arena"]  # the fixture, imported for this module's tests
-
-EXEC = ExecCommandHandler()
-KEY = "sk-dummy-Q7v9Z2k4W8"  # no 8-character piece of it occurs in paths or commands
 
 ESCAPES = [
     pytest.param("echo pwned > ../escaped.txt", id="parent-dir"),
@@ -67,86 +43,6 @@ WALLS = (
     "operation not permitted",
     "invalid cross-device link",
 )
-
-
-async def run_orchestrated(
-    arena: Arena,
-    monkeypatch: pytest.MonkeyPatch,
-    mechanism: str,
-    cmd: str,
-    mode: str,
-    **extra: Any,
-) -> str:
-    """Run ``cmd`` with the exec_command handler (``extra``: more of its arguments); the
-    approver must never be asked."""
-    monkeypatch.setenv("HOME", str(arena.home))
-    approver = RecordingApprover()
-    services = SessionServices(approver=approver)
-    turn: dict[str, Any] = {"approval_policy": ApprovalPolicy.NEVER}
-    turn["sandbox_mode"] = SandboxMode(mode)
-    with use_mechanism(monkeypatch, mechanism):
-        assert probe().kind == (None if mechanism == "none" else mechanism)
-        try:
-            inv = shell_invocation(EXEC, {"cmd": cmd, **extra}, services, arena.ws, **turn)
-            out = await EXEC.handle(inv)
-            text = out.text
-        except RespondToModel as exc:
-            text = exc.message
-        finally:
-            await close(services)
-    assert approver.asked == []
-    return text
-
-
-def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str, **extra: Any) -> str:
-    """Run ``cmd`` as the model's only tool call in ``agent-magics exec``."""
-    call = function_call("exec_command", {"cmd": cmd, **extra}, "c1")
-    script = [[call], [message("done")]]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    env |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY, MECHANISM_ENV: mechanism}
-    with ScriptedResponsesServer(script) as server:
-        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
-        argv += ["--base-url", server.base_url, "-m", "m", "-s", mode, "-a", "never"]
-        argv += ["-C", str(arena.ws), "try it"]
-        done = subprocess.run(
-            argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert "approval" not in done.stderr  # nobody was asked
-        output: str = server.outputs(1)["c1"]
-    return output
-
-
-@pytest.fixture(
-    params=[
-        pytest.param((driver, kind), id=f"{driver}-{kind}")
-        for driver in ("cli", "orchestrator")
-        for kind in LINUX_MECHANISMS
-    ]
-)
-def run(request: Any, arena: Arena, monkeypatch: pytest.MonkeyPatch) -> Run:
-    driver, kind = request.param
-    require_mechanism(kind)
-    return Run(driver, kind, arena, monkeypatch)
-
-
-@dataclass
-class Run:
-    """Runs one command through ``driver`` under ``mechanism``; returns the tool output."""
-
-    driver: str
-    mechanism: str
-    arena: Arena
-    monkeypatch: pytest.MonkeyPatch
-
-    async def __call__(self, cmd: str, mode: str, **extra: Any) -> str:
-        text = self.arena.fill(cmd)
-        if self.driver == "cli":
-            return await asyncio.to_thread(run_cli, self.arena, self.mechanism, text, mode, **extra)
-        return await run_orchestrated(
-            self.arena, self.monkeypatch, self.mechanism, text, mode, **extra
-        )
 
 
 @pytest.mark.parametrize("cmd", ESCAPES)

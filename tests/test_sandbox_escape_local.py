@@ -27,12 +27,17 @@ import pytest
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.sandbox import SandboxSpec
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, arena, require_mechanism
-from tests.test_sandbox_escape import KEY, Run, run, run_cli, run_orchestrated
+from tests.sandbox_helpers import (
+    KEY,
+    LINUX_MECHANISMS,
+    Arena,
+    Run,
+    require_mechanism,
+    run_cli,
+    run_orchestrated,
+)
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
-
-__all__ = ["arena", "run"]  # the fixtures, imported for this module's tests
 
 
 class UnixListener:

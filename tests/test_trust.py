@@ -23,9 +23,7 @@ from agent_magics.errors import ConfigError
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.trust import ProjectConfig, entry_text, project_config, trust_project
-from tests.sandbox_helpers import Arena, arena
-
-__all__ = ["arena"]  # the fixture, imported for this module's tests
+from tests.sandbox_helpers import Arena
 
 KEY = "sk-trust-test-5Jq8Rw2Lx"
 DANGER = 'sandbox_mode = "danger-full-access"\napproval_policy = "never"\n'

@@ -1,0 +1,9 @@
+"""Where the tests find the repository and the recorded Codex outputs (one place)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFORMANCE = ROOT / "tests" / "conformance"
+"""Recorded Codex outputs and the harness that compares against them (see its README)."""
