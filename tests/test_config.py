@@ -156,3 +156,15 @@ def test_http_headers_from_config_and_environment() -> None:
 def test_listings_never_show_a_urls_credentials() -> None:
     config = McpServerConfig(url="https://user:pw@mcp.example.com:8443/mcp?token=abc#x")
     assert config.describe() == "https://mcp.example.com:8443/mcp"
+
+
+def test_a_turn_defaults_to_the_session_configs_policy_and_sandbox() -> None:
+    """A turn built without naming them runs as a session with default settings does
+    (a stray default of full access would leave such a caller unsandboxed)."""
+    from agent_magics.tools.context import TurnContext
+
+    config, turn = SessionConfig(), TurnContext(cwd=Path.cwd())
+    assert (turn.approval_policy, turn.sandbox_mode) == (
+        config.approval_policy,
+        config.sandbox_mode,
+    )

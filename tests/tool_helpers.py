@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,
@@ -70,7 +71,9 @@ def assert_codex_parameters(handler: ToolHandler, name: str) -> None:
 def shell_invocation(
     handler: ToolHandler, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
 ) -> ToolInvocation:
-    """A call of a shell tool with ``args``, in a bash turn in ``cwd``."""
+    """A call of a shell tool with ``args``, in a bash turn in ``cwd``; unconfined unless
+    ``turn`` names a sandbox mode (these tests are about the tools, not the sandbox)."""
+    turn.setdefault("sandbox_mode", SandboxMode.DANGER_FULL_ACCESS)
     context = TurnContext(cwd=cwd, shell=ShellInfo("/bin/bash", "bash"), **turn)
     return ToolInvocation(
         CALL_ID, handler.name, FunctionPayload(json.dumps(args)), context, services

@@ -76,7 +76,7 @@ class TurnContext:
 
     cwd: Path
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
-    sandbox_mode: SandboxMode = SandboxMode.DANGER_FULL_ACCESS
+    sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE  # as SessionConfig's
     truncation: TruncationPolicy = DEFAULT_POLICY
     shell: ShellInfo = field(default_factory=ShellInfo.detect)
     allow_login_shell: bool = True
