@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.config import load_config
+from agent_magics.config import SessionConfig, load_config
 from agent_magics.errors import ConfigError
 from agent_magics.mcp.config import McpServerConfig, http_headers, server_env
+from agent_magics.tools.context import TurnContext
 from agent_magics.trust import project_config, trust_project
 
 
@@ -161,8 +162,6 @@ def test_listings_never_show_a_urls_credentials() -> None:
 def test_a_turn_defaults_to_the_session_configs_policy_and_sandbox() -> None:
     """A turn built without naming them runs as a session with default settings does
     (a stray default of full access would leave such a caller unsandboxed)."""
-    from agent_magics.tools.context import TurnContext
-
     config, turn = SessionConfig(), TurnContext(cwd=Path.cwd())
     assert (turn.approval_policy, turn.sandbox_mode) == (
         config.approval_policy,
