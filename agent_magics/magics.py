@@ -344,34 +344,16 @@ class AgentMagics(Magics):
             print(mcp_command.configured_text(config.mcp_servers))
 
     def _mcp_change(self, sub: str, words: list[str]) -> None:
-        name = words[0]
-        servers: dict[str, Any] = dict(self._sticky.get("mcp_servers") or {})
-        if sub == "add":
-            name, table = mcp_command.parse_add(words)
-            servers[name] = table
-            done = f"MCP server '{name}' added"
-        elif sub == "remove":
-            servers.pop(name, None)
-            prefix = f"mcp_servers.{name}."
-            self._sticky_overrides = [o for o in self._sticky_overrides if not o.startswith(prefix)]
-            rest = {**self._sticky, "mcp_servers": servers}
-            if name in self.build_config(rest, self._sticky_overrides).mcp_servers:
-                servers[name] = {"enabled": False}  # from a config file: keep it off
-            done = f"MCP server '{name}' removed"
-        else:
-            done = f"MCP server '{name}' restarted"
-        sticky = {**self._sticky, "mcp_servers": servers}
-        config = self.build_config(sticky, self._sticky_overrides)
-        if sub == "restart" and name not in config.mcp_servers:
-            raise UserError(f"No MCP server named '{name}'.")
-        self._sticky = sticky
+        change = mcp_command.plan_change(
+            sub, words, self._sticky, self._sticky_overrides, self.build_config
+        )
+        self._sticky, self._sticky_overrides = change.sticky, change.overrides
         session = self.session
         if session is None:
-            print(f"agent: {done}; it starts with the next turn.")
+            print(f"agent: {change.done}; it starts with the next turn.")
             return
-        session.reconfigure(config)  # a new engine waits for the next turn
-        restart = name if sub == "restart" else None
-        self.agent.change_mcp(session, restart, done)
+        session.reconfigure(change.config)  # a new engine waits for the next turn
+        self.agent.change_mcp(session, change.restart, change.done)
 
     def _cmd_history(self) -> None:
         items = [i.wire() for i in self.session.history] if self.session is not None else []

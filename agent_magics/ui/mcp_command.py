@@ -15,13 +15,15 @@ Options of ``add``: ``--env KEY=VALUE`` and ``--env-var NAME`` (repeatable), ``-
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from agent_magics.errors import ConfigError
+from agent_magics.config import SessionConfig
+from agent_magics.errors import ConfigError, UserError
 from agent_magics.mcp.config import McpServerConfig
 
 SUBCOMMANDS = ("list", "add", "remove", "restart")
@@ -133,3 +135,47 @@ def configured_text(servers: dict[str, McpServerConfig]) -> str:
         state = "not started" if cfg.enabled else "disabled"
         rows.append(f"{name:<12} {cfg.transport:<5} {state:<16} {cfg.describe()}".rstrip())
     return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What ``%agent mcp add|remove|restart`` leaves: the session's sticky settings, the
+    configuration they give, the server to restart, and the sentence that reports it."""
+
+    sticky: dict[str, Any]
+    overrides: list[str]
+    config: SessionConfig
+    restart: str | None
+    done: str
+
+
+def plan_change(
+    sub: str,
+    words: list[str],
+    sticky: dict[str, Any],
+    overrides: list[str],
+    build: Callable[[dict[str, Any], list[str]], SessionConfig],
+) -> Change:
+    """The settings after ``%agent mcp SUB WORDS...`` (``build`` turns sticky settings
+    and ``-c`` overrides into a configuration); raises :class:`UserError` when the
+    server to restart is not configured."""
+    name = words[0]
+    servers: dict[str, Any] = dict(sticky.get("mcp_servers") or {})
+    if sub == "add":
+        name, table = parse_add(words)
+        servers[name] = table
+        done = f"MCP server '{name}' added"
+    elif sub == "remove":
+        servers.pop(name, None)
+        prefix = f"mcp_servers.{name}."
+        overrides = [o for o in overrides if not o.startswith(prefix)]
+        if name in build({**sticky, "mcp_servers": servers}, overrides).mcp_servers:
+            servers[name] = {"enabled": False}  # from a config file: keep it off
+        done = f"MCP server '{name}' removed"
+    else:
+        done = f"MCP server '{name}' restarted"
+    new_sticky = {**sticky, "mcp_servers": servers}
+    config = build(new_sticky, overrides)
+    if sub == "restart" and name not in config.mcp_servers:
+        raise UserError(f"No MCP server named '{name}'.")
+    return Change(new_sticky, overrides, config, name if sub == "restart" else None, done)
