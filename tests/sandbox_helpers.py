@@ -19,6 +19,7 @@ from agent_magics.errors import RespondToModel
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision, SandboxMode
 from agent_magics.tools.context import SessionServices
+from agent_magics.tools.exec import close_tool_processes
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
 from agent_magics.tools.sandbox import platform
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV, probe
@@ -120,10 +121,8 @@ class RecordingApprover:
 
 
 async def close(services: SessionServices) -> None:
-    for state in services.all_state():
-        closer = getattr(state, "close", None)
-        if closer is not None:
-            await closer()
+    """End the processes the test's tool calls started."""
+    await close_tool_processes(services)
 
 
 EXEC = ExecCommandHandler()

@@ -102,9 +102,6 @@ class SessionServices:
         value: T = self._state[key]
         return value
 
-    def all_state(self) -> list[Any]:
-        return list(self._state.values())
-
 
 @dataclass(frozen=True)
 class ToolInvocation:

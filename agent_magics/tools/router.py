@@ -40,10 +40,6 @@ class ToolCall:
         return "custom" if isinstance(self.payload, CustomPayload) else "function"
 
     @property
-    def output_type(self) -> str:
-        return "custom_tool_call_output" if self.kind == "custom" else "function_call_output"
-
-    @property
     def raw_input(self) -> str:
         p = self.payload
         return p.input if isinstance(p, CustomPayload) else p.arguments
