@@ -28,6 +28,7 @@ from tests.sandbox_helpers import RecordingApprover
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 
+SILENT = Path(__file__).parent / "mcp_servers" / "silent_server.py"
 DEMO = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 KEY = "sk-mcp-session-0123456789"
 REJECTED = 'err: "user rejected MCP tool call"'
@@ -161,7 +162,7 @@ async def test_servers_that_never_start_do_not_stop_the_turn(tmp_path: Path) -> 
     servers = {
         "gone": {"command": "no-such-mcp-server-command"},
         "quits": demo("--exit-at-start", "3"),
-        "hangs": demo("--hang", startup_timeout_sec=1),
+        "hangs": {"command": sys.executable, "args": [str(SILENT)], "startup_timeout_sec": 1},
         "demo": demo(),
     }
     h = Harness(tmp_path, servers)
@@ -185,7 +186,7 @@ async def test_servers_that_never_start_do_not_stop_the_turn(tmp_path: Path) -> 
     assert set(failed) == {"gone", "quits", "hangs"}
     assert "no-such-mcp-server-command" in failed["gone"].reason
     assert "3" in failed["quits"].reason
-    assert "1" in failed["hangs"].reason
+    assert "timed out after 1s" in failed["hangs"].reason
     assert failed["quits"].log_path == str(tmp_path / "logs" / "mcp-quits.log")
     assert (
         "fatal: the demo server was told to exit"
