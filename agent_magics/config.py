@@ -61,7 +61,7 @@ class SessionConfig(BaseModel):
     apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"
     """apply_patch as a grammar-constrained freeform tool, a JSON function, or absent."""
     experimental_supported_tools: tuple[str, ...] = ()
-    """Opt-in file tools: any of read_file, list_dir, grep_files."""
+    """Opt-in file tools: any of read_file, list_dir, grep_files, read_notebook, edit_notebook."""
     shell_type: Literal["auto", "unified_exec", "shell_command", "shell", "disabled"] = "auto"
     """Shell tool flavour; ``auto`` picks exec_command, or shell_command with the file tools."""
     allow_login_shell: bool = True

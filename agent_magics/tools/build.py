@@ -42,6 +42,14 @@ def _file_handlers(config: ToolsConfig) -> list[ToolHandler]:
         from agent_magics.tools.handlers.list_dir import ListDirHandler
 
         out.append(ListDirHandler())
+    if "read_notebook" in wanted:
+        from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+
+        out.append(ReadNotebookHandler())
+    if "edit_notebook" in wanted:
+        from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+
+        out.append(EditNotebookHandler())
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 ShellType = Literal["unified_exec", "shell_command", "shell", "disabled"]
 ApplyPatchToolType = Literal["freeform", "function"]
-EXPERIMENTAL_TOOLS = ("grep_files", "read_file", "list_dir")
+EXPERIMENTAL_TOOLS = ("grep_files", "read_file", "list_dir", "read_notebook", "edit_notebook")
 
 
 @dataclass(frozen=True)

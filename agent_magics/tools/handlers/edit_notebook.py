@@ -1,0 +1,185 @@
+"""``edit_notebook``: replace, insert or delete one cell of a notebook file, through nbformat.
+
+The edit is made on the parsed notebook, which is validated before anything is written,
+so the file on disk is always a valid notebook of its own nbformat version with its
+metadata kept. It is a write like apply_patch: the same approval rule (inside the
+writable roots it runs, outside it asks, or is refused under ``never``), the same
+confinement to the writable roots, and an atomic replace. The notebook this kernel
+belongs to is refused: it is open in an editor whose unsaved edits a write would lose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Literal
+
+import nbformat
+from pydantic import BaseModel
+
+from agent_magics.errors import RespondToModel
+from agent_magics.rust_text import io_error_text
+from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.tools.args import decode_call
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.exec.guard import write_denied
+from agent_magics.tools.handlers.apply_patch import confined_files
+from agent_magics.tools.notebook_doc import (
+    OWN_NOTEBOOK,
+    NotebookFiles,
+    cell_id,
+    dumps,
+    find_cell,
+    is_own_notebook,
+    plain_replace,
+    read_notebook_file,
+)
+from agent_magics.tools.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.sandbox.roots import is_writable, writable_roots
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
+
+REJECTED_BY_USER = "notebook edit rejected by user"
+
+DESCRIPTION = (
+    "Change one cell of a Jupyter notebook file (.ipynb). edit_mode `replace` (the "
+    "default) sets the source of the cell `cell_id` (and its type, if given), `insert` adds "
+    "a new cell after `cell_id` (at the top when cell_id is omitted; cell_type is then "
+    "required), `delete` removes the cell `cell_id`. Cell ids are shown by read_notebook. "
+    "The notebook stays valid; a replaced code cell loses its stale outputs."
+)
+
+_NEW_CELL: dict[str, Any] = {
+    "code": nbformat.v4.new_code_cell,
+    "markdown": nbformat.v4.new_markdown_cell,
+    "raw": nbformat.v4.new_raw_cell,
+}
+
+
+class EditNotebookArgs(BaseModel):
+    path: str
+    cell_id: str | None = None
+    new_source: str = ""
+    cell_type: Literal["code", "markdown", "raw"] | None = None
+    edit_mode: Literal["replace", "insert", "delete"] = "replace"
+
+
+def _new_cell(nb: Any, kind: str, source: str) -> Any:
+    cell = _NEW_CELL[kind](source)
+    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
+        del cell["id"]  # ids came with nbformat 4.5; an older notebook must not have them
+    return cell
+
+
+def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
+    """Make the edit on ``nb`` in place; return the line that reports it."""
+    if args.edit_mode == "insert":
+        if args.cell_type is None:
+            raise RespondToModel("cell_type is required to insert a cell")
+        at = 0 if args.cell_id is None else find_cell(nb, args.cell_id) + 1
+        nb.cells.insert(at, _new_cell(nb, args.cell_type, args.new_source))
+        return f"Inserted {args.cell_type} cell {cell_id(nb, at)} as cell {at + 1}"
+    if args.cell_id is None:
+        raise RespondToModel(f"cell_id is required to {args.edit_mode} a cell")
+    index = find_cell(nb, args.cell_id)
+    if args.edit_mode == "delete":
+        del nb.cells[index]
+        return f"Deleted cell {args.cell_id}"
+    old = nb.cells[index]
+    kind = args.cell_type or old.cell_type
+    if kind != old.cell_type:
+        cell = _new_cell(nb, kind, args.new_source)
+        if "id" in old:
+            cell["id"] = old["id"]
+        if "metadata" in old:
+            cell["metadata"] = old["metadata"]
+        nb.cells[index] = cell
+    else:
+        old.source = args.new_source
+        if kind == "code":
+            old.outputs = []
+            old.execution_count = None
+    return f"Replaced cell {args.cell_id} ({kind})"
+
+
+def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str]:
+    nb = read_notebook_file(path)
+    line = apply_edit(nb, args)
+    try:
+        return dumps(nb), line
+    except nbformat.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise RespondToModel(f"the edit would make the notebook invalid: {first}") from None
+
+
+def _describe(path: Path, args: EditNotebookArgs) -> str:
+    head = f"{args.edit_mode} cell {args.cell_id or '(top)'} of {path}"
+    return head if args.edit_mode == "delete" else f"{head}:\n{args.new_source}"
+
+
+class EditNotebookHandler:
+    """The ``edit_notebook`` tool."""
+
+    name = "edit_notebook"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = False
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        params = obj(
+            {
+                "path": string("The notebook file, absolute or relative to the working folder."),
+                "cell_id": string("Id of the cell to change, or to insert after."),
+                "new_source": string("The cell's new source (not used by delete)."),
+                "cell_type": string("code, markdown or raw; required by insert."),
+                "edit_mode": string("replace (default), insert or delete."),
+            },
+            ["path"],
+        )
+        return FunctionSpec(self.name, DESCRIPTION, params)
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_call(EditNotebookArgs, inv)
+        path = inv.resolve(args.path)
+        if is_own_notebook(path):
+            raise RespondToModel(OWN_NOTEBOOK)
+        data, line = await asyncio.to_thread(_prepare, path, args)
+        turn = inv.turn
+        roots = writable_roots(turn.cwd, turn.sandbox_mode)
+        inside = is_writable(path, roots)
+        request = ApprovalRequest(
+            call_id=inv.call_id,
+            tool_name=inv.tool_name,
+            kind="patch",
+            cwd=turn.cwd,
+            patch=_describe(path, args),
+            paths=(path,),
+            keys=[str(path)],
+        )
+
+        async def attempt(sandbox: SandboxSpec) -> tuple[str, bool]:
+            if sandbox.confined and not inside:
+                return write_denied(path), False
+            try:
+                if sandbox.confined:
+                    files = confined_files(roots)
+                    confined = NotebookFiles(files.roots, files.read_only)
+                    await asyncio.to_thread(confined.replace, str(path), data)
+                else:
+                    await asyncio.to_thread(plain_replace, str(path), data)
+            except (OSError, ValueError) as exc:
+                return f"failed to write {path}: {io_error_text(exc)}", False
+            return f"{line} in {path}", True
+
+        call = GuardedCall(
+            request,
+            patch_approval_requirement(turn.approval_policy, turn.sandbox_mode, inside),
+            attempt,
+            rejection=REJECTED_BY_USER,
+            is_sandbox_denial=lambda r: not r[1] and "not permitted" in r[0],
+            can_retry_unsandboxed=patch_can_retry_unsandboxed(turn.approval_policy),
+            confinement=SandboxSpec("path_check", tuple(roots)),
+        )
+        text, ok = (await run_guarded(inv, call)).value
+        return ToolOutput(text, success=ok)

@@ -1,0 +1,97 @@
+"""``read_notebook``: a Jupyter notebook as numbered cells, never as raw JSON.
+
+Each cell shows its number, id, type, execution count and source; outputs follow as
+text (cut in the middle when long), errors without terminal colours, and images listed
+by size. With ``include_images`` the images are attached the way ``view_image`` sends
+them (same size limits and formats), at most :data:`MAX_IMAGES` per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agent_magics.errors import RespondToModel
+from agent_magics.tools.args import decode_call
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import ContentItem, ToolInvocation, ToolOutput
+from agent_magics.tools.handlers.view_image import IMAGE_DETAIL, UnreadableImage, prepare_image
+from agent_magics.tools.notebook_doc import read_notebook_file, render
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
+
+MAX_IMAGES = 8
+"""Output images attached to one read_notebook answer."""
+MAX_CELL_NUMBER = 1 << 31
+
+DESCRIPTION = (
+    "Show a Jupyter notebook (.ipynb) as numbered cells: each cell's id (what edit_notebook "
+    "takes), type, execution count and source, then its outputs as text. Use it instead of "
+    "reading the notebook's JSON. Images in outputs are listed; ask for them with "
+    "include_images to see them."
+)
+
+
+class ReadNotebookArgs(BaseModel):
+    path: str
+    start_cell: int = Field(default=1, ge=1, le=MAX_CELL_NUMBER)
+    end_cell: int | None = Field(default=None, ge=1, le=MAX_CELL_NUMBER)
+    include_outputs: bool = True
+    include_images: bool = False
+
+
+def _images(found: list[tuple[str, bytes]]) -> tuple[list[ContentItem], list[str]]:
+    items: list[ContentItem] = []
+    notes: list[str] = []
+    for label, raw in found:
+        if len(items) >= MAX_IMAGES:
+            notes.append(f"{label}: not attached (at most {MAX_IMAGES} images per call)")
+            continue
+        try:
+            image = prepare_image(raw)
+        except UnreadableImage:
+            notes.append(f"{label}: not attached (not an image that can be decoded)")
+            continue
+        items.append({"type": "input_text", "text": f"{label}:"})
+        items.append({"type": "input_image", "image_url": image.data_url(), "detail": IMAGE_DETAIL})
+    return items, notes
+
+
+class ReadNotebookHandler:
+    """The ``read_notebook`` tool."""
+
+    name = "read_notebook"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = True
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        params = obj(
+            {
+                "path": string("The notebook file, absolute or relative to the working folder."),
+                "start_cell": number("Number of the first cell to show, counted from 1."),
+                "end_cell": number("Number of the last cell to show; the last cell if omitted."),
+                "include_outputs": boolean("Show the cells' outputs (true by default)."),
+                "include_images": boolean("Attach the images found in the outputs shown."),
+            },
+            ["path"],
+        )
+        return FunctionSpec(self.name, DESCRIPTION, params)
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_call(ReadNotebookArgs, inv)
+        end = args.end_cell if args.end_cell is not None else MAX_CELL_NUMBER
+        if end < args.start_cell:
+            raise RespondToModel("end_cell must not be smaller than start_cell")
+        path = inv.resolve(args.path)
+        nb = await asyncio.to_thread(read_notebook_file, path)
+        if args.start_cell > max(len(nb.cells), 1):
+            raise RespondToModel(f"start_cell {args.start_cell} is past the last cell")
+        text, found = render(nb, path, args.start_cell, end, args.include_outputs)
+        if not (args.include_images and found):
+            return ToolOutput(text)
+        if not inv.turn.supports_images:
+            return ToolOutput(text + "\n(images cannot be attached: this model takes no images)")
+        items, notes = await asyncio.to_thread(_images, found)
+        head = "\n".join([text, *notes])
+        return ToolOutput([{"type": "input_text", "text": head}, *items])
