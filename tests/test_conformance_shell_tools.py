@@ -38,6 +38,8 @@ from tests.conformance_helpers import (
     harness,
 )
 
+pytestmark = pytest.mark.slow  # real commands per recorded case
+
 OURS = {"exec_command", "write_stdin", "shell_command", "shell"}
 GROUPS = ("exec_command", "write_stdin", "shell_command", "parallel", "errors")
 

@@ -20,6 +20,8 @@ from agent_magics.testing import function_call, message
 from tests.chat_fault_server import chat_error, chat_sse
 from tests.fault_server import Answer, FaultServer, failed_response, ok, responses_sse, status
 
+pytestmark = pytest.mark.slow  # retries wait out real backoff on a loopback server
+
 KEY = "sk-resilience-secret-24680"
 PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]
 ENCODERS: dict[str, Callable[[list[dict[str, Any]]], bytes]] = {

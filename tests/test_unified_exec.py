@@ -19,6 +19,8 @@ from agent_magics.tools.exec.collect import clamp_yield, poll_wait_ms
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from tests.tool_helpers import alive, gone, shell_invocation
 
+pytestmark = pytest.mark.slow  # real PTY sessions and processes
+
 EXEC = ExecCommandHandler()
 STDIN = WriteStdinHandler()
 
