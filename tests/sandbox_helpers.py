@@ -194,3 +194,16 @@ class Run:
         return await run_orchestrated(
             self.arena, self.monkeypatch, self.mechanism, text, mode, **extra
         )
+
+
+def sleepers(marker: str) -> list[int]:
+    """Pids of the ``sleep MARKER`` processes still alive."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline[:2] == [b"sleep", marker.encode()]:
+            found.append(int(entry.name))
+    return found

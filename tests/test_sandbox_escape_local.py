@@ -35,6 +35,7 @@ from tests.sandbox_helpers import (
     require_mechanism,
     run_cli,
     run_orchestrated,
+    sleepers,
 )
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
@@ -259,18 +260,6 @@ def test_agent_environ_is_unreadable(arena: Arena, kind: str, mode: str) -> None
 def test_agent_environ_is_readable_without_a_sandbox(arena: Arena) -> None:
     output = run_cli(arena, "none", ENVIRON, "danger-full-access")
     assert f"OPENAI_API_KEY={KEY}"[::-1] in output
-
-
-def sleepers(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if cmdline[:2] == [b"sleep", marker.encode()]:
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from tests.sandbox_helpers import (
     LINUX_MECHANISMS,
     close,
     require_mechanism,
+    sleepers,
     use_mechanism,
 )
 from tests.tool_helpers import shell_invocation
@@ -280,18 +281,6 @@ async def test_closing_the_session_ends_sandboxed_processes(mechanism: str, tmp_
     assert sleepers(marker)
     await close(services)
     assert not sleepers(marker)
-
-
-def sleepers(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if cmdline[:2] == [b"sleep", marker.encode()]:
-            found.append(int(entry.name))
-    return found
 
 
 async def test_session_says_once_when_no_sandbox_works(

@@ -249,44 +249,37 @@ class ConfinedFiles(PlainFiles):
         """The path a symlink at ``name`` in folder ``real`` names, for another walk."""
         return os.path.join(str(real), os.readlink(name, dir_fd=fd))
 
-    def read(self, path: str) -> bytes:
+    def _open_leaf(self, path: str, flags: int, check: bool) -> int:
+        """The file at ``path`` opened with ``flags`` through its checked folder's fd,
+        following a symlink leaf ourselves (``check``: the leaf must be writable)."""
         for _ in range(MAX_SYMLINK_HOPS + 1):
             fd, real, name, _ = self._parent(path)
             try:
+                if check:
+                    self._check(real / name)
                 try:
-                    file_fd = os.open(name, _READ_FLAGS | _NOFOLLOW, dir_fd=fd)
+                    return os.open(name, flags | _NOFOLLOW, 0o666, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno != errno.ELOOP:
                         raise
                     path = self._follow(path, fd, real, name)
-                    continue
             finally:
                 os.close(fd)
-            try:
-                return _read_fd(file_fd)
-            finally:
-                os.close(file_fd)
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
 
+    def read(self, path: str) -> bytes:
+        file_fd = self._open_leaf(path, _READ_FLAGS, check=False)
+        try:
+            return _read_fd(file_fd)
+        finally:
+            os.close(file_fd)
+
     def write(self, path: str, data: bytes, mode: int | None = None) -> None:
-        for _ in range(MAX_SYMLINK_HOPS + 1):
-            fd, real, name, _ = self._parent(path)
-            try:
-                self._check(real / name)
-                try:
-                    file_fd = os.open(name, _WRITE_FLAGS | _NOFOLLOW, 0o666, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno != errno.ELOOP:
-                        raise
-                    path = self._follow(path, fd, real, name)
-                    continue
-            finally:
-                os.close(fd)
-            try:
-                return _write_fd(file_fd, data, mode)
-            finally:
-                os.close(file_fd)
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
+        file_fd = self._open_leaf(path, _WRITE_FLAGS, check=True)
+        try:
+            _write_fd(file_fd, data, mode)
+        finally:
+            os.close(file_fd)
 
     def kind(self, path: str) -> str:
         try:
