@@ -22,7 +22,7 @@ from agent_magics.apply_patch import (
     VerifiedPatch,
     verify_patch,
 )
-from agent_magics.apply_patch.files import ConfinedFiles, PlainFiles
+from agent_magics.apply_patch.files import PlainFiles
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.approval import ApprovalRequest
 from agent_magics.tools.args import decode_args
@@ -33,14 +33,7 @@ from agent_magics.tools.exec.guard import looks_write_denied, write_denied
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.sandbox.roots import (
-    GUARDED_NAMES,
-    PROTECTED_NAMES,
-    is_writable,
-    read_only_subpaths,
-    real,
-    writable_roots,
-)
+from agent_magics.tools.sandbox.roots import confined_files, is_writable, writable_roots
 from agent_magics.tools.spec import FreeformSpec, FunctionSpec, ToolSpec, obj, string
 
 FREEFORM_DESCRIPTION = (
@@ -130,19 +123,6 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
     text, code, duration = (await run_guarded(inv, call)).value
     body = structured_output(text, code, duration, turn.truncation)
     return ToolOutput(body, success=code == 0)
-
-
-def confined_files(roots: list[Path]) -> ConfinedFiles:
-    """File operations that stay in ``roots`` and out of their protected folders, even
-    when a path is swapped for a symlink while the patch is written."""
-    read_only: list[Path] = []
-    for root in roots:
-        read_only += [root / name for name in GUARDED_NAMES]  # as is_writable has them
-        try:
-            read_only += [real(path) for path in read_only_subpaths(root)]
-        except (OSError, ValueError):
-            read_only += [root / name for name in PROTECTED_NAMES]
-    return ConfinedFiles(tuple(roots), tuple(read_only))
 
 
 def _apply(verified: VerifiedPatch, files: PlainFiles) -> tuple[str, int]:

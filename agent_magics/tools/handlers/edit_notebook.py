@@ -24,7 +24,6 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.exec.guard import write_denied
-from agent_magics.tools.handlers.apply_patch import confined_files
 from agent_magics.tools.notebook_doc import (
     OWN_NOTEBOOK,
     NotebookFiles,
@@ -38,7 +37,7 @@ from agent_magics.tools.notebook_doc import (
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.sandbox.roots import is_writable, writable_roots
+from agent_magics.tools.sandbox.roots import confined_files, is_writable, writable_roots
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
 
 REJECTED_BY_USER = "notebook edit rejected by user"

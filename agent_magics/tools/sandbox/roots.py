@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agent_magics.apply_patch.files import ConfinedFiles
 from agent_magics.tools.approval import SandboxMode
 
 PROTECTED_NAMES = (".git", ".agents", ".codex", ".agent_magics")
@@ -77,3 +78,16 @@ def is_writable(path: Path, roots: list[Path]) -> bool:
     except (OSError, ValueError):
         return False
     return False
+
+
+def confined_files(roots: list[Path]) -> ConfinedFiles:
+    """File operations that stay in ``roots`` and out of their protected folders, even
+    when a path is swapped for a symlink while the patch is written."""
+    read_only: list[Path] = []
+    for root in roots:
+        read_only += [root / name for name in GUARDED_NAMES]  # as is_writable has them
+        try:
+            read_only += [real(path) for path in read_only_subpaths(root)]
+        except (OSError, ValueError):
+            read_only += [root / name for name in PROTECTED_NAMES]
+    return ConfinedFiles(tuple(roots), tuple(read_only))
