@@ -21,6 +21,7 @@ from traitlets import Bool, Enum, List, Unicode
 from agent_magics.config import SessionConfig, load_config
 from agent_magics.errors import UserError
 from agent_magics.events import Usage
+from agent_magics.kernel.tools import KernelTools
 from agent_magics.session import Session
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.ui import info, mcp_command
@@ -69,7 +70,8 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.agent = Controller(getattr(shell, "kernel", None))
+        self.kernel_tools = KernelTools(shell)
+        self.agent = Controller(getattr(shell, "kernel", None), tools=self.kernel_tools)
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
         self.trust = ProjectTrust()
@@ -312,7 +314,8 @@ class AgentMagics(Magics):
             return
         config = self._current_config()
         if config is not None:
-            print(info.tools_text(Session(config).registry.wire_specs()))
+            session = Session(config, extra_tools=self.kernel_tools)
+            print(info.tools_text(session.registry.wire_specs()))
 
     def _cmd_mcp(self, rest: str) -> None:
         try:

@@ -35,7 +35,7 @@ from agent_magics.protocol.items import AnyItem
 from agent_magics.redaction import SessionRedactor
 from agent_magics.sampling import sample
 from agent_magics.tools.approval import Approver, deny_all
-from agent_magics.tools.build import build_registry
+from agent_magics.tools.build import ExtraTools, build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
 from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
 from agent_magics.tools.history import history_output, reserialized_input
@@ -72,8 +72,10 @@ class Session:
         *,
         client: ModelClient | None = None,
         approver: Approver = deny_all,
+        extra_tools: ExtraTools | None = None,
     ) -> None:
         self.config = config
+        self._extra_tools = extra_tools
         # Secrets never reach the model, a front end or a log (see agent_magics.redaction).
         self.redact = SessionRedactor(lambda: self.config)
         self.thread_id = str(uuid.uuid4())
@@ -81,7 +83,7 @@ class Session:
         self.services = SessionServices(approver=approver, emit=self._emit)
         # The MCP SDK is imported only when a server is configured (or added later).
         self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
-        self.registry = build_registry(config.tools_config(), self.mcp)
+        self.registry = build_registry(config.tools_config(), self.mcp, extra_tools)
         self.router = ToolRouter(self.registry, self.services)
         self._client = client
         self.history: list[AnyItem] = []
@@ -146,12 +148,13 @@ class Session:
             log_dir=self.config.log_dir or DEFAULT_LOG_DIR,
             emit=self._emit,
             redact=self.redact.text,
-            on_tools_changed=self._rebuild_tools,
+            on_tools_changed=self.refresh_tools,
         )
 
-    def _rebuild_tools(self) -> None:
-        """Offer the tools of the MCP servers as they are now."""
-        self.registry = build_registry(self.config.tools_config(), self.mcp)
+    def refresh_tools(self) -> None:
+        """Offer the tools as they are now: the MCP servers' and the front end's extra
+        tools (every turn does it first)."""
+        self.registry = build_registry(self.config.tools_config(), self.mcp, self._extra_tools)
         self.router.registry = self.registry
 
     # -- model --------------------------------------------------------------------------
@@ -228,6 +231,8 @@ class Session:
         final_text = ""
         try:
             await self.sync_mcp_servers()  # settings may have changed since the last turn
+            if self._extra_tools is not None:
+                self.refresh_tools()
             while True:
                 items, step_usage = await sample(
                     self.client, self.request, self._emit, self.config.stream_max_retries

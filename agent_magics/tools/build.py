@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agent_magics.tools.config import ToolsConfig
@@ -70,10 +71,18 @@ def _mcp_handlers(mcp: McpManager | None) -> list[ToolHandler]:
     return [McpToolHandler(t, mcp, mcp.approval_mode(t.server)) for t in tools]
 
 
-def build_registry(config: ToolsConfig, mcp: McpManager | None = None) -> ToolRegistry:
+ExtraTools = Callable[[], Sequence[ToolHandler]]
+"""Tools a front end adds to a session, asked for again whenever the tools are rebuilt:
+the kernel's tools and the person's Python functions (see :mod:`agent_magics.kernel`)."""
+
+
+def build_registry(
+    config: ToolsConfig, mcp: McpManager | None = None, extra: ExtraTools | None = None
+) -> ToolRegistry:
     """Shell tool, MCP resource tools (when a server is configured), update_plan,
     request_user_input, apply_patch, opt-in file tools, view_image, then the MCP servers'
-    tools sorted by name: the order Codex offers them in."""
+    tools sorted by name: the order Codex offers them in. A front end's ``extra`` tools
+    come last, as Codex's dynamic tools do; one whose name is taken is left out."""
     from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
     from agent_magics.tools.handlers.plan import UpdatePlanHandler
     from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
@@ -92,4 +101,7 @@ def build_registry(config: ToolsConfig, mcp: McpManager | None = None) -> ToolRe
     registry = ToolRegistry()
     for handler in handlers:
         registry.register(handler.name, handler, handler.spec(config))
+    for handler in extra() if extra is not None else ():
+        if handler.name not in registry:
+            registry.register(handler.name, handler, handler.spec(config))
     return registry

@@ -18,6 +18,7 @@ from IPython.display import display
 from agent_magics.config import SessionConfig
 from agent_magics.session import Session
 from agent_magics.tools.approval import Approver
+from agent_magics.tools.build import ExtraTools
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
 from agent_magics.ui.runner import SigintGuard, TurnView, turn_outcome
@@ -43,8 +44,9 @@ ConfigSource = SessionConfig | Callable[[], Awaitable[SessionConfig]]
 class Controller:
     """Sessions and turns of one ``AgentMagics`` instance."""
 
-    def __init__(self, kernel: Any = None) -> None:
+    def __init__(self, kernel: Any = None, tools: ExtraTools | None = None) -> None:
         self.kernel = kernel
+        self.tools = tools  # the kernel's tools, added to every session
         self.session: Session | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self._guard: SigintGuard | None = None
@@ -58,7 +60,7 @@ class Controller:
         old = self.session
         if old is not None and old.reconfigure(config):
             return old
-        session = Session(config)
+        session = Session(config, extra_tools=self.tools)
         if old is not None:
             session.history, session.usage = old.history, old.usage
             view.note(NEW_ENGINE)

@@ -1,0 +1,21 @@
+"""Which kernel tools a session that lives in a kernel is offered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_magics.tools.registry import ToolHandler
+
+
+class KernelTools:
+    """The tools of sessions that live in ``shell`` (an IPython InteractiveShell).
+
+    Called whenever a session rebuilds its tools (every turn), so a tool added between
+    two cells is offered from the next turn on."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+
+    def __call__(self) -> list[ToolHandler]:
+        handlers: list[ToolHandler] = []
+        return handlers
