@@ -7,7 +7,7 @@ The kernels are Python interpreters with ``ipykernel`` and this package installe
   creates it (``.ci/run``); by hand::
 
       python3 -m venv .venv/kernels/ipykernel6
-      .venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*"
+      .venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*" pandas matplotlib
 
 * any more interpreters listed in ``AGENT_MAGICS_TEST_PYTHONS`` (separated by ``:``).
 
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 IPYKERNEL6 = ROOT / ".venv" / "kernels" / "ipykernel6" / "bin" / "python"
 RECIPE = (
     "no ipykernel 6 venv: python3 -m venv .venv/kernels/ipykernel6 && "
-    '.venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*"'
+    '.venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*" pandas matplotlib'
 )
 
 
