@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_magics.kernel.inspect_variable import InspectVariableHandler
+from agent_magics.kernel.list_variables import ListVariablesHandler
 from agent_magics.tools.registry import ToolHandler
 
 
@@ -18,4 +20,5 @@ class KernelTools:
 
     def __call__(self) -> list[ToolHandler]:
         handlers: list[ToolHandler] = []
+        handlers += [ListVariablesHandler(self.shell), InspectVariableHandler(self.shell)]
         return handlers
