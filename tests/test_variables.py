@@ -54,7 +54,7 @@ def shell() -> Iterator[InteractiveShell]:
         ip.user_ns.update(before)
 
 
-def run(ip: InteractiveShell, code: str) -> None:
+def run(ip: Any, code: str) -> None:
     result = ip.run_cell(textwrap.dedent(code), store_history=True)
     assert result.success, result.error_in_exec or result.error_before_exec
 
