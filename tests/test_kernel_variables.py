@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
 from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
 
 def test_a_variable_made_in_a_cell_reaches_the_model(kernel: Kernel) -> None:
     assert "error" not in [m["msg_type"] for m in kernel.run(CELL)]
-    script = [
+    script: list[Turn] = [
         [
             function_call("list_variables", {}, "c1"),
             function_call("inspect_variable", {"name": "sales", "max_rows": 2}, "c2"),
