@@ -155,6 +155,23 @@ def bench_exclusive(ctx: Ctx) -> Result:
     return _sleepers(ctx, parallel=False, turns=ctx.pick(3, 1))
 
 
+@benchmark("inspect_dataframe_10m", "<= 1000 ms")
+def bench_inspect_frame(ctx: Ctx) -> Result:
+    """inspect_variable on a 10M-row pandas frame vs ``df.head().to_string()``."""
+    from inspect_bench import inspect_frame
+
+    rows, runs = ctx.pick(10_000_000, 1_000_000), ctx.pick(7, 3)
+    got = inspect_frame(rows, runs)
+    return Result(
+        got["candidate"] * 1e3,
+        "ms",
+        _ratio(got["candidate"], got["baseline"]),
+        got["baseline"] * 1e3,
+        f"{rows:,} rows x 6 dtypes; answer {got['chars']:.0f} chars; median of {runs};"
+        f" list_variables {got['list'] * 1e3:.1f} ms",
+    )
+
+
 def _rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, Result | None, str]]:
     """Rows of a benchmark module that measures several things at once."""
     out: list[tuple[str, str, Result | None, str]] = []
