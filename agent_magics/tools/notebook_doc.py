@@ -17,7 +17,7 @@ import re
 import secrets
 import stat
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import nbformat
 
@@ -38,6 +38,55 @@ OWN_NOTEBOOK = (
     "its file would lose their unsaved edits: say what to change and let the user make "
     "the edit, or edit a copy of the notebook instead."
 )
+
+LIVE_NOTE = "the proposed cell is shown to them in the tool's card"
+
+
+class LiveUnavailable(RespondToModel):
+    """The open notebook cannot be changed through its editor; ``reason`` says why, in
+    words that finish the sentence of :func:`live_unavailable`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def live_unavailable(path: Path, reason: str) -> str:
+    """The one sentence the model gets when the open notebook could not be edited."""
+    return (
+        f"The notebook was not changed: {path} is open in the user's editor and {reason}, "
+        f"so tell the user what to change by hand ({LIVE_NOTE})."
+    )
+
+
+class LiveDocument(Protocol):
+    """The open notebook as its editor holds it, unsaved edits included: a front end
+    (JupyterLab's collaborative document) gives it; nothing writes the file under it."""
+
+    def notebook(self) -> Any:
+        """The notebook now, parsed as :func:`parse` does."""
+        ...
+
+    async def apply(self, edit_mode: str, index: int | None, cell: dict[str, Any] | None) -> None:
+        """Make an edit that :meth:`notebook`'s copy took: ``index`` counts that copy's
+        cells (the cell replaced or deleted, or the one to insert after, ``None`` for the
+        top), ``cell`` is the new cell. Raises :class:`LiveUnavailable` or RespondToModel."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LiveNotebook(Protocol):
+    """The notebook this kernel belongs to, reached through its editor."""
+
+    def owns(self, path: Path) -> bool:
+        """Whether ``path`` is that notebook."""
+        ...
+
+    async def open(self) -> LiveDocument:
+        """Join the editor's document; :class:`LiveUnavailable` when no front end can."""
+        ...
+
 
 _NBFORMAT: Any = cast(Any, nbformat)  # its reader and writer carry no annotations
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -4,13 +4,20 @@ The edit is made on the parsed notebook, which is validated before anything is w
 so the file on disk is always a valid notebook of its own nbformat version with its
 metadata kept. It is a write like apply_patch: the same approval rule (inside the
 writable roots it runs, outside it asks, or is refused under ``never``), the same
-confinement to the writable roots, and an atomic replace. The notebook this kernel
-belongs to is refused: it is open in an editor whose unsaved edits a write would lose.
+confinement to the writable roots, and an atomic replace.
+
+The notebook this kernel belongs to is open in an editor whose unsaved edits a write
+would lose, so its file is never written: with a :class:`LiveNotebook` (the kernel's
+bridge to JupyterLab's collaborative document) the edit goes into the editor's own
+document under the same approval and confinement rules; without one, or when the
+bridge cannot reach the editor, the model is told so in one sentence and the card shows
+the proposed cell for the person to paste.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,11 +33,15 @@ from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.exec.guard import write_denied
 from agent_magics.tools.notebook_doc import (
     OWN_NOTEBOOK,
+    LiveDocument,
+    LiveNotebook,
+    LiveUnavailable,
     NotebookFiles,
     cell_id,
     dumps,
     find_cell,
     is_own_notebook,
+    live_unavailable,
     plain_replace,
     read_notebook_file,
 )
@@ -103,14 +114,33 @@ def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
     return f"Replaced cell {args.cell_id} ({kind})"
 
 
-def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str]:
-    nb = read_notebook_file(path)
-    line = apply_edit(nb, args)
+def _validated(nb: Any) -> bytes:
     try:
-        return dumps(nb), line
+        return dumps(nb)
     except nbformat.ValidationError as exc:
         first = str(exc).strip().splitlines()[0]
         raise RespondToModel(f"the edit would make the notebook invalid: {first}") from None
+
+
+def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str]:
+    nb = read_notebook_file(path)
+    line = apply_edit(nb, args)
+    return _validated(nb), line
+
+
+def _prepare_live(
+    doc: LiveDocument, args: EditNotebookArgs
+) -> tuple[str, int | None, dict[str, Any] | None]:
+    """The edit made on a copy of the open notebook, so it is checked and validated
+    before anyone is asked: its report line, the copy's index :meth:`LiveDocument.apply`
+    takes, and the new cell."""
+    nb = doc.notebook()
+    index = None if args.cell_id is None else find_cell(nb, args.cell_id)
+    line = apply_edit(nb, args)
+    _validated(nb)
+    at = 0 if index is None else index + 1 if args.edit_mode == "insert" else index
+    cell = None if args.edit_mode == "delete" else dict(nb.cells[at])
+    return line, index, cell
 
 
 def _describe(path: Path, args: EditNotebookArgs) -> str:
@@ -119,11 +149,14 @@ def _describe(path: Path, args: EditNotebookArgs) -> str:
 
 
 class EditNotebookHandler:
-    """The ``edit_notebook`` tool."""
+    """The ``edit_notebook`` tool; ``live`` reaches the notebook this kernel belongs to."""
 
     name = "edit_notebook"
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = False
+
+    def __init__(self, live: LiveNotebook | None = None) -> None:
+        self.live = live
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         params = obj(
@@ -141,44 +174,84 @@ class EditNotebookHandler:
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(EditNotebookArgs, inv)
         path = inv.resolve(args.path)
+        if self.live is not None and self.live.owns(path):
+            return await self._edit_open(inv, path, args, self.live)
         if is_own_notebook(path):
             raise RespondToModel(OWN_NOTEBOOK)
         data, line = await asyncio.to_thread(_prepare, path, args)
-        turn = inv.turn
-        roots = writable_roots(turn.cwd, turn.sandbox_mode)
-        inside = is_writable(path, roots)
-        request = ApprovalRequest(
-            call_id=inv.call_id,
-            tool_name=inv.tool_name,
-            kind="patch",
-            cwd=turn.cwd,
-            patch=_describe(path, args),
-            paths=(path,),
-            keys=[str(path)],
-        )
 
-        async def attempt(sandbox: SandboxSpec) -> tuple[str, bool]:
-            if sandbox.confined and not inside:
-                return write_denied(path), False
+        async def write_file(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
             try:
-                if sandbox.confined:
-                    files = confined_files(roots)
-                    confined = NotebookFiles(files.roots, files.read_only)
-                    await asyncio.to_thread(confined.replace, str(path), data)
+                if confined is not None:
+                    files = confined_files(list(confined))
+                    where = NotebookFiles(files.roots, files.read_only)
+                    await asyncio.to_thread(where.replace, str(path), data)
                 else:
                     await asyncio.to_thread(plain_replace, str(path), data)
             except (OSError, ValueError) as exc:
                 return f"failed to write {path}: {io_error_text(exc)}", False
             return f"{line} in {path}", True
 
-        call = GuardedCall(
-            request,
-            patch_approval_requirement(turn.approval_policy, turn.sandbox_mode, inside),
-            attempt,
-            rejection=REJECTED_BY_USER,
-            is_sandbox_denial=lambda r: not r[1] and "not permitted" in r[0],
-            can_retry_unsandboxed=patch_can_retry_unsandboxed(turn.approval_policy),
-            confinement=SandboxSpec("path_check", tuple(roots)),
-        )
-        text, ok = (await run_guarded(inv, call)).value
-        return ToolOutput(text, success=ok)
+        return await _guarded(inv, path, args, write_file)
+
+    async def _edit_open(
+        self, inv: ToolInvocation, path: Path, args: EditNotebookArgs, live: LiveNotebook
+    ) -> ToolOutput:
+        """The open notebook: the edit goes into its editor's document, or the model is
+        told in one sentence why it could not (nobody is asked for what cannot be done)."""
+        try:
+            doc = await live.open()
+        except LiveUnavailable as exc:
+            return ToolOutput(live_unavailable(path, exc.reason), success=False)
+        try:
+            line, index, cell = _prepare_live(doc, args)
+
+            async def write_open(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
+                try:
+                    await doc.apply(args.edit_mode, index, cell)
+                except LiveUnavailable as exc:
+                    return live_unavailable(path, exc.reason), False
+                return f"{line} in {path}, the notebook open in the user's editor", True
+
+            return await _guarded(inv, path, args, write_open)
+        finally:
+            await doc.close()
+
+
+async def _guarded(
+    inv: ToolInvocation,
+    path: Path,
+    args: EditNotebookArgs,
+    write: Callable[[tuple[Path, ...] | None], Awaitable[tuple[str, bool]]],
+) -> ToolOutput:
+    """apply_patch's approval and confinement around ``write`` (given the writable roots
+    when confined, ``None`` when the person or the policy lifted the confinement)."""
+    turn = inv.turn
+    roots = writable_roots(turn.cwd, turn.sandbox_mode)
+    inside = is_writable(path, roots)
+    request = ApprovalRequest(
+        call_id=inv.call_id,
+        tool_name=inv.tool_name,
+        kind="patch",
+        cwd=turn.cwd,
+        patch=_describe(path, args),
+        paths=(path,),
+        keys=[str(path)],
+    )
+
+    async def attempt(sandbox: SandboxSpec) -> tuple[str, bool]:
+        if sandbox.confined and not inside:
+            return write_denied(path), False
+        return await write(tuple(roots) if sandbox.confined else None)
+
+    call = GuardedCall(
+        request,
+        patch_approval_requirement(turn.approval_policy, turn.sandbox_mode, inside),
+        attempt,
+        rejection=REJECTED_BY_USER,
+        is_sandbox_denial=lambda r: not r[1] and "not permitted" in r[0],
+        can_retry_unsandboxed=patch_can_retry_unsandboxed(turn.approval_policy),
+        confinement=SandboxSpec("path_check", tuple(roots)),
+    )
+    text, ok = (await run_guarded(inv, call)).value
+    return ToolOutput(text, success=ok)

@@ -4,12 +4,17 @@ Each cell shows its number, id, type, execution count and source; outputs follow
 text (cut in the middle when long), errors without terminal colours, and images listed
 by size. With ``include_images`` the images are attached the way ``view_image`` sends
 them (same size limits and formats), at most :data:`MAX_IMAGES` per call.
+
+The notebook this kernel belongs to is read from its editor's document when a
+:class:`LiveNotebook` can reach it (the file may lack the person's unsaved edits), else
+from the file, with a line that says so.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +23,12 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ContentItem, ToolInvocation, ToolOutput
 from agent_magics.tools.handlers.view_image import IMAGE_DETAIL, UnreadableImage, prepare_image
-from agent_magics.tools.notebook_doc import read_notebook_file, render
+from agent_magics.tools.notebook_doc import (
+    LiveNotebook,
+    LiveUnavailable,
+    read_notebook_file,
+    render,
+)
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
 
 MAX_IMAGES = 8
@@ -58,12 +68,28 @@ def _images(found: list[tuple[str, bytes]]) -> tuple[list[ContentItem], list[str
     return items, notes
 
 
+async def _read_open(live: LiveNotebook, path: Path) -> tuple[Any, str]:
+    """The open notebook from its editor, or from its file with a line saying why."""
+    try:
+        doc = await live.open()
+    except LiveUnavailable as exc:
+        nb = await asyncio.to_thread(read_notebook_file, path)
+        return nb, f"(read from the file: unsaved edits in the editor are not shown, {exc.reason})"
+    try:
+        return doc.notebook(), "(read from the editor's document, unsaved edits included)"
+    finally:
+        await doc.close()
+
+
 class ReadNotebookHandler:
-    """The ``read_notebook`` tool."""
+    """The ``read_notebook`` tool; ``live`` reaches the notebook this kernel belongs to."""
 
     name = "read_notebook"
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = True
+
+    def __init__(self, live: LiveNotebook | None = None) -> None:
+        self.live = live
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         params = obj(
@@ -84,10 +110,16 @@ class ReadNotebookHandler:
         if end < args.start_cell:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
-        nb = await asyncio.to_thread(read_notebook_file, path)
+        if self.live is not None and self.live.owns(path):
+            nb, source = await _read_open(self.live, path)
+        else:
+            nb, source = await asyncio.to_thread(read_notebook_file, path), ""
         if args.start_cell > max(len(nb.cells), 1):
             raise RespondToModel(f"start_cell {args.start_cell} is past the last cell")
         text, found = render(nb, path, args.start_cell, end, args.include_outputs)
+        if source:
+            head, _, rest = text.partition("\n")
+            text = f"{head} {source}\n{rest}" if rest else f"{head} {source}"
         if not (args.include_images and found):
             return ToolOutput(text)
         if not inv.turn.supports_images:

@@ -1,0 +1,226 @@
+"""The notebook this kernel belongs to, read and edited through JupyterLab itself.
+
+Writing the notebook's file under an open editor would lose the person's unsaved edits,
+so the notebook tools go through the document the editor shows: with
+``jupyter-collaboration`` installed in the Jupyter server, that document is a shared Y
+document on the server (:mod:`.notebook_room`), and a cell put into it appears in every
+open view, merged with what the person is typing, and is saved by the server, even when
+no tab shows the notebook. Without a server that keeps such documents (a headless run, VS
+Code, the classic Notebook, or no ``jupyter-collaboration``) :class:`LiveUnavailable`
+says why, in words the edit tool finishes into one sentence for the model.
+
+Which server: the one whose ``jpserver-<pid>.json`` in the runtime folder has the pid
+jupyter_client put in the kernel's environment (``JPY_PARENT_PID``), else one whose root
+folder holds the notebook, or the URL in :data:`SERVER_URL_ENV` (``?token=`` included)
+for a server this process cannot see. Which document: the session the server lists for
+this kernel's id (it follows renames), else the notebook's path under the server's root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
+
+import httpx
+
+from agent_magics.tools.notebook_doc import SESSION_ENV, LiveUnavailable
+
+if TYPE_CHECKING:
+    from agent_magics.kernel.notebook_room import RoomDocument
+
+SERVER_URL_ENV = "AGENT_MAGICS_JUPYTER_URL"
+"""A Jupyter server's URL (with ``?token=...``) for when it cannot be found on its own."""
+PARENT_PID_ENV = "JPY_PARENT_PID"
+VSCODE_FILE = "__vsc_ipynb_file__"
+"""The name VS Code gives, in the kernel's namespace, to the notebook the kernel runs."""
+LIVE_TIMEOUT_S = 10.0
+"""Seconds each step (a request, joining the room, an edit reaching the server) may take."""
+INSTALL = "pip install jupyter-collaboration where the server runs, then restart it"
+EXTRA = "pip install 'agent_magics[live]' in the kernel's environment, then restart the kernel"
+
+
+@dataclass(frozen=True)
+class JupyterServer:
+    """Where a Jupyter server answers: ``url`` ends with ``/``, ``token`` may be empty."""
+
+    url: str
+    token: str = ""
+    root_dir: str | None = None
+
+    @property
+    def shown(self) -> str:
+        return self.url.rstrip("/")
+
+
+def running_servers(runtime_dir: str) -> list[dict[str, Any]]:
+    """The ``jpserver-*.json`` files Jupyter servers leave in ``runtime_dir``."""
+    found: list[dict[str, Any]] = []
+    try:
+        names = sorted(os.listdir(runtime_dir))
+    except OSError:
+        return found
+    for name in names:
+        if not (name.startswith("jpserver-") and name.endswith(".json")):
+            continue
+        try:
+            with open(os.path.join(runtime_dir, name), encoding="utf-8") as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            continue  # being written, or left half-written
+        if isinstance(info, dict) and isinstance(info.get("url"), str) and info["url"]:
+            found.append(info)
+    return found
+
+
+def server_from_url(url: str) -> JupyterServer:
+    """A server from a URL as Jupyter prints it (``http://host:8888/lab?token=abc``)."""
+    parts = urlsplit(url)
+    token = parse_qs(parts.query).get("token", [""])[0]
+    path = parts.path
+    for page in ("/lab", "/tree", "/notebooks"):
+        if page in path:
+            path = path[: path.index(page)]
+    base = urlunsplit((parts.scheme, parts.netloc, path.rstrip("/") + "/", "", ""))
+    return JupyterServer(base, token)
+
+
+def find_server(
+    env: Mapping[str, str], runtime_dir: str, notebook: Path | None
+) -> JupyterServer | None:
+    """The server that runs this kernel: named in ``env``, the kernel's parent, or one
+    whose root folder holds ``notebook``."""
+    if env.get(SERVER_URL_ENV):
+        return server_from_url(env[SERVER_URL_ENV])
+    servers = running_servers(runtime_dir)
+    parent = env.get(PARENT_PID_ENV, "")
+    chosen = [s for s in servers if parent and str(s.get("pid")) == parent]
+    if not chosen and notebook is not None:
+        real = os.path.realpath(notebook)
+        for s in servers:
+            root = os.path.realpath(str(s.get("root_dir") or "/nonexistent"))
+            if real.startswith(root.rstrip("/") + "/"):
+                chosen.append(s)
+    if not chosen:
+        return None
+    info = chosen[0]
+    url = str(info["url"])
+    return JupyterServer(url if url.endswith("/") else url + "/", str(info.get("token") or ""),
+                         str(info.get("root_dir") or "") or None)  # fmt: skip
+
+
+def kernel_id() -> str | None:
+    """This kernel's id, from its connection file's name (``kernel-<id>.json``)."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = os.path.basename(get_connection_file())
+    except (ImportError, RuntimeError, AttributeError):
+        return None
+    if name.startswith("kernel-") and name.endswith(".json"):
+        return name[len("kernel-") : -len(".json")]
+    return None
+
+
+def runtime_dir() -> str:
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return jupyter_runtime_dir()
+
+
+class KernelLiveNotebook:
+    """:class:`~agent_magics.tools.notebook_doc.LiveNotebook` for a kernel in ``shell``."""
+
+    def __init__(self, shell: Any, env: Mapping[str, str] | None = None) -> None:
+        self.shell = shell
+        self.env = os.environ if env is None else env
+
+    def path(self) -> Path | None:
+        """The notebook this kernel belongs to, as Jupyter Server or VS Code names it."""
+        named: object = self.env.get(SESSION_ENV)
+        if not named:
+            named = (getattr(self.shell, "user_ns", None) or {}).get(VSCODE_FILE)
+        return Path(named) if isinstance(named, str) and named else None
+
+    def owns(self, path: Path) -> bool:
+        own = self.path()
+        if own is None:
+            return False
+        if own.is_absolute():
+            return os.path.realpath(path) == os.path.realpath(own)
+        rel = os.path.normpath(own).lstrip("/")
+        return os.path.realpath(path).endswith("/" + rel)
+
+    async def open(self) -> RoomDocument:
+        try:
+            from agent_magics.kernel.notebook_room import NotebookRoom, RoomDocument, RoomError
+        except ImportError:
+            raise LiveUnavailable(f"the kernel cannot reach its editor ({EXTRA})") from None
+        own = self.path()
+        server = find_server(self.env, runtime_dir(), own)
+        if server is None:
+            if own is not None and not self.env.get(SESSION_ENV):
+                raise LiveUnavailable("VS Code's notebook editor takes no cells from the kernel")
+            raise LiveUnavailable(
+                "no Jupyter server running this kernel was found (if one does, set "
+                f"{SERVER_URL_ENV} to its URL with ?token=)"
+            )
+        headers = {"Authorization": f"token {server.token}"} if server.token else {}
+        async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
+            try:
+                rel = await _document_path(client, server, own)
+                file_id, session = await _collaboration_session(client, server, rel)
+            except httpx.HTTPError as exc:
+                raise LiveUnavailable(
+                    f"its Jupyter server at {server.shown} did not answer ({type(exc).__name__})"
+                ) from None
+        ws = "ws" + server.url[len("http") :] if server.url.startswith("http") else server.url
+        room_url = f"{ws}api/collaboration/room/json:notebook:{file_id}?sessionId={session}"
+        try:
+            room = await NotebookRoom.join(room_url, headers, LIVE_TIMEOUT_S)
+        except RoomError as exc:
+            raise LiveUnavailable(str(exc)) from None
+        return RoomDocument(room, own or Path(rel), LIVE_TIMEOUT_S)
+
+
+async def _document_path(client: httpx.AsyncClient, server: JupyterServer, own: Path | None) -> str:
+    """The notebook's path under the server's root: the server's session for this kernel,
+    else ``own`` made relative to the root."""
+    response = await client.get(server.url + "api/sessions")
+    if response.status_code in (401, 403):
+        raise LiveUnavailable(f"its Jupyter server at {server.shown} refused the kernel's token")
+    if response.status_code == 200:
+        me = kernel_id()
+        for session in response.json():
+            if me and isinstance(session, dict) and (session.get("kernel") or {}).get("id") == me:
+                return str(session.get("path") or "")
+    if own is not None and own.is_absolute() and server.root_dir:
+        root = os.path.realpath(server.root_dir)
+        real = os.path.realpath(own)
+        if real.startswith(root.rstrip("/") + "/"):
+            return os.path.relpath(real, root)
+    raise LiveUnavailable(f"its Jupyter server at {server.shown} has no session for this kernel")
+
+
+async def _collaboration_session(
+    client: httpx.AsyncClient, server: JupyterServer, rel: str
+) -> tuple[str, str]:
+    """The document's file id and the server's collaboration session id."""
+    body = {"format": "json", "type": "notebook"}
+    url = f"{server.url}api/collaboration/session/{quote(rel)}"
+    response = await client.put(url, json=body)
+    if response.status_code in (200, 201):
+        answer = response.json()
+        return str(answer["fileId"]), str(answer["sessionId"])
+    if response.status_code == 404 and "json" not in response.headers.get("content-type", ""):
+        raise LiveUnavailable(
+            f"its Jupyter server at {server.shown} has no real-time collaboration ({INSTALL})"
+        )
+    raise LiveUnavailable(
+        f"its Jupyter server at {server.shown} did not open the notebook's document "
+        f"(HTTP {response.status_code})"
+    )
