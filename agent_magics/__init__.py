@@ -25,6 +25,7 @@ from agent_magics.tools.approval import (
     SandboxMode,
 )
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.functions import registered_tools, tool
 from agent_magics.tools.registry import ToolHandler
 
 __version__ = "0.1.0"
@@ -68,4 +69,6 @@ __all__ = [
     "__version__",
     "load_config",
     "load_ipython_extension",
+    "registered_tools",
+    "tool",
 ]

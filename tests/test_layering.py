@@ -44,6 +44,8 @@ PUBLIC_NAMES = [
     "__version__",
     "load_config",
     "load_ipython_extension",
+    "registered_tools",
+    "tool",
 ]
 
 

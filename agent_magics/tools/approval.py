@@ -90,7 +90,7 @@ class ApprovalRequest:
 
     call_id: str
     tool_name: str
-    kind: Literal["exec", "patch", "mcp"]
+    kind: Literal["exec", "patch", "mcp", "function"]
     cwd: Path
     command: Sequence[str] = ()
     reason: str | None = None
@@ -114,6 +114,8 @@ class ApprovalRequest:
             return self.patch
         if self.server is not None:
             return f"{self.server} · {self.mcp_tool} {self.arguments or ''}".rstrip()
+        if self.kind == "function":
+            return f"{self.tool_name} {self.arguments or ''}".rstrip()
         return self.tool_name
 
 

@@ -1,0 +1,121 @@
+"""A person's Python function offered as a tool (registered with ``@agent_magics.tool``).
+
+The call's arguments are validated against the function's signature before anyone is
+asked: a bad call is answered to the model and the turn goes on. Then the approval rule
+of :func:`~agent_magics.tools.policy.function_approval_requirement` applies (the card
+shows the function's name and the arguments), and the function runs:
+
+* a coroutine function is awaited on the session's loop;
+* a plain function is called right there, on the loop's thread, which in a kernel is
+  the main thread: the person's functions touch the namespace and pyplot, which expect
+  it, and run one at a time as cells do. While it runs, the kernel's stop button raises
+  ``KeyboardInterrupt`` in it, as in a cell, and the turn stops.
+
+An exception becomes the output, with the last frames of its traceback; the return
+value becomes text (:func:`~agent_magics.tools.function_schema.result_text`) within the
+turn's output budget. The function runs in the kernel's own process: no sandbox.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from agent_magics.errors import RespondToModel, TurnAborted
+from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.function_schema import FunctionTool, call_arguments, result_text
+from agent_magics.tools.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.policy import function_approval_requirement
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.spec import FunctionSpec, ToolSpec
+from agent_magics.tools.truncate import formatted_truncate_text
+
+REJECTED = "the person declined to run this function"
+TRACEBACK_FRAMES = 3
+"""Frames of a raised exception's traceback the model sees (the innermost ones)."""
+INTERRUPTED = "interrupted"
+
+
+class PythonFunctionHandler:
+    """Calls one :class:`FunctionTool`."""
+
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = False
+
+    def __init__(self, tool: FunctionTool) -> None:
+        self.tool = tool
+        self.name: str = tool.name
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        return FunctionSpec(self.name, self.tool.description, self.tool.parameters)
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        if not isinstance(inv.payload, FunctionPayload):
+            raise RespondToModel(f"{self.name} handler received unsupported payload")
+        raw = inv.payload.arguments
+        args, kwargs = call_arguments(self.tool, raw)
+        request = ApprovalRequest(
+            call_id=inv.call_id,
+            tool_name=self.name,
+            kind="function",
+            cwd=inv.turn.cwd,
+            arguments=raw,
+            keys=[("function", self.name)],
+        )
+        requirement = function_approval_requirement(self.tool.approval, inv.turn.approval_policy)
+
+        async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
+            return await self._call(args, kwargs)
+
+        ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
+        output = ran.value
+        if isinstance(output.content, str):
+            text = formatted_truncate_text(output.content, inv.turn.truncation)
+            return ToolOutput(text, output.success)
+        return output
+
+    async def _call(self, args: list[Any], kwargs: dict[str, Any]) -> ToolOutput:
+        function = self.tool.function
+        try:
+            if self.tool.is_async:
+                value = await function(*args, **kwargs)
+            else:
+                with interruptible():
+                    value = function(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise TurnAborted(INTERRUPTED) from None
+        except Exception as exc:
+            return ToolOutput(error_text(self.name, exc), success=False)
+        return ToolOutput(result_text(value))
+
+
+def error_text(name: str, exc: BaseException) -> str:
+    """``<name> raised <Type>: <message>`` and the last frames of the traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
+    lines = traceback.format_list(frames)
+    head = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+    return f"{name} raised {head}\nTraceback (innermost frames last):\n{''.join(lines)}".rstrip()
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """While a plain function runs on the main thread, SIGINT (the kernel's stop button)
+    raises ``KeyboardInterrupt`` in it; the handler in place before comes back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is None:  # installed outside Python: leave it alone
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
