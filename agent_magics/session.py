@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,13 +218,17 @@ class Session:
 
     # -- turns --------------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str) -> TurnResult:
-        """Run one turn to its end. Raises UserError for problems a person must fix and
-        TurnAborted when the person stopped it; the history stays well-formed either way."""
+    async def run_turn(self, prompt: str, context: Sequence[str] = ()) -> TurnResult:
+        """Run one turn to its end. ``context``: texts a front end adds as user messages
+        before the prompt (what happened around it, such as the cells that ran); their
+        secrets are taken out like a tool output's. Raises UserError for problems a
+        person must fix and TurnAborted when the person stopped it; the history stays
+        well-formed either way."""
         turn = self.turn_context()
         self._check_sandbox(turn)
         if not self.history:
             self.history.extend(self._opening_messages(turn))
+        self.history.extend(Message.user(self.redact.text(text)) for text in context)
         self.history.append(Message.user(prompt))
         self._emit(TurnStarted(prompt))
         usage = Usage()
