@@ -124,6 +124,9 @@ class ToolCard:
             self._shown_image = block.image
             image = image_widget(block.image.data_url or "")
             self.extra.children = (image,) if image is not None else ()
+        elif block.images and not self.extra.children:  # figures a tool's output carries
+            shown = [image_widget(url) for url in block.images]
+            self.extra.children = tuple(w for w in shown if w is not None)
 
 
 class TextView:

@@ -1,0 +1,138 @@
+"""Running code in a person's IPython shell with its outputs kept for the model.
+
+:func:`run_cell` gives the code IPython's cell semantics (magics, the last expression's
+value, top-level ``await``) without numbering it: the execution count and the history
+(``In``/``Out``/``_``) stay the person's. :func:`captured` swaps the shell's outlets for
+the duration -- ``sys.stdout``/``sys.stderr``, the display publisher, the display hook and
+the traceback printer -- so nothing lands in the person's cell output area; every output
+is appended, in the order it happened, to one list of entries:
+
+* ``{"stream": "stdout" | "stderr", "text": str}``
+* ``{"data": mimebundle, "metadata": dict, "result": bool}`` (``result``: the value of
+  the last expression, as ``Out[n]`` would have shown it)
+
+Figures of matplotlib's inline backend are flushed by the ``post_execute`` event, which
+:func:`run_cell` triggers while the capture is still in place.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from IPython.core.displayhook import CapturingDisplayHook
+from IPython.core.displaypub import CapturingDisplayPublisher
+from IPython.core.interactiveshell import ExecutionResult
+
+Entry = dict[str, Any]
+
+
+class _Stream(io.TextIOBase):
+    """A text stream whose writes become entries (consecutive writes are joined)."""
+
+    def __init__(self, name: str, entries: list[Entry]) -> None:
+        super().__init__()
+        self.name = name
+        self.entries = entries
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if text:
+            last = self.entries[-1] if self.entries else None
+            if last is not None and last.get("stream") == self.name:
+                last["text"] += text
+            else:
+                self.entries.append({"stream": self.name, "text": text})
+        return len(text)
+
+
+class _Hook(CapturingDisplayHook):
+    """The display hook of the captured run: the value goes to the entries, not ``Out``."""
+
+    is_active = False
+    exec_result: ExecutionResult | None = None
+
+    def __call__(self, result: Any = None) -> None:
+        if result is None:
+            return
+        data, metadata = self.shell.display_formatter.format(result)
+        self.outputs.append({"data": data, "metadata": metadata, "result": True})
+
+
+@contextmanager
+def captured(shell: Any) -> Iterator[list[Entry]]:
+    """Send the shell's outputs to a list of entries while the block runs."""
+    entries: list[Entry] = []
+    publisher: Any = CapturingDisplayPublisher(shell=shell)  # type: ignore[no-untyped-call]
+    publisher.outputs = entries
+    hook = _Hook(shell, entries)  # type: ignore[no-untyped-call]
+    saved = (sys.stdout, sys.stderr, sys.displayhook)
+    saved_pub, saved_hook = shell.display_pub, shell.displayhook
+    own_printer = "_showtraceback" in vars(shell)
+    saved_printer = vars(shell).get("_showtraceback")
+    trap = shell.display_trap
+    saved_trap_hook = trap.hook
+    try:
+        sys.stdout, sys.stderr = _Stream("stdout", entries), _Stream("stderr", entries)
+        shell.display_pub, shell.displayhook = publisher, hook
+        trap.hook = hook
+        sys.displayhook = hook  # also when the trap is already set (a cell awaits the turn)
+        # The error is formatted from the exception itself (see outputs.py); the shell's
+        # own printer would send it to the person's cell.
+        shell._showtraceback = _ignore_traceback
+        yield entries
+    finally:
+        sys.stdout, sys.stderr, sys.displayhook = saved
+        shell.display_pub, shell.displayhook = saved_pub, saved_hook
+        trap.hook = saved_trap_hook
+        if own_printer:
+            shell._showtraceback = saved_printer
+        else:
+            del shell._showtraceback
+
+
+def _ignore_traceback(etype: Any, evalue: Any, stb: Any) -> None:
+    return None
+
+
+async def run_cell(shell: Any, code: str) -> ExecutionResult:
+    """Run ``code`` as a cell that is not numbered or stored in the history.
+
+    Awaited on the running loop (the turn's task): the synchronous parts run right here,
+    a top-level ``await`` in the code suspends on this same loop. ``pre_execute`` and
+    ``pre_run_cell`` fire inside ``run_cell_async``; ``post_execute`` (figures are
+    flushed there) and ``post_run_cell`` fire here, as ``InteractiveShell.run_cell`` and
+    ipykernel fire them. The events' ``ExecutionInfo`` has ``store_history=False``.
+    """
+    preprocessing_exc = None
+    try:
+        transformed = shell.transform_cell(code)
+    except Exception:
+        transformed = code
+        preprocessing_exc = sys.exc_info()
+    result: ExecutionResult | None = None
+    try:
+        result = await shell.run_cell_async(
+            code,
+            store_history=False,
+            silent=False,
+            transformed_cell=transformed,
+            preprocessing_exc_tuple=preprocessing_exc,
+        )
+    finally:
+        shell.events.trigger("post_execute")
+        if result is not None:
+            shell.events.trigger("post_run_cell", result)
+    return result
