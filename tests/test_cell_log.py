@@ -110,6 +110,16 @@ def test_agent_cells_and_cells_kept_out_of_history_are_left_out(shell: Any, log:
     ]
 
 
+def test_code_run_inside_a_cell_leaves_the_cell_whole(shell: Any, log: CellLog) -> None:
+    """A tool's code or a nested ``run_cell`` (kept out of history) fires the events
+    too; the person's cell around it is still recorded to its end."""
+    run(shell, "get_ipython().run_cell('inner = 1')\ninner / 0")
+    text = told(log)
+    assert text is not None
+    (cell,) = cells_of(text)
+    assert "run_cell('inner = 1')" in cell and "ZeroDivisionError" in cell
+
+
 def test_the_same_cells_are_not_told_twice(shell: Any, log: CellLog) -> None:
     run(shell, "a = 1")
     assert told(log) is not None
@@ -215,7 +225,8 @@ def test_stream_and_display_messages_land_in_their_cell() -> None:
         display_pub=SimpleNamespace(parent_header={"msg_id": "m1"}), execution_count=3
     )
     log = CellLog(kernel_shell)
-    log.pre_run_cell(SimpleNamespace(raw_cell="work()", store_history=True))
+    info = SimpleNamespace(raw_cell="work()", store_history=True)
+    log.pre_run_cell(info)
     parent = {"msg_id": "m1"}
 
     def send(kind: str, content: Any, to: dict[str, str] = parent) -> None:
@@ -228,7 +239,7 @@ def test_stream_and_display_messages_land_in_their_cell() -> None:
     send("display_data", {"data": {"text/plain": "t"}})
     send("clear_output", {"wait": False})
     send("stream", None)  # a malformed message is passed on, and ignored
-    log.post_run_cell(SimpleNamespace(execution_count=3, result=None))
+    log.post_run_cell(SimpleNamespace(info=info, execution_count=3, result=None))
     send("stream", {"name": "stderr", "text": "late\n"})  # flushed after the cell ended
     cells, dropped = log.take()
     assert dropped == 0 and [c.output.text() for c in cells] == ["a\n[image/png output]\nt\nlate\n"]

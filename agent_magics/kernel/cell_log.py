@@ -172,7 +172,7 @@ class CellLog:
         self._cells: deque[CellRecord] = deque()
         self._by_msg: dict[str, CellRecord] = {}
         self._dropped = 0
-        self._current: CellRecord | None = None
+        self._running: dict[int, CellRecord] = {}  # by id of the cell's ExecutionInfo
         self._streams: list[Any] = []
         self._publisher: Any = None
 
@@ -212,8 +212,7 @@ class CellLog:
     def pre_run_cell(self, info: Any) -> None:
         raw = str(getattr(info, "raw_cell", "") or "")
         if not getattr(info, "store_history", False) or AGENT_CELL.match(raw):
-            self._current = None
-            return
+            return  # code a tool runs, or a nested cell: the cell around it goes on
         header = getattr(getattr(self.shell, "display_pub", None), "parent_header", None)
         msg_id = header.get("msg_id") if isinstance(header, dict) else None
         record = CellRecord(clip(raw, SOURCE_HEAD_CHARS, SOURCE_TAIL_CHARS), msg_id=msg_id)
@@ -225,11 +224,13 @@ class CellLog:
             while len(self._cells) > self.max_cells:
                 old = self._cells.popleft()
                 self._by_msg.pop(old.msg_id or "", None)
+                self._running = {k: v for k, v in self._running.items() if v is not old}
                 self._dropped += 1
-        self._current = record
+            self._running[id(info)] = record
 
     def post_run_cell(self, result: Any) -> None:
-        record, self._current = self._current, None
+        with self._lock:
+            record = self._running.pop(id(getattr(result, "info", None)), None)
         if record is None:
             return
         for stream in self._streams:
