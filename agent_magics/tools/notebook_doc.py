@@ -176,9 +176,11 @@ def render(
     """Cells ``start..end`` (1-based, inclusive) as text, and the images of their outputs."""
     count = len(nb.cells)
     version = f"{nb.nbformat}.{nb.nbformat_minor}"
-    language = nb.metadata.get("kernelspec", {}).get("language") or nb.metadata.get(
-        "language_info", {}
-    ).get("name", "unknown")
+    language = (
+        nb.metadata.get("kernelspec", {}).get("language")
+        or nb.metadata.get("language_info", {}).get("name")
+        or "unknown"
+    )
     parts = [f"{path}: {count} cells, nbformat {version}, language {language}"]
     images: list[tuple[str, bytes]] = []
     for index in range(start - 1, min(end, count)):

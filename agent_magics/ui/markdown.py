@@ -15,8 +15,10 @@ from agent_magics.ui.render import (
     clip_output,
     command_text,
     decision_text,
+    notebook_edit,
     output_title,
     patch_text,
+    python_code,
     shown_output,
     turn_status_text,
     usage_text,
@@ -61,10 +63,17 @@ def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
         parts.append(fence(f"$ {command}", "console"))
     elif patch is not None:
         parts.append(fence(patch.rstrip("\n"), "diff"))
+    elif (source := python_code(block.tool_name, block.arguments)) is not None:
+        parts.append(fence(source.rstrip("\n"), "python"))
+    elif (cell := notebook_edit(block.tool_name, block.arguments)) is not None:
+        lang = {"code": "python", "markdown": "markdown"}.get(cell[1], "")
+        parts.append(cell[0] + ("" if cell[2] is None else ":\n\n" + fence(cell[2], lang)))
     if block.plan is not None:
         parts.append(plan_markdown(block.plan))
     if block.image is not None and block.image.data_url:
         parts.append(f"![{block.image.path}]({block.image.data_url})")
+    if block.image is None:  # images a tool's output carries (a figure of run_python)
+        parts.extend(f"![output image {n}]({url})" for n, url in enumerate(block.images, 1))
     if block.decided_by_policy and block.decision is ReviewDecision.DENIED and policy_note:
         parts.append(f"> {policy_note}")
     text, code = shown_output(block)

@@ -13,6 +13,10 @@ import re
 import shlex
 from typing import Any
 
+from pygments import highlight  # type: ignore[import-untyped]
+from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+from pygments.lexers import PythonLexer  # type: ignore[import-untyped]
+
 from agent_magics.events import PlanUpdated, Usage
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.tools.args import parse_json
@@ -96,11 +100,37 @@ def patch_files(patch: str) -> str:
     return ", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch"
 
 
+def notebook_edit(tool_name: str, arguments: str) -> tuple[str, str, str | None] | None:
+    """What an ``edit_notebook`` call proposes: where, in words; the cell's type; and its
+    source (``None`` for a delete). ``None`` for other tools or unreadable arguments."""
+    args = parse_arguments(arguments) if tool_name == "edit_notebook" else None
+    if args is None:
+        return None
+    mode, cell_id, path = args.get("edit_mode"), args.get("cell_id"), args.get("path", "")
+    kind, source = str(args.get("cell_type") or ""), str(args.get("new_source", ""))
+    if mode == "insert":
+        where = f"after cell {cell_id}" if cell_id else "at the top"
+        return f"New {kind} cell {where} of {path}", kind, source
+    if mode == "delete":
+        return f"Delete cell {cell_id} of {path}", kind, None
+    return f"Cell {cell_id} of {path}, replaced by", kind, source
+
+
+def python_code(tool_name: str, arguments: str) -> str | None:
+    """The code of a ``run_python`` call (``None`` for other tools or bad arguments)."""
+    args = parse_arguments(arguments) if tool_name == "run_python" else None
+    code = args.get("code") if args else None
+    return code if isinstance(code, str) else None
+
+
 def call_summary(tool_name: str, arguments: str, kind: str = "function") -> str:
     """One line that says what a call does."""
     command = command_text(tool_name, arguments)
     if command is not None:
         return one_line(command)
+    code = python_code(tool_name, arguments)
+    if code is not None:
+        return one_line(code)
     patch = patch_text(tool_name, arguments, kind)
     if patch is not None:
         return one_line(patch_files(patch))
@@ -134,6 +164,41 @@ def diff_html(patch: str) -> str:
     return f'<pre style="{PRE_STYLE}">' + "\n".join(rows) + "</pre>"
 
 
+COPY_SCRIPT = (
+    "const b=this,pre=b.parentElement.querySelector('pre');"
+    "const pick=()=>{const r=document.createRange();r.selectNodeContents(pre);"
+    "const s=getSelection();s.removeAllRanges();s.addRange(r);"
+    "b.textContent='Selected: press Ctrl+C'};"
+    "if(navigator.clipboard){navigator.clipboard.writeText(pre.textContent)"
+    ".then(()=>{b.textContent='Copied'},pick)}else{pick()}"
+)
+"""The copy button's click: the clipboard where the page may write it (https, localhost),
+else the cell's text selected for the person to copy."""
+
+
+def proposed_cell_html(where: str, source: str | None) -> str:
+    """A proposed notebook cell with a Copy button, so a person can paste it by hand."""
+    if source is None:
+        return f"<div>{esc(where)}</div>"
+    button = (
+        f'<button class="agent-magics-copy" onclick="{html.escape(COPY_SCRIPT, quote=True)}">'
+        "Copy</button>"
+    )
+    cell = f'<pre style="{PRE_STYLE}">{esc(source)}</pre>'
+    return f"<div><div>{esc(where)} {button}</div>{cell}</div>"
+
+
+IN_KERNEL_NOTE = "Runs in your kernel, outside the sandbox."
+
+
+def python_html(code: str) -> str:
+    """Python code coloured by pygments (inline styles: no stylesheet needed), and where
+    it runs."""
+    body = highlight(code, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
+    note = f'<div style="color:#6e7781"><i>{IN_KERNEL_NOTE}</i></div>'
+    return f'<pre style="{PRE_STYLE}">{body.rstrip(chr(10))}</pre>{note}'
+
+
 def arguments_html(block: ToolBlock) -> str:
     """The arguments the way a person reads them: a command, a diff, a path, or JSON."""
     command = command_text(block.tool_name, block.arguments)
@@ -141,11 +206,17 @@ def arguments_html(block: ToolBlock) -> str:
         where = (parse_arguments(block.arguments) or {}).get("workdir")
         note = f"<div>in <code>{esc(where)}</code></div>" if isinstance(where, str) else ""
         return f'<pre style="{PRE_STYLE}">$ {esc(command)}</pre>{note}'
+    code = python_code(block.tool_name, block.arguments)
+    if code is not None:
+        return python_html(code)
     patch = patch_text(block.tool_name, block.arguments, block.kind)
     if patch is not None:
         return diff_html(patch)
     if block.tool_name == "update_plan":
         return ""
+    cell = notebook_edit(block.tool_name, block.arguments)
+    if cell is not None:
+        return proposed_cell_html(cell[0], cell[2])
     parsed = parse_arguments(block.arguments)
     if parsed is not None and block.tool_name in PATH_ARGS:
         return f"<code>{esc(str(parsed.get(PATH_ARGS[block.tool_name], '')))}</code>"

@@ -1,0 +1,362 @@
+"""The open notebook edited through JupyterLab's collaborative document.
+
+Finding the server is tested on real ``jpserver-*.json`` files; the edits against a
+real ``jupyter server`` with jupyter-collaboration on 127.0.0.1, where a second peer of
+the notebook's room stands for the person's editor: it types an edit that is never
+saved, and must still have it after the agent's cell went in. Needs the ``browser``
+extra (``pip install -e '.[browser]'``) for the server; skipped without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import nbformat
+import pytest
+
+from agent_magics.errors import RespondToModel
+from agent_magics.events import ApprovalRequested, Event
+from agent_magics.kernel.live_notebook import (
+    INSTALL,
+    PARENT_PID_ENV,
+    SERVER_URL_ENV,
+    VSCODE_FILE,
+    JupyterServer,
+    KernelLiveNotebook,
+    find_server,
+    server_from_url,
+)
+from agent_magics.tools.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision, SandboxMode
+from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
+from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+from agent_magics.tools.notebook_doc import LIVE_NOTE, SESSION_ENV
+from agent_magics.tools.registry import ToolHandler
+from agent_magics.ui.markdown import tool_markdown
+from agent_magics.ui.render import COPY_SCRIPT, PRE_STYLE, arguments_html
+from agent_magics.ui.state import ToolBlock
+from tests.test_browser import free_port
+
+v4: Any = nbformat.v4
+nbf: Any = nbformat
+
+
+def write_notebook(path: Path) -> None:
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("x = 1", id="one"), v4.new_markdown_cell("# Notes", id="two")]
+    nbf.write(nb, str(path))
+
+
+def server_file(folder: Path, pid: int, port: int, root: Path, token: str = "") -> None:
+    info = {"pid": pid, "url": f"http://127.0.0.1:{port}/", "token": token, "root_dir": str(root)}
+    (folder / f"jpserver-{pid}.json").write_text(json.dumps(info))
+
+
+# -- finding the server ---------------------------------------------------------------
+
+
+def test_the_kernels_parent_server_is_chosen_over_one_that_holds_the_notebook(
+    tmp_path: Path,
+) -> None:
+    nb = tmp_path / "work" / "a.ipynb"
+    server_file(tmp_path, 101, 8001, tmp_path / "work", "t1")
+    server_file(tmp_path, 202, 8002, tmp_path / "elsewhere", "t2")
+    (tmp_path / "jpserver-303.json").write_text("{half a file")
+    chosen = find_server({PARENT_PID_ENV: "202"}, str(tmp_path), nb)
+    assert chosen == JupyterServer("http://127.0.0.1:8002/", "t2", str(tmp_path / "elsewhere"))
+    by_root = find_server({PARENT_PID_ENV: "999"}, str(tmp_path), nb)
+    assert by_root is not None and by_root.token == "t1"
+    assert find_server({}, str(tmp_path), tmp_path / "other" / "b.ipynb") is None
+    assert find_server({}, str(tmp_path / "missing"), nb) is None
+
+
+def test_a_server_named_in_the_environment_wins(tmp_path: Path) -> None:
+    server_file(tmp_path, 101, 8001, tmp_path)
+    env = {
+        SERVER_URL_ENV: "https://hub.example/user/ann/lab/tree/a.ipynb?token=abc",
+        PARENT_PID_ENV: "101",
+    }
+    chosen = find_server(env, str(tmp_path), tmp_path / "a.ipynb")
+    assert chosen == JupyterServer("https://hub.example/user/ann/", "abc")
+    assert server_from_url("http://127.0.0.1:8888") == JupyterServer("http://127.0.0.1:8888/", "")
+
+
+def test_which_notebook_the_kernel_belongs_to(tmp_path: Path) -> None:
+    nb = tmp_path / "a.ipynb"
+    jupyter = KernelLiveNotebook(SimpleNamespace(user_ns={}), {SESSION_ENV: str(nb)})
+    assert jupyter.owns(nb) and not jupyter.owns(tmp_path / "b.ipynb")
+    vscode = KernelLiveNotebook(SimpleNamespace(user_ns={VSCODE_FILE: str(nb)}), {})
+    assert vscode.owns(nb) and vscode.path() == nb
+    nowhere = KernelLiveNotebook(SimpleNamespace(user_ns={}), {})
+    assert nowhere.path() is None and not nowhere.owns(nb)
+
+
+# -- the card -------------------------------------------------------------------------
+
+
+def test_the_card_shows_the_proposed_cell_with_a_copy_button() -> None:
+    args = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
+            "new_source": "y = x < 2"}  # fmt: skip
+    block = ToolBlock("c1", "edit_notebook", json.dumps(args))
+    copy = COPY_SCRIPT.replace("'", "&#x27;").replace("<", "&lt;").replace(">", "&gt;")
+    assert arguments_html(block) == (
+        "<div><div>New code cell after cell one of a.ipynb "
+        f'<button class="agent-magics-copy" onclick="{copy}">Copy</button></div>'
+        f'<pre style="{PRE_STYLE}">y = x &lt; 2</pre></div>'
+    )
+    assert tool_markdown(block).endswith(
+        "New code cell after cell one of a.ipynb:\n\n```python\ny = x < 2\n```"
+    )
+    delete = ToolBlock("c2", "edit_notebook", json.dumps({"path": "a.ipynb", "cell_id": "two",
+                                                          "edit_mode": "delete"}))  # fmt: skip
+    assert arguments_html(delete) == "<div>Delete cell two of a.ipynb</div>"
+
+
+# -- no front end that can take the cell ----------------------------------------------
+
+
+@dataclass
+class Recorder:
+    events: list[Event]
+    decision: ReviewDecision = ReviewDecision.APPROVED
+
+    async def approve(self, request: ApprovalRequest) -> ReviewDecision:
+        return self.decision
+
+    @property
+    def asked(self) -> int:
+        return sum(isinstance(e, ApprovalRequested) for e in self.events)
+
+
+async def call(
+    handler: ToolHandler, cwd: Path, args: dict[str, Any], recorder: Recorder, **turn: Any
+) -> tuple[Any, bool]:
+    services = SessionServices(approver=recorder.approve, emit=recorder.events.append)
+    inv = ToolInvocation(
+        "c1",
+        handler.name,
+        FunctionPayload(json.dumps(args)),
+        TurnContext(cwd=cwd, **turn),
+        services,
+    )
+    try:
+        out = await handler.handle(inv)
+    except RespondToModel as exc:
+        return exc.message, False
+    return out.content, out.success
+
+
+URL = SERVER_URL_ENV
+INSERT = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
+          "new_source": "y = x + 1"}  # fmt: skip
+
+
+@pytest.mark.parametrize("front_end", ["headless", "vscode", "no-collaboration-extra"])
+async def test_without_a_collaborative_server_the_model_gets_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, front_end: str
+) -> None:
+    nb = tmp_path / "a.ipynb"
+    write_notebook(nb)
+    before = nb.read_bytes()
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    ns: dict[str, Any] = {VSCODE_FILE: str(nb)} if front_end == "vscode" else {}
+    env = {} if front_end == "vscode" else {SESSION_ENV: str(nb)}
+    if front_end == "no-collaboration-extra":
+        monkeypatch.setitem(sys.modules, "jupyter_ydoc", None)  # as if it were not installed
+        monkeypatch.delitem(sys.modules, "agent_magics.kernel.notebook_room", raising=False)
+    live = KernelLiveNotebook(SimpleNamespace(user_ns=ns), env)
+    recorder = Recorder([])
+    text, ok = await call(EditNotebookHandler(live), tmp_path, INSERT, recorder)
+    assert not ok and recorder.asked == 0 and nb.read_bytes() == before
+    assert text.startswith(f"The notebook was not changed: {nb} is open in the user's editor and ")
+    assert text.endswith(f"so tell the user what to change by hand ({LIVE_NOTE}).")
+    assert text.count(". ") == 0 and text.count("\n") == 0  # one sentence
+    reason = {
+        "headless": f"no Jupyter server running this kernel was found (if one does, set {URL}",
+        "vscode": "VS Code's notebook editor takes no cells from the kernel",
+        "no-collaboration-extra": "pip install 'agent_magics[live]' in the kernel's environment",
+    }[front_end]
+    assert reason in text
+    read, ok = await call(ReadNotebookHandler(live), tmp_path, {"path": "a.ipynb"}, recorder)
+    assert ok and "(read from the file: unsaved edits in the editor are not shown, " in read
+    assert "--- cell 1 · id one · code" in read
+
+
+# -- a real server with jupyter-collaboration -----------------------------------------
+
+
+class Server:
+    """``jupyter server`` on 127.0.0.1 with a token; its runtime folder in ``root``."""
+
+    def __init__(self, root: Path, config: dict[str, Any] | None = None) -> None:
+        pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
+        self.notebooks = root / "notebooks"
+        self.notebooks.mkdir(parents=True)
+        self.runtime = root / "runtime"
+        self.port, self.token = free_port(), "live-test-token"
+        (root / "config").mkdir()
+        (root / "config" / "jupyter_server_config.json").write_text(json.dumps(config or {}))
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
+                   JUPYTER_CONFIG_DIR=str(root / "config"))  # fmt: skip
+        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={self.notebooks}",
+                # the server saves the shared document only after a minute: the file shows
+                # whether the agent wrote it
+                "--YDocExtension.document_save_delay=60"]  # fmt: skip
+        self.log = (root / "server.log").open("w")
+        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not list(self.runtime.glob("jpserver-*.json")):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.close()
+                raise RuntimeError((root / "server.log").read_text())
+            time.sleep(0.2)
+        url = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
+        urllib.request.urlopen(url, timeout=10).close()
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    s = Server(tmp_path)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(s.runtime))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+async def person(server: Server) -> AsyncIterator[Any]:
+    """The person's editor: a peer of the notebook's room that types and never saves."""
+    write_notebook(server.notebooks / "a.ipynb")
+    live = KernelLiveNotebook(None, {SESSION_ENV: str(server.notebooks / "a.ipynb"),
+                                     PARENT_PID_ENV: str(server.process.pid)})  # fmt: skip
+    doc = await live.open()
+
+    def type_in_the_second_cell(nb: Any) -> None:
+        text = nb.ycells[1]["source"]
+        text.insert(len(text), "\nTyped, not saved.")
+
+    await doc.room.change(type_in_the_second_cell, 10)
+    try:
+        yield doc
+    finally:
+        await doc.close()
+
+
+def sources(doc: Any) -> list[str]:
+    return [str(c.source) for c in doc.notebook().cells]
+
+
+def kernel_side(server: Server) -> KernelLiveNotebook:
+    """The kernel's bridge, as a kernel the server started finds it."""
+    env = {SESSION_ENV: str(server.notebooks / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
+    return KernelLiveNotebook(None, env)
+
+
+@pytest.mark.slow
+async def test_a_cell_goes_into_the_open_notebook_beside_the_persons_unsaved_edit(
+    server: Server, person: Any
+) -> None:
+    nb = server.notebooks / "a.ipynb"
+    on_disk = nb.read_bytes()
+    recorder = Recorder([])
+    text, ok = await call(EditNotebookHandler(kernel_side(server)), server.notebooks, INSERT,
+                          recorder, approval_policy=ApprovalPolicy.UNTRUSTED)  # fmt: skip
+    assert ok, text
+    assert recorder.asked == 1
+    await person.room.flush(10)
+    new_id = person.notebook().cells[1].id
+    assert text == (f"Inserted code cell {new_id} as cell 2 in {nb}, the notebook open in the "
+                    "user's editor")  # fmt: skip
+    assert sources(person) == ["x = 1", "y = x + 1", "# Notes\nTyped, not saved."]
+    assert nb.read_bytes() == on_disk  # nothing wrote the file under the editor
+    read, ok = await call(ReadNotebookHandler(kernel_side(server)), server.notebooks,
+                          {"path": "a.ipynb"}, recorder)  # fmt: skip
+    assert ok and "3 cells, nbformat 4.5, language unknown (read from the editor's document" in read
+    assert "Typed, not saved." in read
+
+
+@pytest.mark.slow
+async def test_replace_and_delete_in_the_open_notebook(server: Server, person: Any) -> None:
+    live, recorder = kernel_side(server), Recorder([])
+    replace = {"path": "a.ipynb", "cell_id": "two", "new_source": "z = 3", "cell_type": "code"}
+    text, ok = await call(EditNotebookHandler(live), server.notebooks, replace, recorder)
+    assert ok and text.startswith("Replaced cell two (code) in "), text
+    await person.room.flush(10)
+    cells = person.notebook().cells
+    assert [(c.id, c.cell_type, c.source) for c in cells] == [("one", "code", "x = 1"),
+                                                             ("two", "code", "z = 3")]  # fmt: skip
+    delete = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "delete"}
+    text, ok = await call(EditNotebookHandler(live), server.notebooks, delete, recorder)
+    assert ok, text
+    await person.room.flush(10)
+    assert sources(person) == ["z = 3"]
+    missing = {"path": "a.ipynb", "cell_id": "nope", "new_source": "w"}
+    text, ok = await call(EditNotebookHandler(live), server.notebooks, missing, recorder)
+    assert (text, ok) == ("no cell has id 'nope'; the cell ids are: two", False)
+
+
+@pytest.mark.slow
+async def test_denied_or_read_only_leaves_the_open_notebook_alone(
+    server: Server, person: Any
+) -> None:
+    live = kernel_side(server)
+    denied = Recorder([], ReviewDecision.DENIED)
+    text, ok = await call(EditNotebookHandler(live), server.notebooks, INSERT, denied,
+                          approval_policy=ApprovalPolicy.UNTRUSTED)  # fmt: skip
+    assert (text, ok) == ("notebook edit rejected by user", False) and denied.asked == 1
+    quiet = Recorder([])
+    text, ok = await call(EditNotebookHandler(live), server.notebooks, INSERT, quiet,
+                          approval_policy=ApprovalPolicy.NEVER,
+                          sandbox_mode=SandboxMode.READ_ONLY)  # fmt: skip
+    assert not ok and "rejected" in text and quiet.asked == 0
+    await person.room.flush(10)
+    assert sources(person) == ["x = 1", "# Notes\nTyped, not saved."]
+
+
+@pytest.mark.slow
+async def test_a_wrong_token_and_a_server_without_collaboration_are_one_sentence(
+    tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nb = server.notebooks / "a.ipynb"
+    write_notebook(nb)
+    wrong = f"http://127.0.0.1:{server.port}/?token=wrong"
+    live = KernelLiveNotebook(None, {SESSION_ENV: str(nb), SERVER_URL_ENV: wrong})
+    text, ok = await call(EditNotebookHandler(live), server.notebooks, INSERT, Recorder([]))
+    assert not ok and f"its Jupyter server at http://127.0.0.1:{server.port} refused" in text
+    no_collaboration = {"ServerApp": {"jpserver_extensions": {"jupyter_server_ydoc": False}}}
+    plain = Server(tmp_path / "plain", no_collaboration)
+    try:
+        (plain.notebooks / "a.ipynb").write_bytes(nb.read_bytes())
+        monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(plain.runtime))
+        env = {
+            SESSION_ENV: str(plain.notebooks / "a.ipynb"),
+            PARENT_PID_ENV: str(plain.process.pid),
+        }
+        live = KernelLiveNotebook(None, env)
+        text, ok = await call(EditNotebookHandler(live), plain.notebooks, INSERT, Recorder([]))
+    finally:
+        plain.close()
+    assert not ok and f"has no real-time collaboration ({INSTALL})" in text, text
