@@ -122,3 +122,12 @@ def test_the_tool_magic_running_a_cell_again_and_the_tools_list(kernel: Kernel) 
     said = kernel.outputs_text(kernel.run("%agent tool --remove greet"))
     assert "greet is no longer offered" in said
     assert "greet" not in kernel.outputs_text(kernel.run("%agent tools"))
+
+
+def test_a_failed_turn_leaves_its_record_too(kernel: Kernel) -> None:
+    unreachable = "--base-url http://127.0.0.1:9/v1 -c request_max_retries=0"
+    kernel.run(f"%%agent {unreachable} -c stream_max_retries=0\nhello")
+    kernel.wait_for(lambda: has_record(kernel))
+    status, error, calls = kernel.value("(_agent.status, _agent.error, _agent.calls)")
+    assert (status, calls) == ("failed", ())
+    assert error.startswith("Could not reach the model server at http://127.0.0.1:9/v1")
