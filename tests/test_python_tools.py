@@ -436,8 +436,11 @@ async def test_async_functions_errors_and_denials(tmp_path: Path) -> None:
         ran.append("explode")
         return 1 // n
 
+    def later(key: str) -> Any:  # a plain function handing back a coroutine
+        return fetch(key + "!")
+
     script = [
-        [function_call("fetch", {"key": "k"}, "a")],
+        [function_call("fetch", {"key": "k"}, "a"), function_call("later", {"key": "k"}, "l")],
         [function_call("explode", {"n": 0}, "b")],
         [message("done")],
     ]
@@ -445,17 +448,18 @@ async def test_async_functions_errors_and_denials(tmp_path: Path) -> None:
     with ScriptedResponsesServer(script) as server:
         tools = tools_of(explode)
         tools.add(describe_function(fetch, approval="auto"))
+        tools.add(describe_function(later, approval="auto"))
         session = make_session(tmp_path, server.base_url, tools, approval_policy="on-request")
         session.approver = approve
         approve.seen = []  # type: ignore[attr-defined]
         session.subscribe(events.append)
         await session.run_turn("go")
         await session.aclose()
-    assert server.outputs(1)["a"] == "value of k"
+    assert server.outputs(1) == {"a": "value of k", "l": "value of k!"}
     out = server.outputs(2)["b"]
     assert out.startswith("explode raised ZeroDivisionError: integer division or modulo by zero")
     assert "Traceback (innermost frames last):" in out and "return 1 // n" in out
-    assert ran == ["k", "explode"]
+    assert ran == ["k", "k!", "explode"]
     asked = [e.request.tool_name for e in events if isinstance(e, ApprovalRequested)]
     assert asked == ["explode"]  # "auto" never asks
 

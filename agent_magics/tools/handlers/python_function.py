@@ -18,6 +18,7 @@ turn's output budget. The function runs in the kernel's own process: no sandbox.
 
 from __future__ import annotations
 
+import inspect
 import signal
 import threading
 import traceback
@@ -88,6 +89,8 @@ class PythonFunctionHandler:
             else:
                 with interruptible():
                     value = function(*args, **kwargs)
+                if inspect.isawaitable(value):  # a wrapper around a coroutine function
+                    value = await value
         except KeyboardInterrupt:
             raise TurnAborted(INTERRUPTED) from None
         except Exception as exc:
