@@ -34,11 +34,10 @@ from agent_magics.tools.approval import ApprovalRequest, NeedsApproval, ReviewDe
 from agent_magics.tools.function_schema import (
     MAX_DESCRIPTION_CHARS,
     ToolDefinitionError,
-    call_arguments,
     describe_function,
-    result_text,
 )
 from agent_magics.tools.functions import FunctionTools, registered_tools
+from agent_magics.tools.handlers.python_function import call_arguments, result_text
 from agent_magics.tools.policy import FUNCTION_ASKS, function_approval_requirement
 from agent_magics.turn_record import TurnRecorder, usage_since
 

@@ -16,7 +16,6 @@ keywords, and narrowing them to the subset of the built-in tools would offer
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import typing
 import warnings
@@ -24,14 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 
-from agent_magics.errors import RespondToModel, UserError
-from agent_magics.tools.args import json_error_text, parse_json
+from agent_magics.errors import UserError
 from agent_magics.tools.spec import JsonSchema
 
 Approval = Literal["ask", "auto"]
@@ -40,10 +37,6 @@ NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 (the Responses API's limit)."""
 MAX_DESCRIPTION_CHARS = 2_000
 """The docstring is offered whole up to this many characters, then cut."""
-MAX_ERRORS_SHOWN = 5
-"""Validation problems listed to the model for one bad call."""
-MAX_INPUT_CHARS = 80
-"""How much of a refused argument value the model is shown again."""
 RESERVED_NAMES = frozenset(
     {
         "apply_patch",
@@ -262,70 +255,3 @@ def _description(function: Callable[..., Any], tool_name: str, given: str | None
     if len(text) > MAX_DESCRIPTION_CHARS:
         text = text[: MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
     return text
-
-
-# -- calls ------------------------------------------------------------------------------
-
-
-def call_arguments(tool: FunctionTool, raw: str) -> tuple[list[Any], dict[str, Any]]:
-    """The positional and keyword arguments of one call, validated; a bad call raises
-    :class:`RespondToModel` with every problem (up to :data:`MAX_ERRORS_SHOWN`)."""
-    prefix = f"invalid arguments for {tool.name}: "
-    if raw.strip():
-        try:
-            data = parse_json(raw)
-        except json.JSONDecodeError as exc:
-            raise RespondToModel(prefix + json_error_text(raw, exc)) from None
-    else:
-        data = {}
-    if not isinstance(data, dict):
-        raise RespondToModel(prefix + "send a JSON object of the parameters by name")
-    try:
-        values = tool.arguments.model_validate(data)
-    except ValidationError as exc:
-        raise RespondToModel(prefix + validation_text(exc)) from None
-    given = {tool.arguments.model_fields[f].alias or f for f in values.model_fields_set}
-    given.update(tool.field_defaults)
-    by_name = {
-        (info.alias or field): getattr(values, field)
-        for field, info in tool.arguments.model_fields.items()
-    }
-    # Positional-only parameters go up to the last one given (those before it that were
-    # left out take their defaults from the model, which holds the signature's).
-    last = max((i for i, n in enumerate(tool.positional) if n in given), default=-1)
-    args = [by_name[n] for n in tool.positional[: last + 1]]
-    kwargs = {n: v for n, v in by_name.items() if n in given and n not in tool.positional}
-    return args, kwargs
-
-
-def validation_text(exc: ValidationError) -> str:
-    """pydantic's problems, one per clause: ``where: what (got value)``."""
-    parts = []
-    errors = exc.errors(include_url=False)
-    for err in errors[:MAX_ERRORS_SHOWN]:
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        text = f"{where}: {err['msg']}"
-        if err["type"] not in ("missing",):
-            shown = json.dumps(_jsonable(err.get("input")), ensure_ascii=False)
-            if len(shown) > MAX_INPUT_CHARS:
-                shown = shown[: MAX_INPUT_CHARS - 1] + "…"
-            text += f" (got {shown})"
-        parts.append(text)
-    if len(errors) > MAX_ERRORS_SHOWN:
-        parts.append(f"and {len(errors) - MAX_ERRORS_SHOWN} more")
-    return "; ".join(parts)
-
-
-def _jsonable(value: Any) -> Any:
-    return pydantic_core.to_jsonable_python(value, fallback=repr)
-
-
-def result_text(value: Any) -> str:
-    """What the model reads of a return value: a string as it is, anything else as
-    JSON (objects with no JSON form as their ``repr``)."""
-    if isinstance(value, str):
-        return value
-    try:
-        return pydantic_core.to_json(value, fallback=repr).decode("utf-8")
-    except (pydantic_core.PydanticSerializationError, ValueError, TypeError):
-        return repr(value)

@@ -12,13 +12,14 @@ shows the function's name and the arguments), and the function runs:
   ``KeyboardInterrupt`` in it, as in a cell, and the turn stops.
 
 An exception becomes the output, with the last frames of its traceback; the return
-value becomes text (:func:`~agent_magics.tools.function_schema.result_text`) within the
+value becomes text (:func:`result_text`) within the
 turn's output budget. The function runs in the kernel's own process: no sandbox.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import signal
 import threading
 import traceback
@@ -26,11 +27,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+import pydantic_core
+from pydantic import ValidationError
+
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.tools.args import json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.function_schema import FunctionTool, call_arguments, result_text
+from agent_magics.tools.function_schema import FunctionTool
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import function_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
@@ -41,6 +46,10 @@ REJECTED = "the person declined to run this function"
 TRACEBACK_FRAMES = 3
 """Frames of a raised exception's traceback the model sees (the innermost ones)."""
 INTERRUPTED = "interrupted"
+MAX_ERRORS_SHOWN = 5
+"""Validation problems listed to the model for one bad call."""
+MAX_INPUT_CHARS = 80
+"""How much of a refused argument value the model is shown again."""
 
 
 class PythonFunctionHandler:
@@ -122,3 +131,67 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def call_arguments(tool: FunctionTool, raw: str) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword arguments of one call, validated; a bad call raises
+    :class:`RespondToModel` with every problem (up to :data:`MAX_ERRORS_SHOWN`)."""
+    prefix = f"invalid arguments for {tool.name}: "
+    if raw.strip():
+        try:
+            data = parse_json(raw)
+        except json.JSONDecodeError as exc:
+            raise RespondToModel(prefix + json_error_text(raw, exc)) from None
+    else:
+        data = {}
+    if not isinstance(data, dict):
+        raise RespondToModel(prefix + "send a JSON object of the parameters by name")
+    try:
+        values = tool.arguments.model_validate(data)
+    except ValidationError as exc:
+        raise RespondToModel(prefix + validation_text(exc)) from None
+    given = {tool.arguments.model_fields[f].alias or f for f in values.model_fields_set}
+    given.update(tool.field_defaults)
+    by_name = {
+        (info.alias or field): getattr(values, field)
+        for field, info in tool.arguments.model_fields.items()
+    }
+    # Positional-only parameters go up to the last one given (those before it that were
+    # left out take their defaults from the model, which holds the signature's).
+    last = max((i for i, n in enumerate(tool.positional) if n in given), default=-1)
+    args = [by_name[n] for n in tool.positional[: last + 1]]
+    kwargs = {n: v for n, v in by_name.items() if n in given and n not in tool.positional}
+    return args, kwargs
+
+
+def validation_text(exc: ValidationError) -> str:
+    """pydantic's problems, one per clause: ``where: what (got value)``."""
+    parts = []
+    errors = exc.errors(include_url=False)
+    for err in errors[:MAX_ERRORS_SHOWN]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        text = f"{where}: {err['msg']}"
+        if err["type"] not in ("missing",):
+            shown = json.dumps(_jsonable(err.get("input")), ensure_ascii=False)
+            if len(shown) > MAX_INPUT_CHARS:
+                shown = shown[: MAX_INPUT_CHARS - 1] + "…"
+            text += f" (got {shown})"
+        parts.append(text)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        parts.append(f"and {len(errors) - MAX_ERRORS_SHOWN} more")
+    return "; ".join(parts)
+
+
+def _jsonable(value: Any) -> Any:
+    return pydantic_core.to_jsonable_python(value, fallback=repr)
+
+
+def result_text(value: Any) -> str:
+    """What the model reads of a return value: a string as it is, anything else as
+    JSON (objects with no JSON form as their ``repr``)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return pydantic_core.to_json(value, fallback=repr).decode("utf-8")
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError):
+        return repr(value)
