@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent_magics.mcp.config import ApprovalMode
 from agent_magics.tools.approval import (
@@ -181,3 +181,31 @@ def mcp_approval_requirement(
     if destructive is False and open_world is False:
         return run
     return NeedsApproval(MCP_UNKNOWN_EFFECTS, bypass_sandbox=True)
+
+
+PYTHON_IN_KERNEL = "Runs in your kernel, outside the sandbox: it can change your variables."
+
+
+def python_approval_requirement(policy: ApprovalPolicy) -> Skip | NeedsApproval:
+    """Whether a run_python call needs a person: it changes the person's live namespace
+    and runs in the kernel's own process, which no sandbox confines, so it asks under
+    every policy but ``never`` (``on-failure`` has no sandbox failure to wait for), and
+    the result always bypasses the sandbox."""
+    if policy is ApprovalPolicy.NEVER:
+        return Skip(bypass_sandbox=True)
+    return NeedsApproval(PYTHON_IN_KERNEL, bypass_sandbox=True)
+
+
+FUNCTION_ASKS = "This runs your Python function in the kernel, outside the sandbox."
+
+
+def function_approval_requirement(
+    approval: Literal["ask", "auto"], policy: ApprovalPolicy
+) -> Skip | NeedsApproval:
+    """Whether one call of a person's Python function needs a person: a function
+    registered with ``approval="auto"`` never asks; one with ``"ask"`` (the default)
+    asks unless the policy is ``never``. The function runs in the kernel's own process,
+    which no sandbox confines, so the result always bypasses the sandbox."""
+    if approval == "auto" or policy is ApprovalPolicy.NEVER:
+        return Skip(bypass_sandbox=True)
+    return NeedsApproval(FUNCTION_ASKS, bypass_sandbox=True)
