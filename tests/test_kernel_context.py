@@ -57,6 +57,8 @@ def test_the_failing_cell_reaches_the_model_before_the_prompt(kernel: Kernel) ->
         kernel.run("print('loaded', 3, 'rows')")
         failed = kernel.run(FAILING)
         assert any(m["msg_type"] == "error" for m in failed)
+        preview = kernel.outputs_text(kernel.run("%agent context"))  # leaves it in place
+        assert FAILING in preview and "ZeroDivisionError: division by zero" in preview
         turn(kernel, server, "fix the error above", 1)
         first = texts(server.requests[0])
         assert first[-1] == "fix the error above"
