@@ -21,6 +21,9 @@ from traitlets import Bool, Enum, List, Unicode
 from agent_magics.config import SessionConfig, load_config
 from agent_magics.errors import UserError
 from agent_magics.events import Usage
+from agent_magics.kernel.cell_log import CellLog
+from agent_magics.kernel.functions import functions_text, tool_command
+from agent_magics.kernel.notebook_context import NotebookContext
 from agent_magics.kernel.tools import KernelTools
 from agent_magics.session import Session
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
@@ -34,7 +37,18 @@ from agent_magics.ui.trust_question import ProjectTrust
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
 PROVIDERS = list(get_args(SessionConfig.model_fields["provider"].annotation))
-COMMANDS = ("reset", "status", "tools", "history", "mcp", "cancel", "trust", "help")
+COMMANDS = (
+    "reset",
+    "status",
+    "tools",
+    "tool",
+    "history",
+    "context",
+    "mcp",
+    "cancel",
+    "trust",
+    "help",
+)
 
 
 @magics_class
@@ -71,7 +85,10 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.kernel_tools = KernelTools(shell)
-        self.agent = Controller(getattr(shell, "kernel", None), tools=self.kernel_tools)
+        self.notebook = NotebookContext(CellLog(shell))
+        self.agent = Controller(
+            getattr(shell, "kernel", None), tools=self.kernel_tools, context=self.notebook.take
+        )
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
         self.trust = ProjectTrust()
@@ -247,12 +264,14 @@ class AgentMagics(Magics):
 
     @line_magic("agent")  # type: ignore[arg-type]
     def agent_line(self, line: str) -> None:
-        """%agent reset | status | tools | history | mcp | cancel | help
+        """%agent reset | status | tools | history | context | mcp | cancel | help
 
         reset    forget the conversation and stop its tool processes (options stay)
         status   model, approval policy, sandbox, folder, tokens used, turn state
         tools    the tools the model is offered
+        tool     tool NAME [--auto]: offer your function NAME as a tool; --remove NAME
         history  the conversation so far, one line per item
+        context  what the next turn is told about the notebook and the cells that ran
         mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
                  (%agent mcp help for the options)
         cancel   stop the running turn (and any queued ones)
@@ -265,6 +284,9 @@ class AgentMagics(Magics):
             raise UsageError(f"Unknown %agent command {word!r}; try: {', '.join(COMMANDS)}.")
         if word == "mcp":
             self._cmd_mcp(rest)
+            return
+        if word == "tool":
+            print(tool_command(getattr(self.shell, "user_ns", {}), rest))
             return
         getattr(self, f"_cmd_{word}")()
 
@@ -310,12 +332,17 @@ class AgentMagics(Magics):
 
     def _cmd_tools(self) -> None:
         if self.session is not None:
+            if not self.agent.busy:
+                self.session.refresh_tools()  # as the next turn offers them
             print(info.tools_text(self.session.registry.wire_specs()))
-            return
-        config = self._current_config()
-        if config is not None:
+        else:
+            config = self._current_config()
+            if config is None:
+                return
             session = Session(config, extra_tools=self.kernel_tools)
             print(info.tools_text(session.registry.wire_specs()))
+        if functions_text():
+            print(f"\n{functions_text()}")
 
     def _cmd_mcp(self, rest: str) -> None:
         try:
@@ -358,6 +385,12 @@ class AgentMagics(Magics):
         session.reconfigure(change.config)  # a new engine waits for the next turn
         self.agent.change_mcp(session, change.restart, change.done)
 
+    def _cmd_context(self) -> None:
+        config = self._current_config()
+        if config is not None:
+            new = self.session is None or not self.session.history
+            print(self.notebook.peek(config.cwd, new) or "agent: nothing new to tell the model.")
+
     def _cmd_history(self) -> None:
         items = [i.wire() for i in self.session.history] if self.session is not None else []
         print(info.history_text(items))
@@ -373,6 +406,7 @@ def load(ip: Any) -> AgentMagics:
     magics = _LOADED[id(ip)] = AgentMagics(ip)
     ip.register_magics(magics)
     ip.input_transformers_cleanup.append(magics.transform)
+    magics.notebook.log.register()
     atexit.register(magics.agent.kill_processes)  # the kernel is shutting down
     return magics
 
@@ -383,6 +417,7 @@ def unload(ip: Any) -> None:
     if magics is None:
         return
     magics.agent.shutdown()
+    magics.notebook.log.unregister()
     atexit.unregister(magics.agent.kill_processes)
     if magics.transform in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(magics.transform)

@@ -6,6 +6,11 @@ from typing import Any
 
 from agent_magics.kernel.inspect_variable import InspectVariableHandler
 from agent_magics.kernel.list_variables import ListVariablesHandler
+from agent_magics.kernel.live_notebook import KernelLiveNotebook
+from agent_magics.kernel.run_python import RunPythonHandler
+from agent_magics.tools.functions import registered_tools
+from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.registry import ToolHandler
 
 
@@ -20,5 +25,9 @@ class KernelTools:
 
     def __call__(self) -> list[ToolHandler]:
         handlers: list[ToolHandler] = []
+        handlers.append(RunPythonHandler(self.shell))
         handlers += [ListVariablesHandler(self.shell), InspectVariableHandler(self.shell)]
+        live = KernelLiveNotebook(self.shell)  # the notebook tools edit the open notebook live
+        handlers += [ReadNotebookHandler(live), EditNotebookHandler(live)]
+        handlers += registered_tools()  # the person's functions come last
         return handlers

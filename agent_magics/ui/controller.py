@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from IPython.display import display
@@ -19,6 +20,7 @@ from agent_magics.config import SessionConfig
 from agent_magics.session import Session
 from agent_magics.tools.approval import Approver
 from agent_magics.tools.build import ExtraTools
+from agent_magics.turn_record import TurnRecord, TurnRecorder, usage_since
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
 from agent_magics.ui.runner import SigintGuard, TurnView, turn_outcome
@@ -37,6 +39,9 @@ class TextDisplay:
 
 
 NEW_ENGINE = "The model server or the tools changed; the conversation goes on with them."
+TurnContextSource = Callable[[Path, bool], str | None]
+"""What a turn is told first, given its folder and whether the conversation is new
+(the notebook and the cells that ran: :class:`agent_magics.kernel.notebook_context`)."""
 ConfigSource = SessionConfig | Callable[[], Awaitable[SessionConfig]]
 """A turn's settings, or how to get them when it starts (after a question is answered)."""
 
@@ -44,15 +49,23 @@ ConfigSource = SessionConfig | Callable[[], Awaitable[SessionConfig]]
 class Controller:
     """Sessions and turns of one ``AgentMagics`` instance."""
 
-    def __init__(self, kernel: Any = None, tools: ExtraTools | None = None) -> None:
+    def __init__(
+        self,
+        kernel: Any = None,
+        tools: ExtraTools | None = None,
+        context: TurnContextSource | None = None,
+    ) -> None:
         self.kernel = kernel
         self.tools = tools  # the kernel's tools, added to every session
+        self.context = context
         self.session: Session | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self._guard: SigintGuard | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._mcp_tasks: set[asyncio.Task[str]] = set()
+        shell = getattr(kernel, "shell", None) or getattr(tools, "shell", None)
+        self.namespace: dict[str, Any] | None = getattr(shell, "user_ns", None)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -148,12 +161,25 @@ class Controller:
             session = self.session_for(settings, view)
             unsubscribe = session.subscribe(view)
             session.approver = approver
+            record, before = TurnRecorder(prompt), session.usage
+            stop_recording = session.subscribe(record)
             try:
-                await session.run_turn(prompt)
+                told = self.context(settings.cwd, not session.history) if self.context else None
+                await session.run_turn(prompt, context=[told] if told else ())
+            except Exception as exc:
+                record.fail(str(exc))
+                raise
             finally:
+                stop_recording()
+                self.leave_record(record.result(usage_since(before, session.usage)))
                 unsubscribe()
                 if isinstance(approver, WidgetApprover):
                     approver.cancel_all()
+
+    def leave_record(self, record: TurnRecord) -> None:
+        """The turn as data for the next cells: ``_agent`` in the namespace."""
+        if self.namespace is not None:
+            self.namespace["_agent"] = record
 
     def schedule(
         self,
