@@ -110,7 +110,7 @@ def test_the_card_shows_the_proposed_cell_with_a_copy_button() -> None:
     block = ToolBlock("c1", "edit_notebook", json.dumps(args))
     copy = COPY_SCRIPT.replace("'", "&#x27;").replace("<", "&lt;").replace(">", "&gt;")
     assert arguments_html(block) == (
-        "<div><div>New code cell after cell one of a.ipynb "
+        '<div class="agent-magics-cell"><div>New code cell after cell one of a.ipynb '
         f'<button class="agent-magics-copy" onclick="{copy}">Copy</button></div>'
         f'<pre style="{PRE_STYLE}">y = x &lt; 2</pre></div>'
     )

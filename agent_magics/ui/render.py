@@ -165,7 +165,7 @@ def diff_html(patch: str) -> str:
 
 
 COPY_SCRIPT = (
-    "const b=this,pre=b.parentElement.querySelector('pre');"
+    "const b=this,pre=b.closest('.agent-magics-cell').querySelector('pre');"
     "const pick=()=>{const r=document.createRange();r.selectNodeContents(pre);"
     "const s=getSelection();s.removeAllRanges();s.addRange(r);"
     "b.textContent='Selected: press Ctrl+C'};"
@@ -185,7 +185,7 @@ def proposed_cell_html(where: str, source: str | None) -> str:
         "Copy</button>"
     )
     cell = f'<pre style="{PRE_STYLE}">{esc(source)}</pre>'
-    return f"<div><div>{esc(where)} {button}</div>{cell}</div>"
+    return f'<div class="agent-magics-cell"><div>{esc(where)} {button}</div>{cell}</div>'
 
 
 IN_KERNEL_NOTE = "Runs in your kernel, outside the sandbox."
