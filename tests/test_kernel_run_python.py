@@ -130,3 +130,35 @@ def test_the_timeout_interrupts_a_busy_loop(kernel: Kernel) -> None:
         assert "KeyboardInterrupt" in answer
         kernel.wait_for(lambda: kernel.shows("Done."))
         assert kernel.value("spins") > 0
+
+
+def markdown_of(kernel: Kernel, msg_id: str) -> str:
+    shown = [
+        m["content"]["data"].get("text/markdown", "")
+        for m in kernel.log
+        if m["parent_header"].get("msg_id") == msg_id
+        and m["msg_type"] in ("display_data", "update_display_data")
+    ]
+    return shown[-1] if shown else ""
+
+
+def test_in_a_cell_that_awaits_the_turn(kernel: Kernel) -> None:
+    # Headless: the turn, and so the code, runs inside the person's running cell.
+    sleeper = "open('started', 'w').close()\nimport time\ntime.sleep(60)"
+    script = [[python_call("c1", FIGURE)], [python_call("c2", sleeper)], [message("ok")]]
+    with ScriptedResponsesServer(script) as server:
+        kernel.run('%config AgentMagics.headless = "always"')
+        msg_id = kernel.execute(cell(server, "-a never"))
+        started = Path(kernel.ws) / "started"  # type: ignore[attr-defined]
+        kernel.wait_for(lambda: started.exists())
+        assert "printed-by-agent 14" in text_of(server.outputs(1)["c1"])
+        kernel.km.interrupt_kernel()
+        kernel.wait_for(lambda: kernel.idle(msg_id), timeout=30)
+        transcript = markdown_of(kernel, msg_id)
+        assert f"```python\n{FIGURE}\n```" in transcript
+        assert "![output image 1](data:image/png;base64," in transcript
+        assert transcript.endswith("**Turn interrupted.**")
+        assert "printed-by-agent" not in stream_text(kernel)
+        following = kernel.run("print('next', made)")
+        assert "next [1, 4, 9]" in kernel.outputs_text(following)
+        assert not [m for m in kernel.log if m["msg_type"] == "error"]
