@@ -4,6 +4,7 @@ how a timeout or an interrupt stops the code, and the approval rule."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from PIL import Image
 
 from agent_magics.errors import RespondToModel, TurnAborted
+from agent_magics.kernel.capture import NO_INPUT
 from agent_magics.kernel.outputs import MAX_IMAGES, MAX_TRACEBACK_FRAMES, html_text
 from agent_magics.kernel.run_python import (
     BAD_TIMEOUT,
@@ -162,6 +164,13 @@ async def test_errors_show_the_last_frames_without_colours(shell: Any) -> None:
     assert "interactiveshell.py" not in out.text
     syntax = await run(shell, "x =")
     assert "SyntaxError: invalid syntax" in syntax.text and "Traceback" not in syntax.text
+
+
+async def test_input_fails_at_once(shell: Any) -> None:
+    original = builtins.input
+    out = await run(shell, "answer = input('name? ')")
+    assert f"EOFError: {NO_INPUT}" in out.text and "answer" not in shell.user_ns
+    assert builtins.input is original
 
 
 async def test_top_level_await_runs_on_the_loop(shell: Any) -> None:

@@ -4,7 +4,8 @@
 value, top-level ``await``) without numbering it: the execution count and the history
 (``In``/``Out``/``_``) stay the person's. :func:`captured` swaps the shell's outlets for
 the duration -- ``sys.stdout``/``sys.stderr``, the display publisher, the display hook and
-the traceback printer -- so nothing lands in the person's cell output area; every output
+the traceback printer -- so nothing lands in the person's cell output area (and
+``input()`` fails at once instead of waiting for a keyboard nobody watches); every output
 is appended, in the order it happened, to one list of entries:
 
 * ``{"stream": "stdout" | "stderr", "text": str}``
@@ -17,6 +18,7 @@ Figures of matplotlib's inline backend are flushed by the ``post_execute`` event
 
 from __future__ import annotations
 
+import builtins
 import io
 import sys
 from collections.abc import Iterator
@@ -28,6 +30,8 @@ from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.core.interactiveshell import ExecutionResult
 
 Entry = dict[str, Any]
+
+NO_INPUT = "input() is not available here: the code runs for the agent, with no keyboard"
 
 
 class _Stream(io.TextIOBase):
@@ -79,6 +83,7 @@ def captured(shell: Any) -> Iterator[list[Entry]]:
     publisher.outputs = entries
     hook = _Hook(shell, entries)  # type: ignore[no-untyped-call]
     saved = (sys.stdout, sys.stderr, sys.displayhook)
+    saved_input = builtins.input
     saved_pub, saved_hook = shell.display_pub, shell.displayhook
     own_printer = "_showtraceback" in vars(shell)
     saved_printer = vars(shell).get("_showtraceback")
@@ -92,9 +97,11 @@ def captured(shell: Any) -> Iterator[list[Entry]]:
         # The error is formatted from the exception itself (see outputs.py); the shell's
         # own printer would send it to the person's cell.
         shell._showtraceback = _ignore_traceback
+        builtins.input = _no_input
         yield entries
     finally:
         sys.stdout, sys.stderr, sys.displayhook = saved
+        builtins.input = saved_input
         shell.display_pub, shell.displayhook = saved_pub, saved_hook
         trap.hook = saved_trap_hook
         if own_printer:
@@ -105,6 +112,10 @@ def captured(shell: Any) -> Iterator[list[Entry]]:
 
 def _ignore_traceback(etype: Any, evalue: Any, stb: Any) -> None:
     return None
+
+
+def _no_input(prompt: object = "") -> str:
+    raise EOFError(NO_INPUT)
 
 
 async def run_cell(shell: Any, code: str) -> ExecutionResult:
