@@ -77,7 +77,9 @@ class Lab:
         ]
         self.comms_over_subshells = comms_over_subshells
         self.log = (root / "lab.log").open("w")
-        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(  # in root: the collaboration server keeps its store there
+            argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 60
         while True:
             try:

@@ -216,7 +216,9 @@ class Server:
                 # whether the agent wrote it
                 "--YDocExtension.document_save_delay=60"]  # fmt: skip
         self.log = (root / "server.log").open("w")
-        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(  # in root: the collaboration server keeps its store there
+            argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 60
         while not list(self.runtime.glob("jpserver-*.json")):
             if time.monotonic() > deadline or self.process.poll() is not None:
