@@ -21,6 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import nbformat
 import pytest
 
@@ -94,11 +95,11 @@ def test_a_server_named_in_the_environment_wins(tmp_path: Path) -> None:
 def test_which_notebook_the_kernel_belongs_to(tmp_path: Path) -> None:
     nb = tmp_path / "a.ipynb"
     jupyter = KernelLiveNotebook(SimpleNamespace(user_ns={}), {SESSION_ENV: str(nb)})
-    assert jupyter.owns(nb) and not jupyter.owns(tmp_path / "b.ipynb")
+    assert jupyter.named(nb) and not jupyter.named(tmp_path / "b.ipynb")
     vscode = KernelLiveNotebook(SimpleNamespace(user_ns={VSCODE_FILE: str(nb)}), {})
-    assert vscode.owns(nb) and vscode.path() == nb
+    assert vscode.named(nb) and vscode.path() == nb
     nowhere = KernelLiveNotebook(SimpleNamespace(user_ns={}), {})
-    assert nowhere.path() is None and not nowhere.owns(nb)
+    assert nowhere.path() is None and not nowhere.named(nb)
 
 
 # -- the card -------------------------------------------------------------------------
@@ -318,6 +319,40 @@ async def test_replace_and_delete_in_the_open_notebook(server: Server, person: A
     missing = {"path": "a.ipynb", "cell_id": "nope", "new_source": "w"}
     text, ok = await call(EditNotebookHandler(live), server.notebooks, missing, recorder)
     assert (text, ok) == ("no cell has id 'nope'; the cell ids are: two", False)
+
+
+@pytest.mark.slow
+async def test_a_notebook_renamed_in_the_editor_is_still_edited_live(server: Server) -> None:
+    """The kernel's environment keeps the name it started with; the server's session for
+    the kernel has the new one, and a write of the renamed file would go under the editor."""
+    write_notebook(server.notebooks / "a.ipynb")
+    api = f"http://127.0.0.1:{server.port}/api/"
+    auth = {"Authorization": f"token {server.token}"}
+    async with httpx.AsyncClient(headers=auth, timeout=60) as client:
+        body = {"path": "a.ipynb", "name": "a.ipynb", "type": "notebook",
+                "kernel": {"name": "python3"}}  # fmt: skip
+        session = (await client.post(api + "sessions", json=body)).json()
+        try:
+            moved = await client.patch(api + "contents/a.ipynb", json={"path": "b.ipynb"})
+            assert moved.status_code == 200, moved.text
+            patched = await client.patch(
+                api + f"sessions/{session['id']}", json={"path": "b.ipynb", "name": "b.ipynb"}
+            )
+            assert patched.status_code == 200, patched.text
+            renamed = server.notebooks / "b.ipynb"
+            on_disk = renamed.read_bytes()
+            env = {SESSION_ENV: str(server.notebooks / "a.ipynb"),
+                   PARENT_PID_ENV: str(server.process.pid)}  # fmt: skip
+            live = KernelLiveNotebook(None, env, kernel=session["kernel"]["id"])
+            assert await live.owns(renamed)
+            insert = dict(INSERT, path="b.ipynb")
+            text, ok = await call(EditNotebookHandler(live), server.notebooks, insert, Recorder([]))
+            assert ok and text.endswith("the notebook open in the user's editor"), text
+            assert renamed.read_bytes() == on_disk  # the editor's document took it
+            other = KernelLiveNotebook(None, env, kernel="not-this-kernel")
+            assert not await other.owns(renamed)
+        finally:
+            await client.delete(api + f"sessions/{session['id']}")
 
 
 @pytest.mark.slow

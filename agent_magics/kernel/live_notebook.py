@@ -136,9 +136,12 @@ def runtime_dir() -> str:
 class KernelLiveNotebook:
     """:class:`~agent_magics.tools.notebook_doc.LiveNotebook` for a kernel in ``shell``."""
 
-    def __init__(self, shell: Any, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, shell: Any, env: Mapping[str, str] | None = None, kernel: str | None = None
+    ) -> None:
         self.shell = shell
         self.env = os.environ if env is None else env
+        self.kernel = kernel  # this kernel's id; by default read from its connection file
 
     def path(self) -> Path | None:
         """The notebook this kernel belongs to, as Jupyter Server or VS Code names it."""
@@ -147,7 +150,8 @@ class KernelLiveNotebook:
             named = (getattr(self.shell, "user_ns", None) or {}).get(VSCODE_FILE)
         return Path(named) if isinstance(named, str) and named else None
 
-    def owns(self, path: Path) -> bool:
+    def named(self, path: Path) -> bool:
+        """Whether ``path`` is the notebook under the name the kernel was started with."""
         own = self.path()
         if own is None:
             return False
@@ -155,6 +159,32 @@ class KernelLiveNotebook:
             return os.path.realpath(path) == os.path.realpath(own)
         rel = os.path.normpath(own).lstrip("/")
         return os.path.realpath(path).endswith("/" + rel)
+
+    async def owns(self, path: Path) -> bool:
+        """The name the kernel was started with, or the one its server's session has now:
+        a notebook renamed in JupyterLab keeps its kernel, whose environment still holds
+        the old name."""
+        if self.named(path):
+            return True
+        if path.suffix != ".ipynb":
+            return False
+        now = await self.current_path()
+        return now is not None and os.path.realpath(path) == os.path.realpath(now)
+
+    async def current_path(self) -> Path | None:
+        """Where the server's session for this kernel says its notebook is, or None when
+        no server answers for it."""
+        server = find_server(self.env, runtime_dir(), self.path())
+        me = self.kernel or kernel_id()
+        if server is None or not server.root_dir or not me:
+            return None
+        headers = _auth_headers(server.token)
+        try:
+            async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
+                rel = await _session_path(client, server, me)
+        except (httpx.HTTPError, ValueError, LiveUnavailable):
+            return None
+        return Path(server.root_dir, rel) if rel else None
 
     async def open(self) -> RoomDocument:
         try:
@@ -173,7 +203,7 @@ class KernelLiveNotebook:
         headers = _auth_headers(server.token)
         async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
             try:
-                rel = await _document_path(client, server, own)
+                rel = await _document_path(client, server, own, self.kernel)
                 file_id, session = await _collaboration_session(client, server, rel)
             except httpx.HTTPError as exc:
                 raise LiveUnavailable(
@@ -197,17 +227,31 @@ def _auth_headers(token: str) -> dict[str, str]:
     return {"Cookie": f"_xsrf={xsrf}", "X-XSRFToken": xsrf}
 
 
-async def _document_path(client: httpx.AsyncClient, server: JupyterServer, own: Path | None) -> str:
-    """The notebook's path under the server's root: the server's session for this kernel,
-    else ``own`` made relative to the root."""
+async def _session_path(
+    client: httpx.AsyncClient, server: JupyterServer, me: str | None
+) -> str | None:
+    """The path (under the server's root) of the notebook of the server's session for
+    the kernel ``me``; None when the server lists none. Asked even without ``me``: a
+    server that refuses the token says so here."""
     response = await client.get(server.url + "api/sessions")
     if response.status_code in (401, 403):
         raise LiveUnavailable(f"its Jupyter server at {server.shown} refused the kernel's token")
-    if response.status_code == 200:
-        me = kernel_id()
-        for session in response.json():
-            if me and isinstance(session, dict) and (session.get("kernel") or {}).get("id") == me:
-                return str(session.get("path") or "")
+    if response.status_code != 200:
+        return None
+    for session in response.json():
+        if me and isinstance(session, dict) and (session.get("kernel") or {}).get("id") == me:
+            return str(session.get("path") or "") or None
+    return None
+
+
+async def _document_path(
+    client: httpx.AsyncClient, server: JupyterServer, own: Path | None, kernel: str | None
+) -> str:
+    """The notebook's path under the server's root: the server's session for this kernel,
+    else ``own`` made relative to the root."""
+    rel = await _session_path(client, server, kernel_id() if kernel is None else kernel)
+    if rel:
+        return rel
     if own is not None and own.is_absolute() and server.root_dir:
         root = os.path.realpath(server.root_dir)
         real = os.path.realpath(own)

@@ -79,8 +79,9 @@ class LiveDocument(Protocol):
 class LiveNotebook(Protocol):
     """The notebook this kernel belongs to, reached through its editor."""
 
-    def owns(self, path: Path) -> bool:
-        """Whether ``path`` is that notebook."""
+    async def owns(self, path: Path) -> bool:
+        """Whether ``path`` is that notebook (under the name it has now: it may have been
+        renamed in the editor since the kernel started)."""
         ...
 
     async def open(self) -> LiveDocument:

@@ -174,7 +174,7 @@ class EditNotebookHandler:
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(EditNotebookArgs, inv)
         path = inv.resolve(args.path)
-        if self.live is not None and self.live.owns(path):
+        if self.live is not None and await self.live.owns(path):
             return await self._edit_open(inv, path, args, self.live)
         if is_own_notebook(path):
             raise RespondToModel(OWN_NOTEBOOK)

@@ -110,7 +110,7 @@ class ReadNotebookHandler:
         if end < args.start_cell:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
-        if self.live is not None and self.live.owns(path):
+        if self.live is not None and await self.live.owns(path):
             nb, source = await _read_open(self.live, path)
         else:
             nb, source = await asyncio.to_thread(read_notebook_file, path), ""
