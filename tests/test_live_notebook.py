@@ -397,3 +397,22 @@ async def test_a_wrong_token_and_a_server_without_collaboration_are_one_sentence
     finally:
         plain.close()
     assert not ok and f"has no real-time collaboration ({INSTALL})" in text, text
+
+
+def test_the_kernels_notebook_tools_stand_in_for_the_plain_ones(tmp_path: Path) -> None:
+    """A kernel session whose settings also ask for the notebook tools gets the kernel's
+    (which reach the open notebook) in the plain ones' place, not the plain ones."""
+    from agent_magics.config import SessionConfig
+    from agent_magics.kernel.tools import KernelTools
+    from agent_magics.session import Session
+
+    tools = ["read_file", "read_notebook", "edit_notebook"]
+    config = SessionConfig(cwd=tmp_path, experimental_supported_tools=tools)
+    plain = list(Session(config).registry)
+    kernel = Session(config, extra_tools=KernelTools(SimpleNamespace(user_ns={})))
+    names = list(kernel.registry)
+    assert names[: len(plain)] == plain  # same places
+    for name in ("read_notebook", "edit_notebook"):
+        handler = kernel.registry.get(name)
+        assert handler is not None and isinstance(handler.handler.live, KernelLiveNotebook)
+    assert names.count("edit_notebook") == 1 and "run_python" in names[len(plain) :]

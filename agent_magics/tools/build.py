@@ -82,7 +82,9 @@ def build_registry(
     """Shell tool, MCP resource tools (when a server is configured), update_plan,
     request_user_input, apply_patch, opt-in file tools, view_image, then the MCP servers'
     tools sorted by name: the order Codex offers them in. A front end's ``extra`` tools
-    come last, as Codex's dynamic tools do; one whose name is taken is left out."""
+    come last, as Codex's dynamic tools do, except that one named like a tool above takes
+    its place (the kernel's notebook tools, which reach the open notebook, stand in for
+    the plain ones a setting may have asked for)."""
     from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
     from agent_magics.tools.handlers.plan import UpdatePlanHandler
     from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
@@ -98,10 +100,8 @@ def build_registry(
     handlers += _file_handlers(config)
     handlers.append(ViewImageHandler())
     handlers += _mcp_handlers(mcp)
+    added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()
-    for handler in handlers:
+    for handler in [added.pop(h.name, h) for h in handlers] + list(added.values()):
         registry.register(handler.name, handler, handler.spec(config))
-    for handler in extra() if extra is not None else ():
-        if handler.name not in registry:
-            registry.register(handler.name, handler, handler.spec(config))
     return registry
