@@ -13,9 +13,9 @@ import re
 import shlex
 from typing import Any
 
-from pygments import highlight  # type: ignore[import-untyped]
-from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
-from pygments.lexers import PythonLexer  # type: ignore[import-untyped]
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
 
 from agent_magics.events import PlanUpdated, Usage
 from agent_magics.tools.approval import ReviewDecision
