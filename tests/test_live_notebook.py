@@ -221,13 +221,28 @@ class Server:
             argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + 60
-        while not list(self.runtime.glob("jpserver-*.json")):
+        while (info := self._info()) is None:
             if time.monotonic() > deadline or self.process.poll() is not None:
                 self.close()
                 raise RuntimeError((root / "server.log").read_text())
             time.sleep(0.2)
+        self.port = int(info["port"])  # a port taken meanwhile: the server took the next one
         url = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
-        urllib.request.urlopen(url, timeout=10).close()
+        try:
+            urllib.request.urlopen(url, timeout=10).close()
+        except OSError:
+            self.close()
+            raise
+
+    def _info(self) -> dict[str, Any] | None:
+        """The server's ``jpserver-<pid>.json`` once it is whole."""
+        for found in self.runtime.glob("jpserver-*.json"):
+            try:
+                info: dict[str, Any] = json.loads(found.read_text())
+                return info
+            except ValueError:
+                return None
+        return None
 
     def close(self) -> None:
         self.process.terminate()
