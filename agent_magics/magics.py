@@ -31,6 +31,7 @@ from agent_magics.ui import info, mcp_command
 from agent_magics.ui.approver import HeadlessMode
 from agent_magics.ui.controller import Controller
 from agent_magics.ui.headless import request_allows_stdin
+from agent_magics.ui.manual import CELL_MANUAL, manual
 from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
 from agent_magics.ui.trust_question import ProjectTrust
@@ -165,43 +166,8 @@ class AgentMagics(Magics):
     @argument("--block", action="store_true", help="keep the cell busy (ipykernel >= 7.4)")
     @argument("--_awaited", action="store_true", help=argparse.SUPPRESS)
     @cell_magic("agent")  # type: ignore[arg-type]  # IPython types the marker loosely
+    @manual(CELL_MANUAL)
     def agent_cell(self, line: str, cell: str) -> Any:
-        """Ask the coding agent: the cell's text is the prompt.
-
-        The agent works in the notebook's folder with the tools of the Codex CLI
-        (shell commands, apply_patch, update_plan, view_image...). Consecutive
-        ``%%agent`` cells continue one conversation. Each tool call shows as a card;
-        calls that need approval wait for Approve, Approve for session, Deny or Abort
-        turn. The cell returns at once and the turn goes on in the background;
-        ``--block`` (or ``%config AgentMagics.block = True``) keeps the cell busy
-        until the turn ends, on ipykernel 7.4 and newer.
-
-        Options stick: they apply to this cell and the following ones, until
-        ``--new`` (a fresh conversation, options forgotten).
-
-        Settings, lowest priority first: ``~/.agent_magics/config.toml``, the folder's
-        ``.agent_magics/config.toml`` once you trust it (the cell asks; a changed file is
-        asked about again; ``%agent trust``), environment variables (``OPENAI_API_KEY``,
-        ``OPENAI_BASE_URL``, ``AGENT_MAGICS_MODEL``, ``AGENT_MAGICS_PROVIDER``,
-        ``AGENT_MAGICS_APPROVAL_POLICY``, ``AGENT_MAGICS_SANDBOX``), traitlets
-        (``%config AgentMagics.model = "..."`` or ``c.AgentMagics.model`` in
-        ipython_config.py; ``%config AgentMagics`` lists them), then the options of
-        the cell and ``-c key=value``.
-
-        Headless runs (nbclient, papermill, ``jupyter nbconvert --execute``) are
-        detected and run each turn to its end inside the cell; what needs approval
-        is denied unless ``AgentMagics.headless_approval = "approve"`` (or
-        ``AGENT_MAGICS_HEADLESS_APPROVAL=approve``); the cell keeps a markdown
-        transcript that reads well in a saved notebook.
-
-        The kernel's stop button stops a running turn and kills the commands it
-        started. ``%agent`` commands: reset, status, tools, history, cancel, help.
-
-        Example::
-
-            %%agent -a on-request -s workspace-write
-            Find the slowest test in tests/ and explain why it is slow.
-        """
         args = parse_argstring(self.agent_cell, line)
         task = self._start(args, cell)
         return self.agent.wait(task) if args._awaited else None

@@ -1,0 +1,72 @@
+"""The manual of ``%%agent`` (what ``%%agent?`` and ``%agent help`` show), as plain text:
+IPython's pager shows a docstring as it is written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CELL_MANUAL = """Ask the coding agent: the cell's text is the prompt.
+
+The agent works in the notebook's folder with the tools of the Codex CLI (shell
+commands, apply_patch, update_plan, view_image...). Consecutive %%agent cells continue
+one conversation. Each tool call shows as a card; calls that need approval wait for
+Approve, Approve for session, Deny or Abort turn. The cell returns at once and the turn
+goes on in the background; --block (or %config AgentMagics.block = True) keeps the cell
+busy until the turn ends, on ipykernel 7.4 and newer.
+
+In a kernel the agent also has tools of its own:
+  run_python        runs code in your namespace, like a cell, and sees what it prints,
+                    its value, its error and its figures. It runs in your kernel, outside
+                    the sandbox: it asks first unless the policy is never (-a never).
+                    The kernel's stop button interrupts it; so does its timeout.
+  list_variables,   your variables, frames (shape, dtypes, first rows), arrays and
+  inspect_variable  functions; read-only, they never ask.
+  read_notebook,    a notebook as numbered cells; edits go through nbformat, with
+  edit_notebook     apply_patch's approval rules. The notebook this kernel runs in is
+                    never written under its editor: with jupyter-collaboration in the
+                    Jupyter server the cell goes into the document JupyterLab shows;
+                    without it the card shows the proposed cell with a Copy button.
+  your functions    @agent_magics.tool on a function, or %agent tool NAME, offers it to
+                    the model (schema from its type hints, description from its
+                    docstring). Each call asks unless approval="auto" or -a never.
+Each turn is told which notebook this is and which cells ran since the last turn (their
+code, outputs and errors, marked as data), so "fix the error above" works. After a turn,
+_agent holds it as data: text, calls, files changed, usage, status.
+
+Options stick: they apply to this cell and the following ones, until --new (a fresh
+conversation, options forgotten).
+
+Settings, lowest priority first: ~/.agent_magics/config.toml, the folder's
+.agent_magics/config.toml once you trust it (the cell asks; a changed file is asked
+about again; %agent trust), environment variables (OPENAI_API_KEY, OPENAI_BASE_URL,
+AGENT_MAGICS_MODEL, AGENT_MAGICS_PROVIDER, AGENT_MAGICS_APPROVAL_POLICY,
+AGENT_MAGICS_SANDBOX), traitlets (%config AgentMagics.model = "..." or
+c.AgentMagics.model in ipython_config.py; %config AgentMagics lists them), then the
+options of the cell and -c key=value.
+
+Headless runs (nbclient, papermill, jupyter nbconvert --execute) are detected and run
+each turn to its end inside the cell; what needs approval is denied unless
+AgentMagics.headless_approval = "approve" (or AGENT_MAGICS_HEADLESS_APPROVAL=approve);
+the cell keeps a markdown transcript that reads well in a saved notebook.
+
+The kernel's stop button stops a running turn and kills the commands it started.
+%agent commands: reset, status, tools, tool, history, context, mcp, cancel, trust, help.
+
+Example:
+
+    %%agent -a on-request -s workspace-write
+    Find the slowest test in tests/ and explain why it is slow.
+"""
+
+
+def manual(text: str) -> Callable[[F], F]:
+    """Give a magic its manual before IPython's argument decorators read it."""
+
+    def give(func: F) -> F:
+        func.__doc__ = text
+        return func
+
+    return give
