@@ -83,6 +83,9 @@ def test_binder_follows_repo2docker_conventions() -> None:
     lines = post_build.read_text().splitlines()
     assert lines[0] == "#!/bin/bash" and "set -e" in lines  # errors must stop the build
     assert post_build.stat().st_mode & 0o111  # repo2docker runs it only when executable
-    assert "python -m pip install --no-cache-dir ." in lines  # the root pyproject is ignored
+    # the root pyproject is ignored; the live extra lets the agent edit the open notebook
+    assert "python -m pip install --no-cache-dir '.[live]'" in lines
+    requirements = (binder / "requirements.txt").read_text().splitlines()
+    assert any(r.startswith("jupyter-collaboration") for r in requirements)
     assert not (binder / "environment.yml").exists()  # it would shadow requirements.txt
     assert (binder / "runtime.txt").read_text().strip().startswith("python-3.")
