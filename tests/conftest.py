@@ -1,5 +1,6 @@
-"""Shared fixtures: where the conformance material lives, a session's services whose
-processes are closed after the test, and the sandbox tests' arena and runs."""
+"""Shared fixtures: where the conformance material lives, real kernels with the extension
+loaded, a session's services whose processes are closed after the test, and the sandbox
+tests' arena and runs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import manager_for
+from tests.kernels import KERNEL_PYTHONS, Kernel, loaded_kernel
 from tests.paths import CONFORMANCE
 from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, Run, outside_base, require_mechanism
 
@@ -23,6 +25,14 @@ def conformance() -> Path:
     if str(CONFORMANCE) not in sys.path:
         sys.path.insert(0, str(CONFORMANCE))
     return CONFORMANCE
+
+
+@pytest.fixture(params=KERNEL_PYTHONS)
+def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
+    """A real kernel per kernel interpreter (:mod:`tests.kernels`), the extension loaded,
+    working in ``kernel.ws``."""
+    with loaded_kernel(request.param, tmp_path) as k:
+        yield k
 
 
 @pytest.fixture

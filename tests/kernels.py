@@ -24,7 +24,8 @@ import queue
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,25 @@ def kernel_params() -> list[Any]:
 
 
 KERNEL_PYTHONS = kernel_params()
+NO_LOGIN = "-c allow_login_shell=false"  # keep login-profile noise out of command output
+
+
+def agent_cell(base_url: str, options: str, prompt: str = "go") -> str:
+    """A ``%%agent`` cell against the model server at ``base_url``."""
+    return f"%%agent --base-url {base_url} {NO_LOGIN} {options}\n{prompt}"
+
+
+@contextmanager
+def loaded_kernel(python: str, tmp_path: Path) -> Iterator[Kernel]:
+    """A kernel of ``python`` working in ``tmp_path/ws``, with the extension loaded."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    k = Kernel(kernel_manager(python, tmp_path / "specs"), ws)
+    try:
+        k.run("%load_ext agent_magics")
+        yield k
+    finally:
+        k.close()
 
 
 def write_kernelspec(python: str, spec_root: Path) -> str:
@@ -98,6 +118,7 @@ class Kernel:
 
     def __init__(self, km: KernelManager, cwd: Path) -> None:
         self.km = km
+        self.ws = cwd  # the kernel's working folder
         km.start_kernel(cwd=str(cwd))
         self.kc = km.client()
         self.kc.start_channels()

@@ -11,36 +11,17 @@ browser's widget manager sends.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
 MARK = "echo ran > marker.txt; echo ran-it"
-NO_LOGIN = "-c allow_login_shell=false"  # keep login-profile noise out of command output
-
-
-@pytest.fixture(params=KERNEL_PYTHONS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    k = Kernel(kernel_manager(request.param, tmp_path / "specs"), ws)
-    k.ws = ws  # type: ignore[attr-defined]
-    try:
-        k.run("%load_ext agent_magics")
-        yield k
-    finally:
-        k.close()
-
-
-def cell(server: ScriptedResponsesServer, options: str, prompt: str) -> str:
-    return f"%%agent --base-url {server.base_url} {NO_LOGIN} {options}\n{prompt}"
 
 
 def exec_call(call_id: str, cmd: str, **more: Any) -> dict[str, Any]:
@@ -48,12 +29,12 @@ def exec_call(call_id: str, cmd: str, **more: Any) -> dict[str, Any]:
 
 
 def ws(kernel: Kernel) -> Path:
-    return kernel.ws  # type: ignore[attr-defined, no-any-return]
+    return kernel.ws
 
 
 def test_approve_runs_the_command(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
-        kernel.run(cell(server, "-a untrusted", "make a marker"))  # returns at once
+        kernel.run(agent_cell(server.base_url, "-a untrusted", "make a marker"))  # returns at once
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         assert len(server.requests) == 1 and not (ws(kernel) / "marker.txt").exists()
         kernel.click(approve)
@@ -67,7 +48,7 @@ def test_approve_runs_the_command(kernel: Kernel) -> None:
 
 def test_deny_does_not_run_the_command(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
-        kernel.run(cell(server, "-a untrusted", "make a marker"))
+        kernel.run(agent_cell(server.base_url, "-a untrusted", "make a marker"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Deny"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "exec command rejected by user" in server.outputs(1)["c1"]
@@ -79,7 +60,7 @@ def test_deny_does_not_run_the_command(kernel: Kernel) -> None:
 def test_approve_for_session_is_not_asked_again(kernel: Kernel) -> None:
     script = [[exec_call("c1", MARK)], [exec_call("c2", MARK)], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(cell(server, "-a untrusted", "twice"))
+        kernel.run(agent_cell(server.base_url, "-a untrusted", "twice"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve for session"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 3)
         assert "ran-it" in server.outputs(2)["c2"]
@@ -99,7 +80,7 @@ def alive(pid: int) -> bool:
 def test_interrupt_kills_the_command_and_the_next_cell_runs(kernel: Kernel) -> None:
     sleeper = exec_call("c1", "echo $$ > sleep.pid; exec sleep 300", yield_time_ms=30_000)
     with ScriptedResponsesServer([[sleeper], [message("next turn ok")]]) as server:
-        kernel.run(cell(server, "-a never -s danger-full-access", "sleep"))
+        kernel.run(agent_cell(server.base_url, "-a never -s danger-full-access", "sleep"))
         pid_file = ws(kernel) / "sleep.pid"
         kernel.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
         pid = int(pid_file.read_text())
@@ -122,7 +103,9 @@ def test_block_keeps_the_cell_busy_on_ipykernel_7_4(kernel: Kernel) -> None:
     version = kernel.value("__import__('ipykernel').__version__")
     blocking = tuple(int(p) for p in version.split(".")[:2]) >= (7, 4)
     with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
-        msg_id = kernel.execute(cell(server, "-a untrusted --block", "make a marker"))
+        msg_id = kernel.execute(
+            agent_cell(server.base_url, "-a untrusted --block", "make a marker")
+        )
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         if blocking:
             assert not kernel.idle(msg_id)  # the cell waits for the turn
@@ -152,7 +135,7 @@ def test_problems_to_fix_are_one_sentence(kernel: Kernel) -> None:
 def test_config_traits_and_line_commands(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[message("hello there")]]) as server:
         kernel.run('%config AgentMagics.model = "model-from-config"')
-        kernel.run(cell(server, "", "say hello"))
+        kernel.run(agent_cell(server.base_url, "", "say hello"))
         kernel.wait_for(lambda: kernel.shows("Done."))
         assert server.requests[0]["model"] == "model-from-config"
     status = kernel.outputs_text(kernel.run("%agent status"))
@@ -186,7 +169,9 @@ def test_interrupting_a_waiting_cell_stops_the_turn_quietly(kernel: Kernel) -> N
     sleeper = exec_call("c1", "echo $$ > sleep.pid; exec sleep 300", yield_time_ms=30_000)
     with ScriptedResponsesServer([[sleeper], [message("next turn ok")]]) as server:
         kernel.run('%config AgentMagics.headless = "always"')  # the cell awaits its turn
-        msg_id = kernel.execute(cell(server, "-a never -s danger-full-access", "sleep"))
+        msg_id = kernel.execute(
+            agent_cell(server.base_url, "-a never -s danger-full-access", "sleep")
+        )
         pid_file = ws(kernel) / "sleep.pid"
         kernel.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
         pid = int(pid_file.read_text())
@@ -224,7 +209,7 @@ def test_mcp_servers_change_in_a_live_session(kernel: Kernel, tmp_path: Path) ->
     logs = tmp_path / "logs"
     call = function_call("mcp__demo__add", {"a": 2, "b": 3}, "c1")
     with ScriptedResponsesServer([[message("first")], [call], [message("5")]]) as server:
-        kernel.run(cell(server, f"-a never -c log_dir='{logs}'", "hello"))
+        kernel.run(agent_cell(server.base_url, f"-a never -c log_dir='{logs}'", "hello"))
         kernel.wait_for(lambda: kernel.shows("Done."))
         msg_id = kernel.execute(f"%agent mcp add demo -- {python} {DEMO_SERVER}")
         kernel.wait_for(
@@ -233,7 +218,7 @@ def test_mcp_servers_change_in_a_live_session(kernel: Kernel, tmp_path: Path) ->
         shown = texts_of(kernel, msg_id)
         assert shown[0] == "agent: starting MCP servers…"
         assert shown[-1].startswith("agent: MCP server 'demo' added.\ndemo         stdio ready, ")
-        kernel.run(cell(server, "", "add 2 and 3"))
+        kernel.run(agent_cell(server.base_url, "", "add 2 and 3"))
         kernel.wait_for(lambda: len(server.requests) == 3)
         outputs = [i for i in server.requests[2]["input"] if i["type"] == "function_call_output"]
         assert outputs[-1]["output"] == '{"result":5}'

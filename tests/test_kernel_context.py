@@ -4,7 +4,6 @@ reaches the model before the prompt, once, within its budget, with its secrets o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +13,12 @@ from agent_magics.kernel.cell_log import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, c
 from agent_magics.kernel.notebook_context import DATA_NOTE
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.kernels import Kernel
 
 pytestmark = pytest.mark.slow
 
 FAILING = "values = [3, 4, 5]\nmean = sum(values) / (len(values) - 3)"
 TOKEN = "tok-0123456789abcdef"
-
-
-@pytest.fixture(params=KERNEL_PYTHONS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    k = Kernel(kernel_manager(request.param, tmp_path / "specs"), ws)
-    k.ws = ws  # type: ignore[attr-defined]
-    try:
-        k.run("%load_ext agent_magics")
-        yield k
-    finally:
-        k.close()
 
 
 def texts(body: dict[str, Any]) -> list[str]:
@@ -51,7 +37,7 @@ def turn(kernel: Kernel, server: ScriptedResponsesServer, prompt: str, requests:
 
 
 def test_the_failing_cell_reaches_the_model_before_the_prompt(kernel: Kernel) -> None:
-    ws: Path = kernel.ws  # type: ignore[attr-defined]
+    ws: Path = kernel.ws
     with ScriptedResponsesServer([[message("fixed")], [message("ok")]]) as server:
         kernel.run(f"import os\nos.environ['JPY_SESSION_NAME'] = {str(ws / 'analysis.ipynb')!r}")
         kernel.run("print('loaded', 3, 'rows')")

@@ -7,17 +7,13 @@ message a browser sends.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
-NO_LOGIN = "-c allow_login_shell=false"
 
 SCALE = '''
 import agent_magics
@@ -33,22 +29,6 @@ def scale(values: list[int], factor: Annotated[int, "what to multiply by"] = 2) 
 '''
 
 
-@pytest.fixture(params=KERNEL_PYTHONS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    k = Kernel(kernel_manager(request.param, tmp_path / "specs"), ws)
-    try:
-        k.run("%load_ext agent_magics")
-        yield k
-    finally:
-        k.close()
-
-
-def cell(server: ScriptedResponsesServer, options: str, prompt: str) -> str:
-    return f"%%agent --base-url {server.base_url} {NO_LOGIN} {options}\n{prompt}"
-
-
 def has_record(kernel: Kernel) -> bool:
     return bool(kernel.value("'_agent' in get_ipython().user_ns"))
 
@@ -61,7 +41,7 @@ def test_a_decorated_function_is_offered_validated_and_called(kernel: Kernel) ->
         [message("Scaled: 3 and 6.")],
     ]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(cell(server, "-a on-request", "scale 1 and 2 by 3"))
+        kernel.run(agent_cell(server.base_url, "-a on-request", "scale 1 and 2 by 3"))
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         # The bad call was answered to the model without asking anyone.
         assert len(server.requests) == 2
@@ -114,7 +94,7 @@ def test_the_tool_magic_running_a_cell_again_and_the_tools_list(kernel: Kernel) 
     assert "greet              auto  greet(name: str, times: int = 1) -> str" in listed
     script = [[function_call("greet", {"name": "Ada", "times": 2}, "g")], [message("greeted")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(cell(server, "-a untrusted", "greet Ada"))
+        kernel.run(agent_cell(server.base_url, "-a untrusted", "greet Ada"))
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert server.outputs(1)["g"] == "hi hi Ada"  # "auto": no question, even untrusted
     kernel.wait_for(lambda: has_record(kernel))

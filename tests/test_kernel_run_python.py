@@ -5,18 +5,15 @@ the timeout. Clicks are the comm messages a browser sends."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
-NO_LOGIN = "-c allow_login_shell=false"
 FIGURE = (
     "import matplotlib.pyplot as plt\n"
     "made = [1, 4, 9]\n"
@@ -24,23 +21,6 @@ FIGURE = (
     "plt.plot(made)\n"
     "None"
 )
-
-
-@pytest.fixture(params=KERNEL_PYTHONS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    k = Kernel(kernel_manager(request.param, tmp_path / "specs"), ws)
-    k.ws = ws  # type: ignore[attr-defined]
-    try:
-        k.run("%load_ext agent_magics")
-        yield k
-    finally:
-        k.close()
-
-
-def cell(server: ScriptedResponsesServer, options: str, prompt: str = "go") -> str:
-    return f"%%agent --base-url {server.base_url} {NO_LOGIN} {options}\n{prompt}"
 
 
 def python_call(call_id: str, code: str, **more: Any) -> dict[str, Any]:
@@ -59,7 +39,7 @@ def stream_text(kernel: Kernel) -> str:
 
 def test_approved_code_leaves_its_names_and_its_outputs_reach_the_model(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[python_call("c1", FIGURE)], [message("ok")]]) as server:
-        kernel.run(cell(server, "-a on-request"))
+        kernel.run(agent_cell(server.base_url, "-a on-request"))
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         assert kernel.shows("outside the sandbox")
         kernel.click(approve)
@@ -83,7 +63,7 @@ def test_approved_code_leaves_its_names_and_its_outputs_reach_the_model(kernel: 
 def test_denied_code_changes_nothing(kernel: Kernel) -> None:
     script = [[python_call("c1", "denied_name = 1")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(cell(server, "-a untrusted"))
+        kernel.run(agent_cell(server.base_url, "-a untrusted"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Deny"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "did not allow this code to run" in text_of(server.outputs(1)["c1"])
@@ -94,7 +74,7 @@ def test_denied_code_changes_nothing(kernel: Kernel) -> None:
 def test_never_runs_without_a_question(kernel: Kernel) -> None:
     script = [[python_call("c1", "quiet = 6 * 7\nquiet")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(cell(server, "-a never"))
+        kernel.run(agent_cell(server.base_url, "-a never"))
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "Out: 42" in text_of(server.outputs(1)["c1"])
         kernel.wait_for(lambda: kernel.shows("Done."))
@@ -105,8 +85,8 @@ def test_never_runs_without_a_question(kernel: Kernel) -> None:
 def test_the_stop_button_interrupts_the_code_and_the_kernel_stays_usable(kernel: Kernel) -> None:
     code = "open('started', 'w').close()\nimport time\ntime.sleep(60)\nafter_sleep = 1"
     with ScriptedResponsesServer([[python_call("c1", code)], [message("ok")]]) as server:
-        kernel.run(cell(server, "-a never"))
-        started = Path(kernel.ws) / "started"  # type: ignore[attr-defined]
+        kernel.run(agent_cell(server.base_url, "-a never"))
+        started = kernel.ws / "started"  # type: ignore[attr-defined]
         kernel.wait_for(lambda: started.exists())
         stopped_at = time.monotonic()
         kernel.km.interrupt_kernel()
@@ -123,7 +103,7 @@ def test_the_timeout_interrupts_a_busy_loop(kernel: Kernel) -> None:
     code = "spins = 0\nwhile True:\n    spins += 1"
     script = [[python_call("c1", code, timeout_ms=500)], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(cell(server, "-a never"))
+        kernel.run(agent_cell(server.base_url, "-a never"))
         kernel.wait_for(lambda: len(server.requests) == 2, timeout=30)
         answer = text_of(server.outputs(1)["c1"])
         assert answer.startswith("Interrupted: still running after the timeout of 500 ms")
@@ -148,8 +128,8 @@ def test_in_a_cell_that_awaits_the_turn(kernel: Kernel) -> None:
     script = [[python_call("c1", FIGURE)], [python_call("c2", sleeper)], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
         kernel.run('%config AgentMagics.headless = "always"')
-        msg_id = kernel.execute(cell(server, "-a never"))
-        started = Path(kernel.ws) / "started"  # type: ignore[attr-defined]
+        msg_id = kernel.execute(agent_cell(server.base_url, "-a never"))
+        started = kernel.ws / "started"  # type: ignore[attr-defined]
         kernel.wait_for(lambda: started.exists())
         assert "printed-by-agent 14" in text_of(server.outputs(1)["c1"])
         kernel.km.interrupt_kernel()

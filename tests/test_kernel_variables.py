@@ -5,13 +5,11 @@ model reads, and nothing asks for approval."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.kernels import Kernel
 
 pytestmark = pytest.mark.slow
 
@@ -20,16 +18,6 @@ import pandas as pd
 sales = pd.DataFrame({"region": ["north", "south", "east"], "units": [12, 7, 30]})
 threshold = 10
 """
-
-
-@pytest.fixture(params=KERNEL_PYTHONS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    k = Kernel(kernel_manager(request.param, tmp_path / "specs"), tmp_path)
-    try:
-        k.run("%load_ext agent_magics")
-        yield k
-    finally:
-        k.close()
 
 
 def test_a_variable_made_in_a_cell_reaches_the_model(kernel: Kernel) -> None:
