@@ -85,7 +85,9 @@ async def test_list_shows_the_persons_variables_sorted_one_line_each(
 
 
 async def test_list_leaves_out_ipython_private_and_own_names(shell: InteractiveShell) -> None:
-    run(shell, "x = 1\nx\n_x = 2")
+    run(shell, "x = 1")
+    run(shell, "x")  # shown, so IPython sets _ and Out
+    run(shell, "_x = 2")
     shell.user_ns["kernel_tools"] = KernelTools(shell)  # the extension's own object
     names = [line.split()[0] for line in (await listing(shell)).splitlines()]
     assert names == ["x"]
