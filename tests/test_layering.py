@@ -125,3 +125,33 @@ def test_only_the_front_ends_import_jupyter(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if _inside(n, BELOW_CONFIG)))
 def test_models_and_tools_do_not_import_config(name: str) -> None:
     assert [m for m in IMPORTS[name] if _inside(m, ("agent_magics.config",))] == []
+
+
+LOAD_EXT = """
+import sys
+from IPython.core.interactiveshell import InteractiveShell
+InteractiveShell.instance().run_line_magic("load_ext", "agent_magics")
+print(" ".join(sorted(sys.modules)))
+"""
+NOT_AT_LOAD = [
+    "nbformat",  # with jsonschema's format checkers (JupyterLab brings them) about 1 s
+    "agent_magics.kernel.run_python",
+    "agent_magics.kernel.inspect_variable",
+    "agent_magics.kernel.live_notebook",
+    "agent_magics.tools.handlers.edit_notebook",
+    "agent_magics.tools.handlers.python_function",
+]
+
+
+def test_loading_the_extension_leaves_the_tools_for_the_first_turn() -> None:
+    """``%load_ext`` runs in every kernel that loads the extension: the kernel's tools,
+    nbformat and the function-tool handler are imported when a turn offers them."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_EXT], capture_output=True, text=True, check=True
+    )
+    loaded = set(out.stdout.split())
+    assert "agent_magics.magics" in loaded
+    assert [m for m in NOT_AT_LOAD if m in loaded] == []

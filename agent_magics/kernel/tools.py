@@ -4,13 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_magics.kernel.inspect_variable import InspectVariableHandler
-from agent_magics.kernel.list_variables import ListVariablesHandler
-from agent_magics.kernel.live_notebook import KernelLiveNotebook
-from agent_magics.kernel.run_python import RunPythonHandler
-from agent_magics.tools.functions import registered_tools
-from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
-from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.registry import ToolHandler
 
 
@@ -18,16 +11,27 @@ class KernelTools:
     """The tools of sessions that live in ``shell`` (an IPython InteractiveShell).
 
     Called whenever a session rebuilds its tools (every turn), so a tool added between
-    two cells is offered from the next turn on."""
+    two cells is offered from the next turn on. The handlers' modules are imported on
+    the first call, so loading the extension does not pay for them."""
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
 
     def __call__(self) -> list[ToolHandler]:
-        handlers: list[ToolHandler] = []
-        handlers.append(RunPythonHandler(self.shell))
-        handlers += [ListVariablesHandler(self.shell), InspectVariableHandler(self.shell)]
+        from agent_magics.kernel.inspect_variable import InspectVariableHandler
+        from agent_magics.kernel.list_variables import ListVariablesHandler
+        from agent_magics.kernel.live_notebook import KernelLiveNotebook
+        from agent_magics.kernel.run_python import RunPythonHandler
+        from agent_magics.tools.functions import registered_tools
+        from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+        from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+
         live = KernelLiveNotebook(self.shell)  # the notebook tools edit the open notebook live
-        handlers += [ReadNotebookHandler(live), EditNotebookHandler(live)]
-        handlers += registered_tools()  # the person's functions come last
-        return handlers
+        return [
+            RunPythonHandler(self.shell),
+            ListVariablesHandler(self.shell),
+            InspectVariableHandler(self.shell),
+            ReadNotebookHandler(live),
+            EditNotebookHandler(live),
+            *registered_tools(),  # the person's functions come last
+        ]

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, overload
 
 from agent_magics.tools.function_schema import Approval, FunctionTool, describe_function
-from agent_magics.tools.handlers.python_function import PythonFunctionHandler
 from agent_magics.tools.registry import ToolHandler
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +58,9 @@ class FunctionTools:
         return name in self._tools
 
     def __call__(self) -> list[ToolHandler]:
+        # imported with the first turn that offers them: `import agent_magics` stays light
+        from agent_magics.tools.handlers.python_function import PythonFunctionHandler
+
         return [PythonFunctionHandler(t) for t in self._tools.values()]
 
     def __repr__(self) -> str:

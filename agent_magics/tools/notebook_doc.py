@@ -17,9 +17,7 @@ import re
 import secrets
 import stat
 from pathlib import Path
-from typing import Any, Protocol, cast
-
-import nbformat
+from typing import Any, Protocol
 
 from agent_magics.apply_patch.files import ConfinedFiles, PlainFiles
 from agent_magics.errors import RespondToModel
@@ -89,14 +87,24 @@ class LiveNotebook(Protocol):
         ...
 
 
-_NBFORMAT: Any = cast(Any, nbformat)  # its reader and writer carry no annotations
+def nbformat_module() -> Any:
+    """nbformat, imported when a notebook is first read or written: with jsonschema's
+    format checkers installed (they come with JupyterLab) its import takes about a
+    second, which loading the extension must not pay. Typed ``Any``: its reader and
+    writer carry no annotations."""
+    import nbformat
+
+    return nbformat
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def parse(data: bytes, path: Path) -> Any:
     """The notebook in ``data``, as nbformat reads it (its own version kept)."""
+    nbformat = nbformat_module()
     try:
-        nb = _NBFORMAT.reads(data.decode("utf-8"), as_version=nbformat.NO_CONVERT)
+        nb = nbformat.reads(data.decode("utf-8"), as_version=nbformat.NO_CONVERT)
         nbformat.validate(nb)
     except (UnicodeDecodeError, ValueError, nbformat.ValidationError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -215,8 +223,9 @@ def is_own_notebook(path: Path, env: dict[str, str] | os._Environ[str] = os.envi
 
 def dumps(nb: Any) -> bytes:
     """The notebook as nbformat writes it, validated first (ValidationError if not)."""
+    nbformat = nbformat_module()
     nbformat.validate(nb)
-    text: str = _NBFORMAT.writes(nb, version=nbformat.NO_CONVERT)
+    text: str = nbformat.writes(nb, version=nbformat.NO_CONVERT)
     return text.encode("utf-8") + b"\n"
 
 

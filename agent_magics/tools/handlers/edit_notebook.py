@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import nbformat
 from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
@@ -42,6 +41,7 @@ from agent_magics.tools.notebook_doc import (
     find_cell,
     is_own_notebook,
     live_unavailable,
+    nbformat_module,
     plain_replace,
     read_notebook_file,
 )
@@ -61,12 +61,6 @@ DESCRIPTION = (
     "The notebook stays valid; a replaced code cell loses its stale outputs."
 )
 
-_NEW_CELL: dict[str, Any] = {
-    "code": nbformat.v4.new_code_cell,
-    "markdown": nbformat.v4.new_markdown_cell,
-    "raw": nbformat.v4.new_raw_cell,
-}
-
 
 class EditNotebookArgs(BaseModel):
     path: str
@@ -77,7 +71,10 @@ class EditNotebookArgs(BaseModel):
 
 
 def _new_cell(nb: Any, kind: str, source: str) -> Any:
-    cell = _NEW_CELL[kind](source)
+    """A new ``code``, ``markdown`` or ``raw`` cell for ``nb``."""
+    v4 = nbformat_module().v4
+    make = {"code": v4.new_code_cell, "markdown": v4.new_markdown_cell, "raw": v4.new_raw_cell}
+    cell = make[kind](source)
     if (nb.nbformat, nb.nbformat_minor) < (4, 5):
         del cell["id"]  # ids came with nbformat 4.5; an older notebook must not have them
     return cell
@@ -117,7 +114,7 @@ def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
 def _validated(nb: Any) -> bytes:
     try:
         return dumps(nb)
-    except nbformat.ValidationError as exc:
+    except nbformat_module().ValidationError as exc:
         first = str(exc).strip().splitlines()[0]
         raise RespondToModel(f"the edit would make the notebook invalid: {first}") from None
 
