@@ -90,6 +90,9 @@ class SessionConfig(BaseModel):
     """MCP servers whose tools the agent gets (``[mcp_servers.NAME]`` tables)."""
     log_dir: Path | None = None
     """Where MCP servers' stderr logs go (default: ``~/.agent_magics/logs``)."""
+    sessions_dir: Path | Literal[False] | None = None
+    """Where sessions are saved as they run, one JSONL file each (default:
+    ``.agent_magics/sessions`` in the working folder; ``false``: not saved)."""
 
     @field_validator("experimental_supported_tools", mode="before")
     @classmethod

@@ -1,0 +1,116 @@
+"""The sessions of a folder, listed cheaply: each file's head (its settings line and
+first prompt) and tail (its last turn and token count), not the whole file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_magics.config import SessionConfig
+from agent_magics.store.log import META, SUFFIX, parse_lines
+from agent_magics.store.signing import session_key, verify
+
+DEFAULT_SESSIONS_DIR = Path(".agent_magics") / "sessions"
+HEAD_BYTES = 64 * 1024
+"""How much of a file's start is read for its settings line and first prompt (more, up
+to :data:`MAX_HEAD_BYTES`, when the settings line is longer)."""
+MAX_HEAD_BYTES = 4 * 1024 * 1024
+TAIL_BYTES = 64 * 1024
+"""How much of a file's end is read for its last turn and token count."""
+
+
+def sessions_folder(config: SessionConfig) -> Path | None:
+    """Where this session's file goes: ``sessions_dir`` (relative to the working folder),
+    or ``.agent_magics/sessions`` there; None when saving is off, or when the default
+    folder leads out of the working folder through a symlink (a cloned repository could
+    plant one to make us write elsewhere)."""
+    chosen = config.sessions_dir
+    if chosen is False:
+        return None
+    if chosen is None:
+        folder = config.cwd / DEFAULT_SESSIONS_DIR
+        if not folder.resolve().is_relative_to(config.cwd.resolve()):
+            return None
+        return folder
+    return config.cwd / Path(chosen).expanduser()
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One line of the list of sessions."""
+
+    id: str
+    path: Path
+    started: str
+    model: str
+    first_prompt: str
+    turns: int
+    tokens: int
+    verified: bool
+    """Written by this user's agent_magics (its settings line carries our signature)."""
+    mtime: float
+
+
+def _head(handle: Any, size: int) -> bytes:
+    data: bytes = handle.read(min(size, HEAD_BYTES))
+    while b"\n" not in data and len(data) < min(size, MAX_HEAD_BYTES):
+        more = handle.read(HEAD_BYTES)
+        if not more:
+            break
+        data += more
+    return data
+
+
+def session_info(path: Path, key: bytes) -> SessionInfo | None:
+    """What the list shows of one file; None when it is not a readable session file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        head = _head(handle, st.st_size)
+        if st.st_size > len(head) + TAIL_BYTES:
+            handle.seek(st.st_size - TAIL_BYTES)
+            tail = handle.read().split(b"\n", 1)[-1]  # from the first whole line
+        else:
+            tail = head[head.rfind(b"\n") + 1 :] + handle.read()
+    records = parse_lines(head)[0] + parse_lines(tail)[0]
+    metas = [r for r in records if r["type"] == META]
+    if not metas:
+        return None
+    signed = [m for m in metas if verify(m, key)]
+    meta = signed[-1] if signed else metas[0]
+    saved = meta.get("config")
+    config: dict[str, Any] = saved if isinstance(saved, dict) else {}
+    prompts = [r.get("prompt") for r in records if r["type"] == "turn_started"]
+    turns = [r["turn"] for r in records if isinstance(r.get("turn"), int)]
+    ended = [r for r in records if r["type"] == "turn_ended"]
+    tokens = ended[-1].get("session_tokens", 0) if ended else 0
+    return SessionInfo(
+        id=path.name.removesuffix(SUFFIX),
+        path=path,
+        started=str(meta.get("started", "")),
+        model=str(config.get("model", "")),
+        first_prompt=str(prompts[0]) if prompts else "",
+        turns=max(turns, default=0),
+        tokens=tokens if isinstance(tokens, int) else 0,
+        verified=bool(signed),
+        mtime=st.st_mtime,
+    )
+
+
+def list_sessions(folder: Path, *, key: bytes | None = None) -> list[SessionInfo]:
+    """The sessions in ``folder``, the most recently written first."""
+    try:
+        paths = [p for p in folder.iterdir() if p.name.endswith(SUFFIX)]
+    except OSError:
+        return []
+    key = key if key is not None else session_key()
+    found = [info for info in (session_info(p, key) for p in paths) if info is not None]
+    return sorted(found, key=lambda s: (s.mtime, s.started), reverse=True)

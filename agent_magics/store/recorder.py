@@ -1,0 +1,168 @@
+"""What keeps a session's file up to date: it listens to the session's events and is
+told when items join its history (``Session.on_history``), and writes each at once."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_magics.events import (
+    ApprovalDecided,
+    Event,
+    ToolCallFinished,
+    ToolCallProposed,
+    TurnAbortedEvent,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+)
+from agent_magics.store.log import SessionLog, now_iso
+
+if TYPE_CHECKING:
+    from agent_magics.session import Session
+
+_log = logging.getLogger("agent_magics")
+
+
+def usage_record(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "reasoning_output_tokens": usage.reasoning_output_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+class SessionRecorder:
+    """Writes ``session`` to ``folder/<id>.jsonl`` while it runs (the id is the session's
+    ``thread_id``). ``turns``: how many turns the file already holds (a resumed session);
+    the history the session already has is taken as written."""
+
+    def __init__(self, session: Session, folder: Path, *, turns: int = 0) -> None:
+        self.session = session
+        self.folder = folder
+        self.log = SessionLog.open(folder, session.thread_id, session.config, session.redact.text)
+        self.turn = turns
+        self._written = len(session.history) if turns else 0
+        self._in_turn = False
+        self._tools: dict[str, str] = {}
+        self._turn_usage = Usage()
+        self._unsubscribe = session.subscribe(self._on_event)
+        session.on_history = self.sync
+
+    @property
+    def id(self) -> str:
+        return self.log.id
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Add a record of the current turn (``turn`` is filled in when absent)."""
+        self.log.write({**record, "turn": record.get("turn", self.turn)})
+
+    def sync(self) -> None:
+        """Write the history items not yet written (only within a turn: the items that
+        open a turn are written after its ``turn_started``)."""
+        history = self.session.history
+        if not self._in_turn:
+            return
+        if self._written > len(history):  # the conversation was reset
+            self._written = 0
+        for item in history[self._written :]:
+            self.log.write({"type": "item", "turn": self.turn, "item": item.wire()})
+        self._written = len(history)
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, TurnStarted):
+            self._start(event.prompt)
+            return
+        self.sync()
+        if isinstance(event, ToolCallProposed):
+            self._tools[event.call_id] = event.tool_name
+        elif isinstance(event, ApprovalDecided):
+            self.write(
+                {
+                    "type": "decision",
+                    "call_id": event.call_id,
+                    "tool": self._tools.get(event.call_id, ""),
+                    "decision": event.decision.value,
+                    "by": "policy" if event.cached else "user",
+                }
+            )
+        elif isinstance(event, ToolCallFinished):
+            self.write(
+                {
+                    "type": "tool_finished",
+                    "call_id": event.call_id,
+                    "tool": event.tool_name,
+                    "status": "ok" if event.success else "failed",
+                    "duration_s": round(event.duration_s, 3),
+                }
+            )
+        elif isinstance(event, TurnFinished):
+            self._end("done", event.usage)
+        elif isinstance(event, TurnAbortedEvent):
+            self._end("aborted", None, event.reason)
+        elif type(event).__name__ == "TurnDiff":
+            self._turn_diff(event)
+
+    def _start(self, prompt: str) -> None:
+        if self._in_turn:  # the turn before failed without telling
+            self._end("failed", None, "the turn ended without a result")
+        if self.session.thread_id != self.log.id:  # a new conversation: a new file
+            self.log.close()
+            self.log = SessionLog.open(
+                self.folder, self.session.thread_id, self.session.config, self.session.redact.text
+            )
+            self.turn, self._written = 0, 0
+        self.turn += 1
+        self._in_turn = True
+        self.log.write(
+            {"type": "turn_started", "turn": self.turn, "time": now_iso(), "prompt": prompt}
+        )
+        self.sync()
+
+    def fail(self, message: str) -> None:
+        """The turn ended with an error (a front end says it: the session does not)."""
+        if self._in_turn:
+            self.sync()
+            self._end("failed", None, message)
+
+    def _end(self, status: str, usage: Usage | None, error: str | None = None) -> None:
+        if not self._in_turn:
+            return
+        self.sync()
+        self._in_turn = False
+        record: dict[str, Any] = {"type": "turn_ended", "turn": self.turn, "time": now_iso()}
+        record["status"] = status
+        record["usage"] = usage_record(usage or Usage())
+        record["error"] = error
+        record["session_tokens"] = self.session.usage.total_tokens
+        self.log.write(record)
+
+    def _turn_diff(self, event: Any) -> None:
+        files = [
+            {"path": f.path, "status": f.status, "diff": f.diff}
+            for f in getattr(event, "files", ())
+        ]
+        self.write({"type": "turn_diff", "files": files})
+
+    def close(self) -> None:
+        self._unsubscribe()
+        if self.session.on_history == self.sync:
+            self.session.on_history = None
+        self.log.close()
+
+
+def record_session(
+    session: Session, folder: Path | None, *, turns: int = 0
+) -> SessionRecorder | None:
+    """A recorder for ``session`` in ``folder`` (None: not saved), or None with a warning
+    when the file cannot be made: the session runs without it."""
+    if folder is None:
+        return None
+    try:
+        return SessionRecorder(session, folder, turns=turns)
+    except OSError as exc:
+        _log.warning("Cannot save the session in %s: %s", folder, exc)
+        return None

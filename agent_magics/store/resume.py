@@ -1,0 +1,132 @@
+"""Continuing a saved session: which file, which settings, and the session it becomes.
+
+The settings of a file count only when its settings line carries this user's signature
+(:mod:`.signing`): a file planted in a cloned repository could otherwise turn approvals
+off, lift the sandbox or send the API key to a server of its choosing. An unsigned file
+gives its history only, and only when the person named it by its id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_magics.errors import UserError
+from agent_magics.events import Usage
+from agent_magics.models.secret import REDACTED
+from agent_magics.store.index import SessionInfo, list_sessions
+from agent_magics.store.log import LoadedSession, read_session
+from agent_magics.store.signing import session_key
+
+if TYPE_CHECKING:
+    from agent_magics.session import Session
+
+LAST = "last"
+RESUMED_SETTINGS = (
+    "model",
+    "provider",
+    "base_url",
+    "approval_policy",
+    "sandbox_mode",
+    "cwd",
+    "reasoning_effort",
+    "instructions",
+    "apply_patch_tool_type",
+    "experimental_supported_tools",
+    "shell_type",
+    "allow_login_shell",
+    "tool_output_token_limit",
+    "parallel_tool_calls",
+    "supports_images",
+    "mcp_servers",
+)
+"""What a resumed session takes from its (signed) file, below the options given now."""
+
+
+@dataclass
+class Resume:
+    """A session to continue: its file read back, the settings it gives, what to say."""
+
+    loaded: LoadedSession
+    settings: dict[str, Any]
+    turns: int
+    usage: Usage
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.loaded.id
+
+
+def find_session(folder: Path, ref: str, *, key: bytes | None = None) -> SessionInfo:
+    """The session ``ref`` names: ``last`` (the newest one this user's agent_magics
+    wrote), an id or the start of one. Raises UserError with one sentence."""
+    sessions = list_sessions(folder, key=key)
+    if ref == LAST:
+        ours = [s for s in sessions if s.verified]
+        if not ours:
+            raise UserError(f"No saved session to resume in {folder}.")
+        return ours[0]
+    matches = [s for s in sessions if s.id == ref] or [s for s in sessions if s.id.startswith(ref)]
+    if not matches:
+        raise UserError(f"No saved session {ref!r} in {folder} (%agent sessions lists them).")
+    if len(matches) > 1:
+        raise UserError(f"{ref!r} starts {len(matches)} session ids; give more of it.")
+    return matches[0]
+
+
+def load_resume(folder: Path, ref: str, *, key: bytes | None = None) -> Resume:
+    """Read the session ``ref`` names, for a front end to continue (see :func:`continue_in`)."""
+    key = key if key is not None else session_key()
+    info = find_session(folder, ref or LAST, key=key)
+    try:
+        loaded = read_session(info.path, key=key)
+    except OSError as exc:
+        raise UserError(f"Cannot read session {info.id}: {exc}.") from None
+    notes = [f"Resuming session {loaded.id} ({len(loaded.history)} items)."]
+    if not loaded.verified:
+        notes.append(
+            f"Session {loaded.id} was not written by your agent_magics, so its settings "
+            "are ignored: only its history is loaded."
+        )
+    if loaded.damaged:
+        notes.append(
+            f"Session {loaded.id} is damaged: {loaded.damaged}; it resumes from the good items."
+        )
+    turns = [r["turn"] for r in loaded.records if isinstance(r.get("turn"), int)]
+    ended = [r for r in loaded.records if r["type"] == "turn_ended"]
+    tokens = ended[-1].get("session_tokens", 0) if ended else 0
+    return Resume(
+        loaded,
+        resumed_settings(loaded.config),
+        max(turns, default=0),
+        Usage(total_tokens=tokens if isinstance(tokens, int) else 0),
+        notes,
+    )
+
+
+def resumed_settings(saved: dict[str, Any]) -> dict[str, Any]:
+    """The settings a session takes from its signed file. An MCP server whose secrets
+    were left out when it was saved is not taken (the one configured now stands)."""
+    settings = {k: saved[k] for k in RESUMED_SETTINGS if saved.get(k) is not None}
+    servers = settings.get("mcp_servers")
+    if isinstance(servers, dict):
+        settings["mcp_servers"] = {
+            name: server
+            for name, server in servers.items()
+            if isinstance(server, dict) and not _redacted(server)
+        }
+    return settings
+
+
+def _redacted(server: dict[str, Any]) -> bool:
+    tables = (server.get("env") or {}, server.get("http_headers") or {})
+    return any(REDACTED in str(v) for table in tables for v in table.values())
+
+
+def continue_in(session: Session, resume: Resume) -> None:
+    """Make the new ``session`` the saved one: its history, id and token count."""
+    session.history = list(resume.loaded.history)
+    session.thread_id = resume.id
+    session.usage = resume.usage

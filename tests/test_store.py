@@ -1,0 +1,260 @@
+"""Sessions on disk: a real turn written and read back, secrets kept out of the file,
+torn and killed files that still load and resume, and planted files whose settings are
+never taken."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics import Session, SessionConfig
+from agent_magics.mcp.config import McpServerConfig
+from agent_magics.store import read_session
+from agent_magics.store.index import list_sessions, sessions_folder
+from agent_magics.store.log import UNFINISHED_CALL_OUTPUT, SessionLog
+from agent_magics.store.recorder import SessionRecorder
+from agent_magics.store.signing import session_key
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+
+KEY = "sk-store-secret-0123456789abcdef"
+HEADER_TOKEN = "hdr-token-5f1e2d3c4b5a69788796"
+PLAN = {"plan": [{"step": "look", "status": "in_progress"}]}
+WAIT_S = 60.0
+
+
+def sessions(ws: Path) -> list[Path]:
+    return sorted((ws / ".agent_magics" / "sessions").glob("*.jsonl"))
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# -- in process ------------------------------------------------------------------------
+
+
+async def test_a_turn_is_written_as_it_happens_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    script = [[function_call("update_plan", PLAN, "c1")], [message("planned")]]
+    with ScriptedResponsesServer(script) as server:
+        config = SessionConfig(
+            model="m", base_url=server.base_url, cwd=tmp_path, api_key=KEY, shell_type="disabled"
+        )
+        session = Session(config)
+        recorder = SessionRecorder(session, sessions_folder(config) or tmp_path)
+        await session.run_turn("make a plan")
+        await session.aclose()
+        recorder.close()
+    [path] = sessions(tmp_path)
+    assert path.name == f"{session.thread_id}.jsonl"
+    assert path.stat().st_mode & 0o777 == 0o600
+    loaded = read_session(path)
+    assert loaded.verified and loaded.damaged is None
+    assert [i.wire() for i in loaded.history] == [i.wire() for i in session.history]
+    kinds = [r["type"] for r in loaded.records]
+    assert kinds[:2] == ["session_meta", "turn_started"]
+    assert kinds[-1] == "turn_ended" and "tool_finished" in kinds
+    ended = loaded.records[-1]
+    assert ended["status"] == "done" and ended["usage"]["total_tokens"] > 0
+    assert ended["session_tokens"] == session.usage.total_tokens
+    assert loaded.config["model"] == "m" and loaded.config["base_url"] == server.base_url
+
+
+async def test_secrets_never_reach_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key as OPENAI_API_KEY and as the configured key, an MCP header: the model
+    repeats the key, a tool call carries it, the prompt holds it; the file has none."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    plan = {"explanation": f"use {KEY}", **PLAN}
+    script = [[function_call("update_plan", plan, "c1")], [message(f"the key is {KEY}")]]
+    server_config = McpServerConfig(
+        url="http://127.0.0.1:9/mcp",
+        http_headers={"Authorization": f"Bearer {HEADER_TOKEN}"},
+        enabled=False,
+    )
+    with ScriptedResponsesServer(script) as server:
+        config = SessionConfig(
+            model="m",
+            base_url=server.base_url,
+            cwd=tmp_path,
+            api_key=KEY,
+            shell_type="disabled",
+            mcp_servers={"docs": server_config},
+        )
+        session = Session(config)
+        recorder = SessionRecorder(session, tmp_path / "s")
+        await session.run_turn(f"remember {KEY} and {HEADER_TOKEN}")
+        await session.aclose()
+        recorder.close()
+        sent = server.headers[0]
+    assert any(KEY in value for value in sent.values())  # the key did go to the server
+    data = (tmp_path / "s" / f"{session.thread_id}.jsonl").read_bytes()
+    for secret in (KEY, HEADER_TOKEN, "Bearer", KEY[:16], KEY[-16:]):
+        assert secret.encode() not in data, secret
+    assert b"[redacted]" in data
+
+
+def test_a_torn_last_line_is_skipped_and_said(tmp_path: Path) -> None:
+    key = session_key(tmp_path)
+    log = SessionLog.open(tmp_path, "abc", SessionConfig(cwd=tmp_path), str, key=key)
+    log.write({"type": "turn_started", "turn": 1, "prompt": "p"})
+    call = function_call("shell", {"command": ["ls"]}, "c1")
+    log.write({"type": "item", "turn": 1, "item": call})
+    log.write({"type": "item", "turn": 1, "item": {"type": "function_call", "name": "x"}})
+    log.close()
+    path = tmp_path / "abc.jsonl"
+    with path.open("ab") as out:
+        out.write(b'{"type": "item", "turn": 1, "item": {"type": "mess')
+    loaded = read_session(path, key=key)
+    assert loaded.verified
+    assert loaded.damaged == (
+        "skipped 1 unreadable line (the last one, cut off mid-line) and "
+        "1 item that are not valid history"
+    )
+    assert [i.wire() for i in loaded.history] == [
+        call,
+        {"type": "function_call_output", "call_id": "c1", "output": UNFINISHED_CALL_OUTPUT},
+    ]
+    # Appending after a torn line starts a new line: the torn one stays one bad line.
+    SessionLog.open(tmp_path, "abc", SessionConfig(cwd=tmp_path), str, key=key).close()
+    again = read_session(path, key=key)
+    assert again.records[-1]["resumed"] is True and len(again.history) == 2
+
+
+def test_the_list_reads_head_and_tail_of_big_files(tmp_path: Path) -> None:
+    key = session_key(tmp_path)
+    log = SessionLog.open(tmp_path, "big", SessionConfig(cwd=tmp_path, model="m1"), str, key=key)
+    log.write({"type": "turn_started", "turn": 1, "prompt": "first question"})
+    for turn in range(1, 200):
+        item = message("x" * 2000)
+        log.write({"type": "item", "turn": turn, "item": item})
+        log.write({"type": "turn_ended", "turn": turn, "session_tokens": turn * 10})
+    log.close()
+    assert (tmp_path / "big.jsonl").stat().st_size > 300_000
+    [info] = list_sessions(tmp_path, key=key)
+    assert (info.id, info.model, info.first_prompt) == ("big", "m1", "first question")
+    assert (info.turns, info.tokens, info.verified) == (199, 1990, True)
+    assert list_sessions(tmp_path, key=session_key(tmp_path / "other"))[0].verified is False
+
+
+def test_a_symlinked_file_or_folder_is_not_written_through(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    (ws / ".agent_magics").mkdir(parents=True)
+    (ws / ".agent_magics" / "sessions").symlink_to(outside)
+    assert sessions_folder(SessionConfig(cwd=ws)) is None
+    assert sessions_folder(SessionConfig(cwd=ws, sessions_dir=False)) is None
+    target = outside / "victim"
+    target.write_text("keep\n")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "x.jsonl").symlink_to(target)
+    with pytest.raises(OSError):
+        SessionLog.open(tmp_path / "s", "x", SessionConfig(cwd=ws), str, key=b"k")
+    assert target.read_text() == "keep\n"
+
+
+# -- agent-magics exec -----------------------------------------------------------------
+
+
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    return env | {"HOME": str(tmp_path / "home"), "OPENAI_API_KEY": KEY}
+
+
+def exec_argv(base_url: str, *extra: str) -> list[str]:
+    argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+    return [*argv, "--base-url", base_url, "-m", "m", *extra]
+
+
+def run_exec(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return subprocess.run(
+        argv, env=cli_env(tmp_path), cwd=ws, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def user_texts(request: dict[str, Any]) -> list[str]:
+    return [
+        part.get("text", "")
+        for item in request["input"]
+        if item.get("type") == "message"
+        for part in item.get("content", [])
+    ]
+
+
+@pytest.mark.slow
+def test_exec_writes_a_session_and_resume_sends_its_history(tmp_path: Path) -> None:
+    with ScriptedResponsesServer([[message("first answer")], [message("second")]]) as server:
+        first = run_exec(tmp_path, exec_argv(server.base_url, "what is one"))
+        assert first.returncode == 0, first.stderr
+        [path] = sessions(tmp_path / "ws")
+        assert f"session: {path.stem}\n" in first.stderr
+        with path.open("r+b") as f:  # cut the file in the middle of its last line
+            f.truncate(path.stat().st_size - 20)
+        second = run_exec(tmp_path, exec_argv(server.base_url, "--resume", "last", "and two"))
+        assert second.returncode == 0, second.stderr
+        resumed = server.requests[1]
+    assert "is damaged: skipped 1 unreadable line" in second.stderr
+    assert f"session: {path.stem}\n" in second.stderr
+    assert sessions(tmp_path / "ws") == [path]
+    texts = user_texts(resumed)
+    assert texts[-2:] == ["what is one", "and two"] or texts[-1] == "and two"
+    assert "what is one" in texts
+    assert any(
+        i.get("role") == "assistant" and "first answer" in json.dumps(i) for i in resumed["input"]
+    )
+    records = read_session(path, key=session_key(tmp_path / "home")).records
+    assert [r["turn"] for r in records if r["type"] == "turn_started"] == [1, 2]
+    assert [r.get("resumed") for r in records if r["type"] == "session_meta"] == [None, True]
+
+
+@pytest.mark.slow
+def test_kill_9_in_the_middle_of_a_turn_leaves_a_file_that_resumes(tmp_path: Path) -> None:
+    sleep = function_call("shell", {"command": ["sleep", "60"]}, "c-sleep")
+    with ScriptedResponsesServer([[sleep], [message("resumed fine")]]) as server:
+        argv = exec_argv(
+            server.base_url, "-a", "never", "-s", "danger-full-access", "-c",
+            'shell_type="shell"', "sleep a while",
+        )  # fmt: skip
+        (tmp_path / "ws").mkdir()
+        proc = subprocess.Popen(
+            argv, env=cli_env(tmp_path), cwd=tmp_path / "ws", stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while time.monotonic() < deadline:
+                found = sessions(tmp_path / "ws")
+                if found and b"c-sleep" in found[0].read_bytes():
+                    break
+                time.sleep(0.1)
+            time.sleep(0.5)  # the command is running
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait()
+        [path] = sessions(tmp_path / "ws")
+        loaded = read_session(path, key=session_key(tmp_path / "home"))
+        assert loaded.damaged is None and loaded.verified
+        assert loaded.history[-1].wire()["output"] == UNFINISHED_CALL_OUTPUT
+        again = run_exec(tmp_path, exec_argv(server.base_url, "--resume", path.stem[:8], "go on"))
+        assert again.returncode == 0, again.stderr
+        sent = server.requests[1]["input"]
+    assert again.stdout == "resumed fine\n"
+    outputs = {i["call_id"]: i["output"] for i in sent if i.get("type") == "function_call_output"}
+    assert outputs == {"c-sleep": UNFINISHED_CALL_OUTPUT}
+    assert user_texts(server.requests[1])[-2:] == ["sleep a while", "go on"]
