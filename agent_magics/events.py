@@ -159,6 +159,25 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class FileDiff:
+    """One file a turn changed: its path (relative to the working folder when inside it),
+    ``added``, ``modified`` or ``deleted``, and a unified diff (or a sentence saying why
+    there is none: a binary file, one too large to keep)."""
+
+    path: str
+    status: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class TurnDiff:
+    """The files the turn changed, with their diffs, emitted before the turn's end."""
+
+    turn: int
+    files: tuple[FileDiff, ...]
+
+
+@dataclass(frozen=True)
 class TurnFinished:
     final_text: str
     usage: Usage = field(default_factory=Usage)
@@ -193,6 +212,7 @@ Event = (
     | PlanUpdated
     | ImageViewed
     | RetryScheduled
+    | TurnDiff
     | TurnFinished
     | TurnFailed
     | TurnAbortedEvent

@@ -93,6 +93,9 @@ class SessionServices:
     emit: EventSink = ignore_events
     approvals: ApprovalStore = field(default_factory=ApprovalStore)
     pending_user_messages: list[str] = field(default_factory=list)
+    before_write: Callable[[list[Path]], None] = lambda paths: None
+    """Told the paths a tool is about to write or remove, before it touches them (the
+    turn's diff keeps their original content)."""
     _state: dict[str, Any] = field(default_factory=dict)
 
     def state(self, key: str, factory: Callable[[], T]) -> T:

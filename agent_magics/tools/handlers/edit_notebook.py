@@ -178,6 +178,7 @@ class EditNotebookHandler:
         data, line = await asyncio.to_thread(_prepare, path, args)
 
         async def write_file(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
+            inv.services.before_write([path])
             try:
                 if confined is not None:
                     files = confined_files(list(confined))

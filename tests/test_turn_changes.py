@@ -1,0 +1,312 @@
+"""The turn's diff and undo, with a real session against the scripted server and real files."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics import Session, SessionConfig
+from agent_magics.events import Event, FileDiff, TurnDiff
+from agent_magics.store import scan
+from agent_magics.store.changes import undo_folder
+from agent_magics.store.diff import ABSENT, FileState, file_diff
+from agent_magics.store.index import sessions_folder
+from agent_magics.store.undo import UndoPlan, apply_undo, plan_undo, undo_last_turn
+from agent_magics.testing import (
+    ScriptedResponsesServer,
+    Turn,
+    custom_tool_call,
+    function_call,
+    message,
+)
+
+KEY = "sk-turn-diff-secret-123456789"
+PATCH = """\
+*** Begin Patch
+*** Update File: keep.py
+@@
+ a = 1
+-b = 2
++b = 3
+*** Add File: new.txt
++hello
+*** Delete File: gone.txt
+*** End Patch
+"""
+REVERTED = (
+    "The user reverted the changes of your last turn to: cmd.txt, gone.txt, keep.py, new.txt."
+)
+
+
+def make_session(cwd: Path, base_url: str, **extra: Any) -> Session:
+    settings: dict[str, Any] = {
+        "model": "m",
+        "base_url": base_url,
+        "cwd": cwd,
+        "api_key": KEY,
+        "shell_type": "unified_exec",
+        "approval_policy": "never",
+        "sandbox_mode": "workspace-write",
+    } | extra
+    return Session(SessionConfig(**settings))
+
+
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "keep.py").write_text("a = 1\nb = 2\n")
+    (ws / "keep.py").chmod(0o755)
+    (ws / "gone.txt").write_text("bye\n")
+    (ws / "cmd.txt").write_text("one\n")
+    (ws / "same.txt").write_text("untouched\n")
+    (ws / "node_modules").mkdir()
+    (ws / "node_modules" / "dep.js").write_text("x\n")
+    return ws
+
+
+SCRIPT: list[Turn] = [
+    [custom_tool_call("apply_patch", PATCH, "c1")],
+    [
+        function_call(
+            "exec_command",
+            {"cmd": "printf 'two\\n' >> cmd.txt; echo y >> node_modules/dep.js"},
+            "c2",
+        )
+    ],
+    [message("changed")],
+]
+
+
+def snapshot(ws: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.name: (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+        for p in ws.iterdir()
+        if p.is_file()
+    }
+
+
+async def run_changing_turn(ws: Path, server: ScriptedResponsesServer) -> tuple[Session, TurnDiff]:
+    session = make_session(ws, server.base_url)
+    events: list[Event] = []
+    session.subscribe(events.append)
+    await session.run_turn("change things")
+    diffs = [e for e in events if isinstance(e, TurnDiff)]
+    assert len(diffs) == 1
+    return session, diffs[0]
+
+
+async def test_the_turn_diff_has_each_patched_created_deleted_and_command_changed_file(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path)
+    with ScriptedResponsesServer(SCRIPT) as server:
+        session, event = await run_changing_turn(ws, server)
+        await session.aclose()
+    new_mode = stat.S_IMODE((ws / "new.txt").stat().st_mode)
+    assert event.files == (
+        FileDiff(
+            "cmd.txt",
+            "modified",
+            "diff --git a/cmd.txt b/cmd.txt\n--- a/cmd.txt\n+++ b/cmd.txt\n"
+            "@@ -1 +1,2 @@\n one\n+two\n",
+        ),
+        FileDiff(
+            "gone.txt",
+            "deleted",
+            "diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n"
+            "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n",
+        ),
+        FileDiff(
+            "keep.py",
+            "modified",
+            "diff --git a/keep.py b/keep.py\n--- a/keep.py\n+++ b/keep.py\n"
+            "@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n+b = 3\n",
+        ),
+        FileDiff(
+            "new.txt",
+            "added",
+            f"diff --git a/new.txt b/new.txt\nnew file mode 100{new_mode:o}\n"
+            "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n",
+        ),
+    )
+
+
+async def test_undo_restores_bytes_and_modes_and_the_next_request_says_so(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path)
+    before = snapshot(ws)
+    with ScriptedResponsesServer(SCRIPT) as server:
+        session, _ = await run_changing_turn(ws, server)
+        last = session.changes.last
+        assert last is not None
+        plan = plan_undo(last)
+        assert plan.refusal is None
+        assert [c.shown for c in plan.restore] == ["cmd.txt", "gone.txt", "keep.py", "new.txt"]
+        text = undo_last_turn(session.changes, plan)
+        assert text == "Restored to their state before the last turn: " + REVERTED.split(": ")[1]
+        after = snapshot(ws)
+        before.pop("dep.js", None)
+        assert after == before
+        assert after["keep.py"][1] == 0o755
+        assert session.changes.last is None  # a second undo has nothing to do
+        await session.run_turn("go on")
+        await session.aclose()
+    texts = [c.get("text") for i in server.requests[-1]["input"] for c in i.get("content", [])]
+    assert texts[-2:] == [REVERTED, "go on"]
+    assert REVERTED not in str(server.requests[-2])
+
+
+async def test_undo_refuses_in_one_sentence_when_a_file_changed_since(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    with ScriptedResponsesServer(SCRIPT) as server:
+        session, _ = await run_changing_turn(ws, server)
+        await session.aclose()
+    (ws / "keep.py").write_text("a = 1\nb = 3\nc = 4\n")
+    (ws / "new.txt").chmod(0o600)  # the mode alone counts too
+    changed = snapshot(ws)
+    assert session.changes.last is not None
+    plan = plan_undo(session.changes.last)
+    assert plan.refusal == (
+        "Undo refused: keep.py, new.txt changed after the last turn ended, and restoring "
+        "would lose that change; nothing was restored."
+    )
+    assert snapshot(ws) == changed
+
+
+async def test_undo_cannot_write_outside_the_working_folder_through_a_swapped_symlink(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / "a.py").write_text("old\n")
+    patch = "*** Begin Patch\n*** Update File: sub/a.py\n@@\n-old\n+new\n*** End Patch\n"
+    script: list[Turn] = [[custom_tool_call("apply_patch", patch, "c1")], [message("ok")]]
+    with ScriptedResponsesServer(script) as server:
+        session = make_session(ws, server.base_url)
+        await session.run_turn("edit")
+        await session.aclose()
+    outside = tmp_path / "outside"
+    (ws / "sub").rename(outside)
+    (ws / "sub").symlink_to(outside)  # same content, so only the path betrays it
+    last = session.changes.last
+    assert last is not None
+    assert plan_undo(last).refusal is not None
+    # Even past the check, the confined writer keeps the write in the working folder.
+    problems = apply_undo(UndoPlan(last, restore=list(last.changes)))
+    assert problems == ["sub/a.py could not be restored: Operation not permitted"]
+    assert (outside / "a.py").read_text() == "new\n"
+
+
+async def test_originals_stay_on_disk_in_a_private_folder_without_the_secrets(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path)
+    (ws / "creds.txt").write_text(f"key={KEY}\n")
+    patch = PATCH.replace("*** End Patch", "*** Delete File: creds.txt\n*** End Patch")
+    script: list[Turn] = [[custom_tool_call("apply_patch", patch, "c1")], [message("ok")]]
+    events: list[Event] = []
+    with ScriptedResponsesServer(script) as server:
+        session = make_session(ws, server.base_url)
+        session.subscribe(events.append)
+        await session.run_turn("edit")
+        await session.aclose()
+    folder = ws / ".agent_magics" / "sessions" / f"{session.thread_id}.undo"
+    assert folder == undo_folder(session.config, session.thread_id)
+    assert folder.parent == sessions_folder(session.config)  # beside the session files
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "turn-1").stat().st_mode) == 0o700
+    kept = sorted(p.read_bytes() for p in (folder / "turn-1").glob("*.orig"))
+    assert kept == [b"a = 1\nb = 2\n", b"bye\n"]  # creds.txt holds the key: memory only
+    for path in folder.rglob("*"):
+        assert path.is_dir() or KEY.encode() not in path.read_bytes()
+    assert KEY not in repr([e for e in events if isinstance(e, TurnDiff)])
+    # The secret-holding file still comes back: undo uses what was kept in memory.
+    assert session.changes.last is not None
+    undo_last_turn(session.changes, plan_undo(session.changes.last))
+    assert (ws / "creds.txt").read_text() == f"key={KEY}\n"
+
+
+async def test_a_turn_that_changes_nothing_emits_no_diff_and_has_nothing_to_undo(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path)
+    script: list[Turn] = [
+        [function_call("exec_command", {"cmd": "cat cmd.txt"}, "c1")],
+        [message("ok")],
+    ]
+    with ScriptedResponsesServer(script) as server:
+        session = make_session(ws, server.base_url)
+        events: list[Event] = []
+        session.subscribe(events.append)
+        await session.run_turn("look")
+        await session.aclose()
+    assert not [e for e in events if isinstance(e, TurnDiff)]
+    assert session.changes.last is not None
+    assert plan_undo(session.changes.last).refusal == (
+        "Nothing to undo: the last turn changed no file that can be restored."
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        pytest.param(
+            FileState(b"\x00\x01", 0o644),
+            FileState(b"\x00\x02", 0o644),
+            "diff --git a/f b/f\nBinary file f modified\n",
+            id="binary",
+        ),
+        pytest.param(
+            FileState(b"x", 0o644),
+            FileState(b"x", 0o755),
+            "diff --git a/f b/f\nold mode 100644\nnew mode 100755\n",
+            id="mode-only",
+        ),
+        pytest.param(
+            FileState(b"a\nb", 0o644),
+            FileState(b"a\nc", 0o644),
+            "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n"
+            "\\ No newline at end of file\n+c\n\\ No newline at end of file\n",
+            id="no-final-newline",
+        ),
+        pytest.param(
+            None,
+            FileState(b"big", 0o644),
+            "diff --git a/f b/f\nf: changed; it was too large to keep, so no diff\n",
+            id="not-kept",
+        ),
+    ],
+)
+def test_diffs_of_binary_mode_only_unterminated_and_unkept_files(
+    before: FileState | None, after: FileState, expected: str
+) -> None:
+    assert file_diff("f", before, after)[1] == expected
+
+
+def test_a_long_diff_is_cut_with_a_count_of_what_was_left_out() -> None:
+    after = FileState("".join(f"line {i}\n" for i in range(20_000)).encode(), 0o644)
+    status, diff = file_diff("f", ABSENT, after)
+    assert status == "added"
+    assert len(diff) < 41_000
+    kept = diff.count("\n") - 1
+    assert diff.endswith(f"... diff cut: {20_000 + 5 - kept} more lines\n")
+
+
+def test_the_scan_skips_heavy_folders_and_stops_at_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "x.js").write_text("x")
+    for i in range(5):
+        (tmp_path / f"f{i}").write_text(str(i))
+    found = scan.scan_folder(tmp_path, keep=True)
+    assert sorted(Path(p).name for p in found.stats) == ["f0", "f1", "f2", "f3", "f4"]
+    assert found.complete and len(found.kept) == 5
+    monkeypatch.setattr(scan, "MAX_SCAN_FILES", 3)
+    cut_short = scan.scan_folder(tmp_path, keep=False)
+    assert len(cut_short.stats) == 3 and not cut_short.complete
+    assert not cut_short.covers(tmp_path / "f9")
