@@ -229,3 +229,38 @@ class Kernel:
             elif m["msg_type"] == "error":
                 parts.append("\n".join(c["traceback"]))
         return "".join(parts)
+
+    # -- what a front end saves ------------------------------------------------------------
+
+    def saved_outputs(self, msg_id: str) -> list[dict[str, Any]]:
+        """The outputs a front end keeps for the cell run by ``msg_id``, as nbformat
+        dicts: its own messages in order, and every ``update_display_data`` (whichever
+        request sent it) applied to the outputs with that display id, as JupyterLab
+        does."""
+        outputs: list[dict[str, Any]] = []
+        by_display: dict[str, list[int]] = {}
+        for m in self.log:
+            kind, content = m["msg_type"], m["content"]
+            display_id = (content.get("transient") or {}).get("display_id")
+            if kind == "update_display_data":
+                shown = {"output_type": "display_data", "data": content["data"]}
+                for index in by_display.get(display_id, []):
+                    outputs[index] = {**shown, "metadata": content.get("metadata", {})}
+                continue
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            if kind == "stream":
+                last = outputs[-1] if outputs else None
+                if last and last["output_type"] == "stream" and last["name"] == content["name"]:
+                    last["text"] += content["text"]
+                else:
+                    outputs.append({"output_type": "stream", **content})
+            elif kind in ("display_data", "execute_result", "error"):
+                outputs.append({"output_type": kind, **content})
+                outputs[-1].pop("transient", None)
+                if display_id is not None:
+                    by_display.setdefault(display_id, []).append(len(outputs) - 1)
+            elif kind == "clear_output":
+                outputs.clear()
+                by_display.clear()
+        return outputs

@@ -16,6 +16,7 @@ from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.termsafe import terminal_safe
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.state import NoticeBlock, Transcript
+from agent_magics.ui.static_html import TranscriptDocument, settle
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 
 
@@ -64,6 +65,7 @@ class StaticTranscript:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = Transcript(policy_note=policy_note)
+        self._finished = False
         self._handle = show(Markdown(self.markdown()))
         self.throttle = Throttle(self._flush, schedule, interval, clock)
 
@@ -90,6 +92,16 @@ class StaticTranscript:
         self.state.fail(message)
         self.throttle.now()
 
+    def finish(self) -> None:
+        """The turn is over: the display becomes the static transcript, HTML beside the
+        markdown, as an interactive cell's does."""
+        settle(self.state)
+        self.throttle.cancel()
+        self._finished = True
+        self._flush()
+
     def _flush(self) -> None:
-        if self._handle is not None:
-            self._handle.update(Markdown(self.markdown()))
+        if self._handle is None:
+            return
+        shown = TranscriptDocument(self.state) if self._finished else Markdown(self.markdown())
+        self._handle.update(shown)

@@ -36,6 +36,8 @@ class TurnView(Protocol):
 
     def mark_queued(self) -> None: ...
 
+    def finish(self) -> None: ...
+
 
 def ipykernel_version() -> tuple[int, ...] | None:
     module = sys.modules.get("ipykernel")

@@ -21,6 +21,7 @@ from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import render
 from agent_magics.ui.state import Block, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.ui.static_html import TranscriptDocument, settle
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 
 Decide = Callable[[str, ReviewDecision], None]
@@ -159,7 +160,11 @@ class TranscriptBox(W.VBox):  # type: ignore[misc]
 
 
 class TranscriptView:
-    """An event sink that keeps the widgets in step with the turn."""
+    """An event sink that keeps the widgets in step with the turn.
+
+    ``handle`` is the display handle of ``root``: :meth:`finish` replaces the widgets
+    with the static transcript through it, so the saved notebook keeps the turn.
+    """
 
     def __init__(
         self,
@@ -179,6 +184,7 @@ class TranscriptView:
         self._views: dict[int, ToolCard | TextView | NoticeView] = {}
         self._dirty: dict[int, Block] = {}
         self.throttle = Throttle(self._flush, schedule, interval, clock)
+        self.handle: Any = None
         self._flush()
 
     def __call__(self, event: Event) -> None:
@@ -207,6 +213,17 @@ class TranscriptView:
         for tool in self.state.tools:
             self._dirty[id(tool)] = tool
         self.throttle.now()
+
+    def finish(self) -> None:
+        """The turn is over: draw its last state, then show the static transcript in
+        the widgets' place (it needs no kernel to be read)."""
+        settle(self.state)
+        self.throttle.cancel()
+        for tool in self.state.tools:
+            self._dirty[id(tool)] = tool
+        self._flush()
+        if self.handle is not None:
+            self.handle.update(TranscriptDocument(self.state))
 
     def _view_for(self, block: Block) -> ToolCard | TextView | NoticeView:
         view = self._views.get(id(block))

@@ -1,0 +1,166 @@
+"""The finished turn as one static HTML document, kept in the saved notebook.
+
+The live cards are widgets: a saved notebook opened without their kernel (a reload after
+a restart, GitHub, nbviewer, nbconvert) can only say "model not found", and JupyterLab's
+widget renderer does not fall back to the bundle's other types. So when a turn ends, its
+cell's display is replaced by :class:`TranscriptDocument`: this HTML beside the markdown
+of :mod:`.markdown`. Pure functions over :class:`~agent_magics.ui.state.Transcript`,
+built from the pieces of :mod:`.render` so it reads like the cards. Inline styles only,
+no script: sanitizers (JupyterLab's for untrusted notebooks, GitHub's) keep inline
+styles and ``<details>``, and everything the model or a tool wrote is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from agent_magics.events import TurnAbortedEvent
+from agent_magics.termsafe import terminal_safe
+from agent_magics.tools.approval import ReviewDecision
+from agent_magics.ui import render
+from agent_magics.ui.markdown import transcript_markdown
+from agent_magics.ui.render import PRE_STYLE, esc
+from agent_magics.ui.state import OPEN_STATUSES, NoticeBlock, TextBlock, ToolBlock, Transcript
+
+IMAGE_BUDGET_BYTES = 1_000_000
+"""Characters of image data URLs one transcript embeds; later images become a note."""
+EMBEDDED_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$")
+"""Images kept: raster data URLs only (an address would be fetched by whoever opens it)."""
+CARD_STYLE = "border:1px solid #d0d7de;border-radius:4px;padding:2px 8px;margin:4px 0"
+MUTED = "color:#6e7781"
+ROOT_STYLE = "margin:2px 0"
+
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+"""Answers as markdown; raw HTML in them is shown as text (``html`` off)."""
+
+
+def answer_html(text: str) -> str:
+    """The model's text, rendered as markdown; any HTML it wrote stays text."""
+    return str(_MARKDOWN.render(text))
+
+
+def decided_by(block: ToolBlock) -> str:
+    """How an approval was decided, and by whom (``""`` when nobody was asked)."""
+    d = block.decision
+    if d is None:
+        return ""
+    if block.remembered:
+        return "approved earlier for this session"
+    who = "the headless policy" if block.decided_by_policy else "the user"
+    return {
+        ReviewDecision.APPROVED: f"approved by {who}",
+        ReviewDecision.APPROVED_FOR_SESSION: f"approved for this session by {who}",
+        ReviewDecision.DENIED: f"by {who}",  # the status says denied
+        ReviewDecision.ABORT: f"by {who}",
+    }[d]
+
+
+def header_html(block: ToolBlock) -> str:
+    summary = render.call_summary(block.tool_name, block.arguments, block.kind)
+    decided = decided_by(block)
+    extra = f" · {esc(decided)}" if decided else ""
+    took = f' <span style="{MUTED}">({block.duration_s:.1f} s)</span>' if block.duration_s else ""
+    head = f"<b>{esc(block.label)}</b> <code>{esc(summary)}</code> · {render.status_html(block)}"
+    return f"<div>{head}{extra}{took}</div>"
+
+
+def arguments_html(block: ToolBlock) -> str:
+    """The call's arguments as the card shows them, minus the card's Copy button (a
+    saved document runs no script)."""
+    cell = render.notebook_edit(block.tool_name, block.arguments)
+    if cell is not None:
+        where, _kind, source = cell
+        code = "" if source is None else f'<pre style="{PRE_STYLE}">{esc(source)}</pre>'
+        return f"<div>{esc(where)}</div>{code}"
+    return render.arguments_html(block)
+
+
+class ImageBudget:
+    """Embeds images while the transcript's budget lasts; says so when it runs out."""
+
+    def __init__(self, limit: int = IMAGE_BUDGET_BYTES) -> None:
+        self.left = limit
+
+    def html(self, url: str, alt: str) -> str:
+        if not EMBEDDED_IMAGE.match(url):
+            return f'<div style="{MUTED}"><i>{esc(alt)}: not an embedded image, not kept.</i></div>'
+        if len(url) > self.left:
+            size = f"{len(url) / 1e3:,.1f} kB"
+            return (
+                f'<div style="{MUTED}"><i>{esc(alt)} ({size}) is not kept: the saved '
+                f"transcript embeds at most {IMAGE_BUDGET_BYTES / 1e6:g} MB of images.</i></div>"
+            )
+        self.left -= len(url)
+        src, text = html.escape(url, quote=True), html.escape(alt, quote=True)
+        return f'<img src="{src}" alt="{text}" style="max-width:100%">'
+
+
+def output_html(block: ToolBlock) -> str:
+    """The output, collapsed: a person opens it when they want it."""
+    text, code = render.shown_output(block)
+    if not (text or code is not None) or block.tool_name == "update_plan":
+        return ""
+    title = render.output_title(text, code)
+    body = f'<pre style="{PRE_STYLE}">{esc(render.clip_output(text))}</pre>'
+    return f"<details><summary>{title}</summary>{body}</details>"
+
+
+def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = None) -> str:
+    """One tool call: what it was, its status and who decided, then what it did."""
+    parts = [header_html(block), arguments_html(block)]
+    if block.plan is not None:
+        parts.append(render.plan_html(block.plan))
+    if block.image is not None and block.image.data_url:
+        parts.append(images.html(block.image.data_url, block.image.path))
+    if block.image is None:
+        parts.extend(images.html(url, f"output image {n}") for n, url in enumerate(block.images, 1))
+    denied = block.decided_by_policy and block.decision is ReviewDecision.DENIED
+    if denied and policy_note:
+        parts.append(f'<div style="{MUTED}"><i>{esc(policy_note)}</i></div>')
+    parts.append(output_html(block))
+    return f'<div style="{CARD_STYLE}">{"".join(parts)}</div>'
+
+
+def transcript_html(t: Transcript, image_budget: int = IMAGE_BUDGET_BYTES) -> str:
+    """The whole turn: answers, tool calls, notes, how it ended and the tokens it used."""
+    images = ImageBudget(image_budget)
+    parts: list[str] = []
+    for block in t.blocks:
+        if isinstance(block, TextBlock):
+            if block.text.strip():
+                parts.append(f"<div>{answer_html(block.text.strip())}</div>")
+        elif isinstance(block, ToolBlock):
+            parts.append(tool_html(block, images, t.policy_note))
+        elif isinstance(block, NoticeBlock):
+            parts.append(render.notice_html(block))
+    parts.append(f"<div>{render.turn_status_html(t)}</div>")
+    if t.usage is not None:
+        parts.append(f'<div style="{MUTED}">{esc(render.usage_text(t.usage))}</div>')
+    body = "".join(parts)
+    return f'<div class="agent-magics-transcript" style="{ROOT_STYLE}">{body}</div>'
+
+
+def settle(t: Transcript) -> None:
+    """A turn that ended without saying so (cancelled before it began) ends as aborted."""
+    if t.status in ("starting", *OPEN_STATUSES):
+        t.apply(TurnAbortedEvent("cancelled"))
+
+
+class TranscriptDocument:
+    """The finished turn for a cell's output: HTML, the same as markdown, and that
+    markdown made safe for a terminal as plain text."""
+
+    def __init__(self, t: Transcript) -> None:
+        self.html = transcript_html(t)
+        self.markdown = transcript_markdown(t)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {
+            "text/html": self.html,
+            "text/markdown": self.markdown,
+            "text/plain": terminal_safe(self.markdown),
+        }
