@@ -1,0 +1,182 @@
+"""A session as one self-contained HTML page: inline styles, images as data URLs, no
+script, no stylesheet or font fetched from anywhere.
+
+Written here rather than through nbconvert, which is not a dependency and whose pages
+load scripts. The assistant's markdown becomes HTML through mistune when it is installed
+(it comes with JupyterLab's nbconvert; ``pip install agent_magics[export]``), with raw
+HTML escaped, unsafe links dropped and remote images shown as links; without mistune the
+text is shown as it was written.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.store.export_text import (
+    ImageBudget,
+    call_facts,
+    clip,
+    summary,
+    usage_line,
+)
+
+PAGE_STYLE = (
+    "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;"
+    "margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#1f2328"
+)
+PRE_STYLE = (
+    "margin:4px 0;padding:6px 8px;background:#f6f8fa;border-radius:4px;"
+    "white-space:pre-wrap;word-break:break-word;font-size:0.85rem"
+)
+CARD_STYLE = "border:1px solid #d0d7de;border-radius:6px;padding:6px 10px;margin:8px 0"
+QUOTE_STYLE = "margin:8px 0;padding:4px 12px;border-left:4px solid #0969da;background:#f6f8ff"
+DIFF_COLORS = {"+": "#1a7f37", "-": "#cf222e", "@": "#8250df", "*": "#0969da"}
+STATUS_COLORS = {"failed": "#cf222e", "denied": "#cf222e", "aborted": "#9a6700"}
+MUTED = "color:#6e7781"
+
+
+def esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def pre(body_html: str) -> str:
+    return f'<pre style="{PRE_STYLE}">{body_html}</pre>'
+
+
+def diff_html(patch: str) -> str:
+    rows = []
+    for line in patch.splitlines():
+        color = DIFF_COLORS["*"] if line.startswith("***") else DIFF_COLORS.get(line[:1])
+        rows.append(f'<span style="color:{color}">{esc(line)}</span>' if color else esc(line))
+    return pre("\n".join(rows))
+
+
+def python_html(code: str) -> str:
+    body = highlight(code, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
+    return pre(body.rstrip("\n"))
+
+
+def _markdown_renderer() -> Any:
+    try:
+        import mistune
+        from mistune.renderers.html import HTMLRenderer
+    except ImportError:
+        return None
+
+    class Renderer(HTMLRenderer):
+        def image(self, text: str, url: str, title: str | None = None) -> str:
+            if url.startswith("data:image/"):
+                return str(super().image(text, url, title))
+            return f'<a href="{self.safe_url(url)}">{esc(text or url)}</a>'
+
+    return mistune.create_markdown(
+        renderer=Renderer(escape=True), plugins=["strikethrough", "table"]
+    )
+
+
+def markdown_html(text: str, render: Any) -> str:
+    if render is None:
+        return f'<div style="white-space:pre-wrap">{esc(text)}</div>'
+    return f"<div>{render(text)}</div>"
+
+
+def details(title: str, body: str) -> str:
+    return f"<details><summary>{esc(title)}</summary>{body}</details>"
+
+
+def call_html(call: Call, budget: ImageBudget) -> str:
+    facts = call_facts(call)
+    color = STATUS_COLORS.get(call.status or "")
+    shown = " · ".join(esc(f) for f in facts)
+    line = f"<b>{esc(call.tool)}</b> <code>{esc(summary(call))}</code>"
+    if shown:
+        line += f' · <span style="color:{color}">{shown}</span>' if color else f" · {shown}"
+    parts = [f"<div>{line}</div>"]
+    if (command := call.command()) is not None:
+        parts.append(pre("$ " + esc(command)))
+    elif (patch := call.patch()) is not None:
+        parts.append(diff_html(patch))
+    elif (code := call.python()) is not None:
+        parts.append(python_html(code))
+    text, code_ = call.shown_output()
+    if call.output is not None and (text or code_ is not None):
+        n = len(text.splitlines())
+        size = f"{n} line{'' if n == 1 else 's'}" if text else "empty"
+        parts.append(details(f"Output ({size})", pre(esc(clip(text)))))
+    for n, url in enumerate(call.images, 1):
+        if budget.take(url):
+            parts.append(f'<img src="{esc(url)}" alt="output image {n}" style="max-width:100%">')
+        else:
+            parts.append(f'<div style="{MUTED}"><i>{esc(budget.note(url))}</i></div>')
+    return f'<div style="{CARD_STYLE}">' + "".join(parts) + "</div>"
+
+
+def text_html(entry: Text, render: Any) -> str:
+    if entry.kind == "assistant":
+        return markdown_html(entry.text, render)
+    title = "Reasoning" if entry.kind == "reasoning" else "Context sent with the prompt"
+    return details(title, pre(esc(clip(entry.text))))
+
+
+def turn_html(turn: TurnDoc, budget: ImageBudget, render: Any) -> str:
+    when = f' <span style="{MUTED};font-weight:normal">· {esc(turn.started or "")}</span>'
+    parts = [f"<h2>Turn {turn.number}{when if turn.started else ''}</h2>"]
+    prompt = turn.prompt if turn.prompt is not None else "(prompt not recorded)"
+    parts.append(f'<blockquote style="{QUOTE_STYLE}">{markdown_html(prompt, None)}</blockquote>')
+    for entry in turn.entries:
+        if isinstance(entry, Call):
+            parts.append(call_html(entry, budget))
+        elif isinstance(entry, Text):
+            parts.append(text_html(entry, render))
+        elif isinstance(entry, Other):
+            parts.append(f'<div style="{MUTED}"><i>(a {esc(entry.type)} item, not shown)</i></div>')
+    if turn.diff:
+        parts.append("<p><b>Files changed in this turn</b></p>")
+    for f in turn.diff:
+        diff = f.get("diff")
+        body = diff_html(clip(diff)) if isinstance(diff, str) else ""
+        parts.append(details(f"{f.get('status', 'changed')}: {f.get('path')}", body))
+    if turn.undone:
+        parts.append(
+            f"<p><i>The changes of this turn were undone: {esc(', '.join(turn.undone))}.</i></p>"
+        )
+    if (turn.status and turn.status != "done") or turn.error:
+        said = f"Turn {turn.status or 'ended'}" + (f": {turn.error}" if turn.error else "")
+        parts.append(f'<p style="color:#cf222e"><b>{esc(said)}</b></p>')
+    if (usage := usage_line(turn.usage)) is not None:
+        parts.append(f'<p style="{MUTED}"><i>{esc(usage)}</i></p>')
+    return "<section>" + "".join(parts) + "</section>"
+
+
+def header_html(doc: SessionDoc) -> str:
+    rows = [("Started", doc.started), ("Model", doc.model), ("Folder", doc.cwd)]
+    items = "".join(f"<li>{name}: <code>{esc(v)}</code></li>" for name, v in rows if v)
+    items += f"<li>Turns: {len(doc.turns)}</li>"
+    parts = [f"<h1>Agent session <code>{esc(doc.id)}</code></h1><ul>{items}</ul>"]
+    if doc.damaged:
+        said = f"The session file is damaged: {doc.damaged}; this is what it holds."
+        parts.append(f'<p style="color:#cf222e"><b>{esc(said)}</b></p>')
+    if doc.skipped:
+        parts.append(f"<p><i>{doc.skipped} records of an unknown kind were left out.</i></p>")
+    if doc.note:
+        parts.append(f"<p><i>{esc(doc.note)}</i></p>")
+    return "".join(parts)
+
+
+def to_html(doc: SessionDoc) -> str:
+    render = _markdown_renderer()
+    budget = ImageBudget()
+    body = [header_html(doc), *(turn_html(t, budget, render) for t in doc.turns)]
+    if (total := usage_line(doc.usage())) is not None:
+        body.append(f'<hr><p style="{MUTED}"><i>Session total: {esc(total)}</i></p>')
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>Agent session {esc(doc.id)}</title></head>"
+        f'<body style="{PAGE_STYLE}">\n' + "\n".join(body) + "\n</body></html>\n"
+    )

@@ -1,0 +1,243 @@
+"""A session as markdown, and the pieces of markdown the notebook export shares.
+
+Outputs are trimmed to a head and a tail (``MAX_OUTPUT_LINES``, ``MAX_OUTPUT_CHARS``)
+and images embedded up to ``MAX_IMAGE_BYTES`` for the whole document, so an export
+stays a document a person can open, whatever the session printed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
+
+MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
+MAX_OUTPUT_CHARS = 20_000
+MAX_IMAGE_BYTES = 8_000_000  # data URLs embedded in one document, all images together
+SUMMARY_CHARS = 120
+PATH_ARGS = {"read_file": "file_path", "list_dir": "dir_path", "view_image": "path"}
+DECISIONS = {
+    ("approved", "user"): "approved",
+    ("approved_for_session", "user"): "approved for this session",
+    ("approved", "policy"): "approved by policy",
+    ("approved_for_session", "policy"): "approved earlier for this session",
+    ("denied", "user"): "denied",
+    ("denied", "policy"): "denied by policy",
+    ("abort", "user"): "stopped",
+}
+STATUS_WORDS = {"ok": "done"}
+USAGE_KEYS = (
+    ("input_tokens", "in"),
+    ("cached_input_tokens", "cached"),
+    ("output_tokens", "out"),
+    ("reasoning_output_tokens", "reasoning"),
+    ("total_tokens", "total"),
+)
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block that no backtick run inside ``text`` can close."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def inline_code(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def quote(text: str) -> str:
+    return "\n".join(f"> {line}".rstrip() for line in text.splitlines() or [""])
+
+
+def clip(text: str, max_lines: int = MAX_OUTPUT_LINES, max_chars: int = MAX_OUTPUT_CHARS) -> str:
+    """Head and tail of a long text, with a line saying how much was left out."""
+    lines = text.splitlines()
+    if len(lines) > max_lines:
+        head = max_lines // 2
+        hidden = len(lines) - max_lines
+        lines = [*lines[:head], f"… {hidden} more lines …", *lines[-(max_lines - head) :]]
+    shown = "\n".join(lines)
+    if len(shown) > max_chars:
+        half = max_chars // 2
+        hidden = len(shown) - max_chars
+        shown = f"{shown[:half]}\n… {hidden} more characters …\n{shown[-half:]}"
+    return shown
+
+
+@dataclass
+class ImageBudget:
+    """How many bytes of images a document may still embed."""
+
+    left: int = MAX_IMAGE_BYTES
+
+    def take(self, url: str) -> bool:
+        if len(url) > self.left:
+            return False
+        self.left -= len(url)
+        return True
+
+    @staticmethod
+    def note(url: str) -> str:
+        return f"(an image of {len(url):,} bytes, left out: over the export's image budget)"
+
+
+def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
+    lines = text.strip().splitlines() or [""]
+    line, cut = lines[0], len(lines) > 1
+    if len(line) > limit:
+        line, cut = line[: limit - 1], True
+    return line + " …" if cut else line
+
+
+def summary(call: Call) -> str:
+    """One line that says what a call did."""
+    for text in (call.command(), call.python()):
+        if text is not None:
+            return one_line(text)
+    patch = call.patch()
+    if patch is not None:
+        found = re.findall(r"^\*\*\* (Add|Update|Delete) File: (.+)$", patch, re.MULTILINE)
+        return one_line(", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch")
+    args = call.args()
+    if args is None:
+        return one_line(call.arguments)
+    key = PATH_ARGS.get(call.tool)
+    if key and isinstance(args.get(key), str):
+        return one_line(args[key])
+    return one_line(json.dumps(args, ensure_ascii=False))
+
+
+def call_facts(call: Call) -> list[str]:
+    """Status, exit code, who decided, how long: the facts a call's line lists."""
+    facts = [STATUS_WORDS.get(call.status, call.status)] if call.status else []
+    code = call.shown_output()[1]
+    if code is not None:
+        facts.append(f"exit code {code}")
+    if call.decision:
+        decided = DECISIONS.get((call.decision, call.decided_by or "user"))
+        facts.append(decided or f"{call.decision} ({call.decided_by or 'unknown'})")
+    if call.output is None and call.status is None:
+        facts.append("no output recorded")
+    if call.duration_s is not None:
+        facts.append(f"{call.duration_s:.2f} s")
+    return facts
+
+
+def call_line(call: Call) -> str:
+    return " · ".join([f"**{call.tool}** {inline_code(summary(call))}", *call_facts(call)])
+
+
+def output_block(call: Call) -> str:
+    text, code = call.shown_output()
+    if call.output is None or (not text and code is None):
+        return ""
+    n = len(text.splitlines())
+    size = f"{n} line{'' if n == 1 else 's'}" if text else "empty"
+    body = fence(clip(text), "text")
+    return f"<details><summary>Output ({size})</summary>\n\n{body}\n\n</details>"
+
+
+def images_markdown(call: Call, budget: ImageBudget) -> list[str]:
+    return [
+        f"![output image {n}]({url})" if budget.take(url) else f"*{budget.note(url)}*"
+        for n, url in enumerate(call.images, 1)
+    ]
+
+
+def tool_markdown(call: Call, budget: ImageBudget) -> str:
+    """A call as markdown: its line, what it ran, its output (collapsed), its images."""
+    parts = [call_line(call)]
+    if (command := call.command()) is not None:
+        parts.append(fence(f"$ {command}", "console"))
+    elif (patch := call.patch()) is not None:
+        parts.append(fence(patch.rstrip("\n"), "diff"))
+    elif (code := call.python()) is not None:
+        parts.append(fence(code.rstrip("\n"), "python"))
+    parts.append(output_block(call))
+    parts.extend(images_markdown(call, budget))
+    return "\n\n".join(p for p in parts if p)
+
+
+def usage_line(usage: dict[str, int] | None) -> str | None:
+    if not usage or not usage.get("total_tokens"):
+        return None
+    shown = [f"{usage[key]:,} {word}" for key, word in USAGE_KEYS if usage.get(key)]
+    return "Tokens: " + " · ".join(shown)
+
+
+def diff_markdown(turn: TurnDoc) -> str:
+    """The files the turn changed, one collapsed diff each, and any undo of them."""
+    parts = ["**Files changed in this turn**"] if turn.diff else []
+    for f in turn.diff:
+        title = f"{f.get('status', 'changed')}: {inline_code(str(f.get('path')))}"
+        diff = f.get("diff")
+        body = fence(clip(diff.rstrip("\n")), "diff") if isinstance(diff, str) else ""
+        parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
+    if turn.undone:
+        files = ", ".join(inline_code(p) for p in turn.undone)
+        parts.append(f"*The changes of this turn were undone: {files}.*")
+    return "\n\n".join(parts)
+
+
+def turn_end_line(turn: TurnDoc) -> str:
+    parts = []
+    if turn.status and turn.status != "done":
+        parts.append(f"**Turn {turn.status}**" + (f": {turn.error}" if turn.error else ""))
+    elif turn.error:
+        parts.append(f"**{turn.error}**")
+    if (usage := usage_line(turn.usage)) is not None:
+        parts.append(f"*{usage}*")
+    return "\n\n".join(parts)
+
+
+def header_lines(doc: SessionDoc) -> list[str]:
+    lines = [f"# Agent session {inline_code(doc.id)}", ""]
+    for name, value in (("Started", doc.started), ("Model", doc.model), ("Folder", doc.cwd)):
+        if value:
+            lines.append(f"- {name}: {inline_code(value)}")
+    lines.append(f"- Turns: {len(doc.turns)}")
+    if doc.damaged:
+        lines += ["", f"**The session file is damaged: {doc.damaged}; this is what it holds.**"]
+    if doc.skipped:
+        lines += ["", f"*{doc.skipped} records of an unknown kind were left out.*"]
+    if doc.note:
+        lines += ["", f"*{doc.note}*"]
+    return lines
+
+
+def text_markdown(entry: Text) -> str:
+    if entry.kind == "assistant":
+        return entry.text.strip()
+    title = "Reasoning" if entry.kind == "reasoning" else "Context sent with the prompt"
+    body = fence(clip(entry.text), "text")
+    return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>"
+
+
+def turn_markdown(turn: TurnDoc, budget: ImageBudget) -> str:
+    when = f" · {turn.started}" if turn.started else ""
+    prompt = quote(turn.prompt) if turn.prompt is not None else "*(prompt not recorded)*"
+    parts = [f"## Turn {turn.number}{when}", prompt]
+    for entry in turn.entries:
+        if isinstance(entry, Call):
+            parts.append(tool_markdown(entry, budget))
+        elif isinstance(entry, Text):
+            parts.append(text_markdown(entry))
+        elif isinstance(entry, Other):
+            parts.append(f"*(a {inline_code(entry.type)} item, not shown)*")
+    parts += [diff_markdown(turn), turn_end_line(turn)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def to_markdown(doc: SessionDoc) -> str:
+    budget = ImageBudget()
+    parts = ["\n".join(header_lines(doc))]
+    parts.extend(turn_markdown(turn, budget) for turn in doc.turns)
+    if (total := usage_line(doc.usage())) is not None:
+        parts.append(f"---\n\n*Session total: {total}*")
+    return "\n\n".join(parts) + "\n"
