@@ -22,6 +22,9 @@ from agent_magics.testing import (
     function_call,
     message,
 )
+from agent_magics.ui.markdown import transcript_markdown
+from agent_magics.ui.state import DiffBlock, Transcript
+from agent_magics.ui.turn_diff import turn_diff_html
 
 KEY = "sk-turn-diff-secret-123456789"
 PATCH = """\
@@ -310,3 +313,31 @@ def test_the_scan_skips_heavy_folders_and_stops_at_its_budget(
     cut_short = scan.scan_folder(tmp_path, keep=False)
     assert len(cut_short.stats) == 3 and not cut_short.complete
     assert not cut_short.covers(tmp_path / "f9")
+
+
+DIFFS = (
+    FileDiff("a.py", "modified", "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n-x\n+y\n+z\n"),
+    FileDiff("b`s.txt", "deleted", "--- a/b`s.txt\n+++ /dev/null\n-```\n"),
+)
+
+
+def test_the_transcript_shows_one_collapsed_diff_per_file_in_html_and_markdown() -> None:
+    state = Transcript()
+    state.apply(TurnDiff(1, DIFFS))
+    state.status = "done"
+    assert state.blocks == [DiffBlock(DIFFS)]
+    assert transcript_markdown(state) == (
+        "**2 files changed in this turn**\n\n"
+        "<details><summary>a.py · modified · +2 −1</summary>\n\n"
+        "```diff\ndiff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n-x\n+y\n+z\n```\n\n"
+        "</details>\n\n"
+        "<details><summary>b`s.txt · deleted · +0 −1</summary>\n\n"
+        "````diff\n--- a/b`s.txt\n+++ /dev/null\n-```\n````\n\n</details>"
+    )
+    html = turn_diff_html(DIFFS)
+    assert html.count("<details><summary>") == 2
+    assert (
+        '<code>a.py</code> <span style="color:#9a6700">modified</span> '
+        '<span style="color:#6e7781">+2 −1</span></summary>'
+    ) in html
+    assert '<span style="color:#1a7f37">+y</span>' in html

@@ -23,7 +23,8 @@ from agent_magics.ui.render import (
     turn_status_text,
     usage_text,
 )
-from agent_magics.ui.state import TextBlock, ToolBlock, Transcript
+from agent_magics.ui.state import DiffBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.ui.turn_diff import turn_diff_markdown
 
 
 def fence(text: str, lang: str = "") -> str:
@@ -93,6 +94,8 @@ def transcript_markdown(t: Transcript) -> str:
                 parts.append(block.text.strip())
         elif isinstance(block, ToolBlock):
             parts.append(tool_markdown(block, t.policy_note))
+        elif isinstance(block, DiffBlock):
+            parts.append(turn_diff_markdown(block.files))
         else:
             parts.append(f"*{block.text}*")
     if t.status in ("failed", "aborted"):

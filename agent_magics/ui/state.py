@@ -15,6 +15,7 @@ from agent_magics.events import (
     ApprovalRequested,
     AssistantMessage,
     Event,
+    FileDiff,
     ImageViewed,
     McpServerFailed,
     McpServerReady,
@@ -29,6 +30,7 @@ from agent_magics.events import (
     ToolCallStarted,
     ToolOutputDelta,
     TurnAbortedEvent,
+    TurnDiff,
     TurnFailed,
     TurnFinished,
     TurnStarted,
@@ -89,7 +91,14 @@ class NoticeBlock:
     text: str
 
 
-Block = TextBlock | ToolBlock | NoticeBlock
+@dataclass
+class DiffBlock:
+    """The files the turn changed, one unified diff each (:mod:`.turn_diff` draws it)."""
+
+    files: tuple[FileDiff, ...]
+
+
+Block = TextBlock | ToolBlock | NoticeBlock | DiffBlock
 
 
 def output_parts(output: Any) -> tuple[str, list[str]]:
@@ -192,6 +201,8 @@ class Transcript:
             event, (SandboxUnavailable, SandboxWeakness, McpServerFailed, McpServerReady)
         ):
             return self._add(server_notice(event))
+        if isinstance(event, TurnDiff):
+            return self._add(DiffBlock(event.files))
         if isinstance(event, TurnFinished):
             self.status, self.usage = "done", event.usage
             return None
