@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -160,9 +161,10 @@ class SessionLog:
 
 
 def _version() -> str:
-    from agent_magics import __version__
-
-    return __version__
+    try:
+        return metadata.version("agent-magics")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 # -- reading --------------------------------------------------------------------------------

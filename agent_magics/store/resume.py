@@ -59,11 +59,15 @@ class Resume:
         return self.loaded.id
 
 
-def find_session(folder: Path, ref: str, *, key: bytes | None = None) -> SessionInfo:
+def find_session(
+    folder: Path, ref: str, *, key: bytes | None = None, current: str | None = None
+) -> SessionInfo:
     """The session ``ref`` names: ``last`` (the newest one this user's agent_magics
-    wrote), an id or the start of one. Raises UserError with one sentence."""
+    wrote, other than the ``current`` one), an id or the start of one. Raises UserError
+    with one sentence."""
     sessions = list_sessions(folder, key=key)
     if ref == LAST:
+        sessions = [s for s in sessions if s.id != current]
         ours = [s for s in sessions if s.verified]
         if not ours:
             raise UserError(f"No saved session to resume in {folder}.")
@@ -76,10 +80,13 @@ def find_session(folder: Path, ref: str, *, key: bytes | None = None) -> Session
     return matches[0]
 
 
-def load_resume(folder: Path, ref: str, *, key: bytes | None = None) -> Resume:
-    """Read the session ``ref`` names, for a front end to continue (see :func:`continue_in`)."""
+def load_resume(
+    folder: Path, ref: str, *, key: bytes | None = None, current: str | None = None
+) -> Resume:
+    """Read the session ``ref`` names, for a front end to continue (see :func:`continue_in`);
+    ``current``: the session running now, which ``last`` does not mean."""
     key = key if key is not None else session_key()
-    info = find_session(folder, ref or LAST, key=key)
+    info = find_session(folder, ref or LAST, key=key, current=current)
     try:
         loaded = read_session(info.path, key=key)
     except OSError as exc:

@@ -1,0 +1,50 @@
+"""A session survives a kernel restart: its file is written while it runs, the first
+``%%agent`` cell after the restart says it can be resumed, and ``%agent resume last``
+sends its history to the model again (both ipykernel lines)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_magics.testing import ScriptedResponsesServer, message
+from tests.kernels import Kernel, agent_cell
+
+pytestmark = pytest.mark.slow
+
+
+def said(request: dict[str, Any]) -> str:
+    return json.dumps(request["input"])
+
+
+def test_a_session_resumes_after_a_kernel_restart(kernel: Kernel) -> None:
+    script = [[message("first answer")], [message("new answer")], [message("second answer")]]
+    with ScriptedResponsesServer(script) as server:
+        kernel.run(agent_cell(server.base_url, "", "first question"))
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        [path] = (kernel.ws / ".agent_magics" / "sessions").glob("*.jsonl")
+        assert "first answer" in path.read_text()
+
+        kernel.km.restart_kernel(now=True)
+        kernel.kc.wait_for_ready(timeout=60)
+        kernel.run("%load_ext agent_magics")
+        kernel.run(agent_cell(server.base_url, "", "a new question"))
+        hint = "can be continued: %agent resume last."
+        kernel.wait_for(lambda: kernel.shows(hint))
+        assert kernel.shows("first question")
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        assert "first answer" not in said(server.requests[1])
+
+        out = kernel.outputs_text(kernel.run("%agent resume last"))
+        assert f"agent: Resuming session {path.stem} (" in out
+        assert "The next %%agent cell continues it." in out
+        kernel.run(agent_cell(server.base_url, "", "second question"))
+        kernel.wait_for(lambda: len(server.requests) == 3)
+        resumed = said(server.requests[2])
+    assert "first question" in resumed and "first answer" in resumed
+    assert "a new question" not in resumed
+    assert resumed.index("first answer") < resumed.index("second question")
+    turns = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["turn"] for r in turns if r["type"] == "turn_started"] == [1, 2]
