@@ -130,7 +130,7 @@ class SessionDoc:
         return total
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -180,7 +180,7 @@ class _Folder:
             return
         kind = item["type"]
         if kind == "message":
-            text = _text_of(item.get("content"))
+            text = text_of(item.get("content"))
             if item.get("role") == "assistant":
                 turn.entries.append(Text("assistant", text))
             elif turn.prompt is not None and text == turn.prompt:
@@ -188,7 +188,7 @@ class _Folder:
             elif text.strip():
                 turn.entries.append(Text("context", text))
         elif kind == "reasoning":
-            text = _text_of(item.get("summary"))
+            text = text_of(item.get("summary"))
             if text.strip():
                 turn.entries.append(Text("reasoning", text))
         elif kind in ("function_call", "custom_tool_call"):
@@ -291,28 +291,3 @@ def _redacted(doc: SessionDoc, redact: Callable[[str], str]) -> SessionDoc:
                 entry.arguments = redact(entry.arguments)
                 entry.output = redact(entry.output) if entry.output is not None else None
     return doc
-
-
-def history_records(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Records for a session that was not written to disk, from its history alone (wire
-    JSON): each run of user messages starts a turn, whose prompt is the run's last
-    message. Decisions, statuses and usage are not in the history, so they stay unknown."""
-    items = list(items)
-    records: list[dict[str, Any]] = []
-    turn = 0
-    for i, item in enumerate(items):
-        user = item.get("type") == "message" and item.get("role") == "user"
-        previous_user = i > 0 and _is_user(items[i - 1])
-        if user and not previous_user:
-            turn += 1
-            run = i
-            while run + 1 < len(items) and _is_user(items[run + 1]):
-                run += 1
-            prompt = _text_of(items[run].get("content"))
-            records.append({"type": "turn_started", "turn": turn, "prompt": prompt})
-        records.append({"type": "item", "turn": turn, "item": dict(item)})
-    return records
-
-
-def _is_user(item: Mapping[str, Any]) -> bool:
-    return item.get("type") == "message" and item.get("role") == "user"

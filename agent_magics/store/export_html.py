@@ -2,10 +2,8 @@
 script, no stylesheet or font fetched from anywhere.
 
 Written here rather than through nbconvert, which is not a dependency and whose pages
-load scripts. The assistant's markdown becomes HTML through mistune when it is installed
-(it comes with JupyterLab's nbconvert; ``pip install agent_magics[export]``), with raw
-HTML escaped, unsafe links dropped and remote images shown as links; without mistune the
-text is shown as it was written.
+load scripts. The assistant's markdown becomes HTML through markdown-it-py, as in the cell's saved
+transcript: raw HTML stays text, unsafe links are dropped, remote images become links.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
@@ -62,28 +61,24 @@ def python_html(code: str) -> str:
     return pre(body.rstrip("\n"))
 
 
-def _markdown_renderer() -> Any:
-    try:
-        import mistune
-        from mistune.renderers.html import HTMLRenderer
-    except ImportError:
-        return None
-
-    class Renderer(HTMLRenderer):
-        def image(self, text: str, url: str, title: str | None = None) -> str:
-            if url.startswith("data:image/"):
-                return str(super().image(text, url, title))
-            return f'<a href="{self.safe_url(url)}">{esc(text or url)}</a>'
-
-    return mistune.create_markdown(
-        renderer=Renderer(escape=True), plugins=["strikethrough", "table"]
-    )
+def _image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """An image of the model's markdown: embedded when it is a data URL, else a link (an
+    address in an ``<img>`` would be fetched by whoever opens the page)."""
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    if src.startswith("data:image/"):
+        return str(self.image(tokens, idx, options, env))
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    return f'<a href="{esc(src)}">{esc(alt or src)}</a>'
 
 
-def markdown_html(text: str, render: Any) -> str:
-    if render is None:
-        return f'<div style="white-space:pre-wrap">{esc(text)}</div>'
-    return f"<div>{render(text)}</div>"
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+_MARKDOWN.add_render_rule("image", _image)
+
+
+def markdown_html(text: str) -> str:
+    """The model's markdown as HTML; HTML it wrote stays text, unsafe links are dropped."""
+    return f"<div>{_MARKDOWN.render(text)}</div>"
 
 
 def details(title: str, body: str) -> str:
@@ -104,10 +99,10 @@ def call_html(call: Call, budget: ImageBudget) -> str:
         parts.append(diff_html(patch))
     elif (code := call.python()) is not None:
         parts.append(python_html(code))
-    text, code_ = call.shown_output()
-    if call.output is not None and (text or code_ is not None):
+    text = call.shown_output()[0]
+    if call.output is not None and text:
         n = len(text.splitlines())
-        size = f"{n} line{'' if n == 1 else 's'}" if text else "empty"
+        size = f"{n} line{'' if n == 1 else 's'}"
         parts.append(details(f"Output ({size})", pre(esc(clip(text)))))
     for n, url in enumerate(call.images, 1):
         if budget.take(url):
@@ -117,23 +112,24 @@ def call_html(call: Call, budget: ImageBudget) -> str:
     return f'<div style="{CARD_STYLE}">' + "".join(parts) + "</div>"
 
 
-def text_html(entry: Text, render: Any) -> str:
+def text_html(entry: Text) -> str:
     if entry.kind == "assistant":
-        return markdown_html(entry.text, render)
+        return markdown_html(entry.text)
     title = "Reasoning" if entry.kind == "reasoning" else "Context sent with the prompt"
     return details(title, pre(esc(clip(entry.text))))
 
 
-def turn_html(turn: TurnDoc, budget: ImageBudget, render: Any) -> str:
+def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:
     when = f' <span style="{MUTED};font-weight:normal">· {esc(turn.started or "")}</span>'
     parts = [f"<h2>Turn {turn.number}{when if turn.started else ''}</h2>"]
     prompt = turn.prompt if turn.prompt is not None else "(prompt not recorded)"
-    parts.append(f'<blockquote style="{QUOTE_STYLE}">{markdown_html(prompt, None)}</blockquote>')
+    said = f'<div style="white-space:pre-wrap">{esc(prompt)}</div>'
+    parts.append(f'<blockquote style="{QUOTE_STYLE}">{said}</blockquote>')
     for entry in turn.entries:
         if isinstance(entry, Call):
             parts.append(call_html(entry, budget))
         elif isinstance(entry, Text):
-            parts.append(text_html(entry, render))
+            parts.append(text_html(entry))
         elif isinstance(entry, Other):
             parts.append(f'<div style="{MUTED}"><i>(a {esc(entry.type)} item, not shown)</i></div>')
     if turn.diff:
@@ -170,9 +166,8 @@ def header_html(doc: SessionDoc) -> str:
 
 
 def to_html(doc: SessionDoc) -> str:
-    render = _markdown_renderer()
     budget = ImageBudget()
-    body = [header_html(doc), *(turn_html(t, budget, render) for t in doc.turns)]
+    body = [header_html(doc), *(turn_html(t, budget) for t in doc.turns)]
     if (total := usage_line(doc.usage())) is not None:
         body.append(f'<hr><p style="{MUTED}"><i>Session total: {esc(total)}</i></p>')
     return (

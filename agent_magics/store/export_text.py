@@ -134,11 +134,11 @@ def call_line(call: Call) -> str:
 
 
 def output_block(call: Call) -> str:
-    text, code = call.shown_output()
-    if call.output is None or (not text and code is None):
+    text = call.shown_output()[0]
+    if call.output is None or not text:  # an exit code alone is on the call's line
         return ""
     n = len(text.splitlines())
-    size = f"{n} line{'' if n == 1 else 's'}" if text else "empty"
+    size = f"{n} line{'' if n == 1 else 's'}"
     body = fence(clip(text), "text")
     return f"<details><summary>Output ({size})</summary>\n\n{body}\n\n</details>"
 
