@@ -21,7 +21,7 @@ PATH_ARGS = {"read_file": "file_path", "list_dir": "dir_path", "view_image": "pa
 DECISIONS = {
     ("approved", "user"): "approved",
     ("approved_for_session", "user"): "approved for this session",
-    ("approved", "policy"): "approved by policy",
+    ("approved", "policy"): "approved earlier for this session",
     ("approved_for_session", "policy"): "approved earlier for this session",
     ("denied", "user"): "denied",
     ("denied", "policy"): "denied by policy",
