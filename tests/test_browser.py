@@ -163,7 +163,9 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(lab: Lab, browser: Any)
             approve.click()
             page.get_by_text("The marker is there.").wait_for(timeout=60_000)
             page.get_by_text("Done.").wait_for(timeout=30_000)
-            assert approve.is_disabled()
+            # The turn ended: its static transcript replaced the cards, buttons and all.
+            page.get_by_text("approved by the user").wait_for(timeout=30_000)
+            assert approve.count() == 0
         finally:
             page.close()
     assert (lab.notebooks / "marker.txt").read_text() == "ran\n"

@@ -4,6 +4,7 @@ the widget, and nbconvert turns the saved notebook into HTML that shows the tool
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from tests.kernels import Kernel, agent_cell
 
@@ -20,14 +22,16 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PATCH = "*** Begin Patch\n*** Add File: notes.txt\n+kept <notes>\n*** End Patch\n"
 COMMAND = "echo ran > marker.txt; echo ran-it"
 ANSWER = "The marker and **the notes** are there."
+KEY = "sk-transcript-secret-5551234"
 
 
 def test_the_saved_cell_holds_the_transcript_not_the_widget(kernel: Kernel, tmp_path: Path) -> None:
     script = [
         [function_call("exec_command", {"cmd": COMMAND}, "c1")],
         [custom_tool_call("apply_patch", PATCH, "c2")],
-        [message(ANSWER)],
+        [message(f"{ANSWER} Your key: {KEY}")],
     ]
+    kernel.run(f"%env OPENAI_API_KEY={KEY}")
     with ScriptedResponsesServer(script) as server:
         cell = agent_cell(server.base_url, "-a untrusted", "make a marker and notes")
         msg_id = kernel.execute(cell)
@@ -51,7 +55,9 @@ def test_the_saved_cell_holds_the_transcript_not_the_widget(kernel: Kernel, tmp_
     assert "<summary>Output (1 line, exit code 0)</summary>" in html
     assert '<span style="color:#1a7f37">+kept &lt;notes&gt;</span>' in html  # the diff, coloured
     assert "<b>apply_patch</b> <code>Add notes.txt</code>" in html
-    assert "<p>The marker and <strong>the notes</strong> are there.</p>" in html
+    assert (
+        f"<p>The marker and <strong>the notes</strong> are there. Your key: {REDACTED}</p>" in html
+    )
     assert "Tokens: " in html
     assert (
         "**exec_command** `echo ran > marker.txt; echo ran-it`" in saved[0]["data"]["text/markdown"]
@@ -75,3 +81,19 @@ def test_the_saved_cell_holds_the_transcript_not_the_widget(kernel: Kernel, tmp_
     assert "+kept &lt;notes&gt;" in page
     assert "<strong>the notes</strong>" in page
     assert "model not found" not in page
+    assert KEY[3:] not in json.dumps(outputs) and KEY[3:] not in page  # secrets stay out
+
+
+def test_a_headless_cell_ends_with_the_same_html(kernel: Kernel) -> None:
+    script = [[function_call("exec_command", {"cmd": COMMAND}, "c1")], [message(ANSWER)]]
+    with ScriptedResponsesServer(script) as server:
+        kernel.run('%config AgentMagics.headless = "always"')
+        cell = agent_cell(server.base_url, "-a never -s danger-full-access", "make a marker")
+        msg_id = kernel.execute(cell)
+        kernel.wait_for(lambda: kernel.idle(msg_id), timeout=60)
+    (saved,) = [o for o in kernel.saved_outputs(msg_id) if o["output_type"] == "display_data"]
+    assert sorted(saved["data"]) == ["text/html", "text/markdown", "text/plain"]
+    html = saved["data"]["text/html"]
+    assert "<b>exec_command</b> <code>echo ran &gt; marker.txt; echo ran-it</code>" in html
+    assert "<span>Done.</span>" in html
+    assert saved["data"]["text/markdown"].startswith("**exec_command** `echo ran > marker.txt")
