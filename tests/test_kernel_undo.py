@@ -3,6 +3,7 @@ files back as they were (bytes and mode), the model told in its next request."""
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -94,6 +95,20 @@ def test_undo_asks_in_the_cell_restores_everything_and_the_model_is_told(
         kernel.wait_for(lambda: len(server.requests) == 4)
     texts = [c.get("text") for i in server.requests[-1]["input"] for c in i.get("content", [])]
     assert texts[-2:] == [REVERTED, "and now?"]
+    (log,) = (kernel.ws / ".agent_magics" / "sessions").glob("*.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    (diff,) = [r for r in records if r["type"] == "turn_diff"]
+    assert diff["turn"] == 1
+    assert [(f["path"], f["status"]) for f in diff["files"]] == [
+        ("cmd.txt", "modified"),
+        ("gone.txt", "deleted"),
+        ("keep.py", "modified"),
+        ("new.txt", "added"),
+    ]
+    undone = [r for r in records if r["type"] == "undo"]
+    assert undone == [
+        {"type": "undo", "files": ["cmd.txt", "gone.txt", "keep.py", "new.txt"], "turn": 1}
+    ]
 
 
 def test_cancel_keeps_the_files_and_a_later_change_makes_undo_refuse(kernel: Kernel) -> None:

@@ -341,3 +341,27 @@ def test_the_transcript_shows_one_collapsed_diff_per_file_in_html_and_markdown()
         '<span style="color:#6e7781">+2 −1</span></summary>'
     ) in html
     assert '<span style="color:#1a7f37">+y</span>' in html
+
+
+async def test_a_file_a_command_changed_before_a_patch_keeps_its_original_from_the_scan(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path)
+    patch = "*** Begin Patch\n*** Update File: cmd.txt\n@@\n one\n-two\n+TWO\n*** End Patch\n"
+    script: list[Turn] = [
+        [function_call("exec_command", {"cmd": "printf 'two\\n' >> cmd.txt"}, "c1")],
+        [custom_tool_call("apply_patch", patch, "c2")],
+        [message("ok")],
+    ]
+    events: list[Event] = []
+    with ScriptedResponsesServer(script) as server:
+        session = make_session(ws, server.base_url)
+        session.subscribe(events.append)
+        await session.run_turn("edit")
+        await session.aclose()
+    assert (ws / "cmd.txt").read_text() == "one\nTWO\n"
+    (event,) = [e for e in events if isinstance(e, TurnDiff)]
+    assert [f.diff.splitlines()[-2:] for f in event.files] == [[" one", "+TWO"]]
+    assert session.changes.last is not None
+    undo_last_turn(session.changes, plan_undo(session.changes.last))
+    assert (ws / "cmd.txt").read_text() == "one\n"

@@ -36,7 +36,7 @@ from agent_magics.apply_patch.files import MAX_FILE_BYTES
 from agent_magics.config import SessionConfig
 from agent_magics.events import FileDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
-from agent_magics.store.scan import Scan, scan_folder
+from agent_magics.store.scan import Scan, scan_folder, stamp
 
 WRITING_TOOLS = frozenset(
     {
@@ -131,22 +131,25 @@ class ChangeTracker:
 
     def _original(self, real: Path) -> FileState | None:
         base = self._baseline
-        if base is not None and str(real) in base.stats:
-            kept = base.kept.get(str(real))
-            return kept  # changed by a command since the scan: the scan has the original
-        if base is not None and base.covers(real):
+        name = str(real)
+        if base is not None and name in base.stats and stamp(real) != base.stats[name]:
+            return base.kept.get(name)  # a command changed it since the scan: the scan's
+        if base is not None and name not in base.stats and base.covers(real):
             return ABSENT  # created by a command since the scan
         state = read_state(real, MAX_FILE_BYTES)
         self._copy(real, state)
         return state
 
-    def before_calls(self, names: Iterable[str]) -> None:
-        """Scan the working folder before the turn's first call of a tool that may change
-        files without saying which."""
-        if self._baseline is None and any(n not in WRITING_TOOLS for n in names):
-            found = scan_folder(self._cwd, keep=True)
-            with self._lock:
-                self._baseline = found
+    def needs_scan(self, names: Iterable[str]) -> bool:
+        """Whether the working folder must be scanned before calls of these tools: the
+        first call in the turn of a tool that may change files without saying which."""
+        return self._baseline is None and any(n not in WRITING_TOOLS for n in names)
+
+    def scan(self) -> None:
+        """Take the working folder's state as the turn's original (any thread)."""
+        found = scan_folder(self._cwd, keep=True)
+        with self._lock:
+            self._baseline = found
 
     def finish(self) -> TurnChanges:
         """The turn's changes (also kept as :attr:`last`)."""

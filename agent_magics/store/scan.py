@@ -43,6 +43,17 @@ SKIPPED_DIRS = frozenset(
 Stamp = tuple[int, int, int, int]  # size, mtime_ns, mode, inode
 
 
+def stamp(path: Path) -> Stamp | None:
+    """What a scan notes of ``path`` (None: not a regular file there)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_mode, info.st_ino)
+
+
 @dataclass
 class Scan:
     root: Path
