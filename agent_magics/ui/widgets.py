@@ -20,9 +20,10 @@ import ipywidgets as W
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import render
-from agent_magics.ui.state import Block, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.ui.state import Block, DiffBlock, NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.ui.static_html import TranscriptDocument, settle
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
+from agent_magics.ui.turn_diff import turn_diff_html
 
 Decide = Callable[[str, ReviewDecision], None]
 
@@ -149,6 +150,16 @@ class NoticeView:
         self.root.value = render.notice_html(block)
 
 
+class DiffView:
+    """The files the turn changed, one collapsed diff each."""
+
+    def __init__(self) -> None:
+        self.root = W.HTML()
+
+    def update(self, block: DiffBlock) -> None:
+        self.root.value = turn_diff_html(block.files)
+
+
 class TranscriptBox(W.VBox):  # type: ignore[misc]
     """The root widget; a saved notebook without widget state shows a short note."""
 
@@ -181,7 +192,7 @@ class TranscriptView:
         self.footer = W.HTML()
         self.root = TranscriptBox([self.body, self.status, self.footer])
         self.cards: dict[str, ToolCard] = {}
-        self._views: dict[int, ToolCard | TextView | NoticeView] = {}
+        self._views: dict[int, ToolCard | TextView | NoticeView | DiffView] = {}
         self._dirty: dict[int, Block] = {}
         self.throttle = Throttle(self._flush, schedule, interval, clock)
         self.handle: Any = None
@@ -225,13 +236,15 @@ class TranscriptView:
         if self.handle is not None:
             self.handle.update(TranscriptDocument(self.state))
 
-    def _view_for(self, block: Block) -> ToolCard | TextView | NoticeView:
+    def _view_for(self, block: Block) -> ToolCard | TextView | NoticeView | DiffView:
         view = self._views.get(id(block))
         if view is None:
             if isinstance(block, ToolBlock):
                 view = self.cards[block.call_id] = ToolCard(block, self.on_decide)
             elif isinstance(block, TextBlock):
                 view = TextView()
+            elif isinstance(block, DiffBlock):
+                view = DiffView()
             else:
                 view = NoticeView()
             self._views[id(block)] = view
