@@ -63,10 +63,18 @@ def files(ws: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def run_turn(kernel: Kernel, server: ScriptedResponsesServer) -> None:
-    kernel.run(agent_cell(server.base_url, "-a never", "change things"))
+    msg_id = kernel.execute(agent_cell(server.base_url, "-a never", "change things"))
     kernel.wait_for(lambda: kernel.shows("Done."))
     assert kernel.shows("4 files changed in this turn")
     assert kernel.shows("<code>keep.py</code>")
+
+    def saved_html() -> str:
+        outputs = kernel.saved_outputs(msg_id)
+        return "".join(str(o.get("data", {}).get("text/html", "")) for o in outputs)
+
+    # The static transcript that replaces the cards keeps the diffs for the saved notebook.
+    saved = kernel.wait_for(lambda: "agent-magics-transcript" in saved_html() and saved_html())
+    assert "4 files changed in this turn" in saved and "<code>new.txt</code>" in saved
 
 
 def test_undo_asks_in_the_cell_restores_everything_and_the_model_is_told(

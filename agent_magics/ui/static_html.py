@@ -24,7 +24,15 @@ from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import render
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.render import PRE_STYLE, esc
-from agent_magics.ui.state import OPEN_STATUSES, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.ui.state import (
+    OPEN_STATUSES,
+    DiffBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+)
+from agent_magics.ui.turn_diff import turn_diff_html
 
 IMAGE_BUDGET_BYTES = 1_000_000
 """Characters of image data URLs one transcript embeds; later images become a note."""
@@ -137,6 +145,8 @@ def transcript_html(t: Transcript, image_budget: int = IMAGE_BUDGET_BYTES) -> st
             parts.append(tool_html(block, images, t.policy_note))
         elif isinstance(block, NoticeBlock):
             parts.append(render.notice_html(block))
+        elif isinstance(block, DiffBlock):
+            parts.append(turn_diff_html(block.files))
     parts.append(f"<div>{render.turn_status_html(t)}</div>")
     if t.usage is not None:
         parts.append(f'<div style="{MUTED}">{esc(render.usage_text(t.usage))}</div>')
