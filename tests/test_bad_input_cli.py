@@ -87,5 +87,7 @@ def test_server_fault_is_one_sentence_through_exec(tmp_path: Path, fault: str) -
     finally:
         server.close()
     assert done.returncode == EXIT_USER_ERROR
-    assert done.stderr == f"agent-magics: The model's answer failed: {sentence}\n"
+    session, _, said = done.stderr.partition("\n")
+    assert session.startswith("session: ")  # the id of the saved session comes first
+    assert said == f"agent-magics: The model's answer failed: {sentence}\n"
     assert done.stdout == ""

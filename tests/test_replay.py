@@ -246,7 +246,9 @@ def test_cli_error_is_one_sentence_without_the_key(tmp_path: Path) -> None:
         server.close()
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == (
+    session, _, said = result.stderr.partition("\n")
+    assert session.startswith("session: ")  # the id of the saved session comes first
+    assert said == (
         "agent-magics: The model server rejected the API key (HTTP 401); "
         "set OPENAI_API_KEY to a valid key.\n"
     )

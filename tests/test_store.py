@@ -59,6 +59,7 @@ async def test_a_turn_is_written_as_it_happens_and_read_back(
     [path] = sessions(tmp_path)
     assert path.name == f"{session.thread_id}.jsonl"
     assert path.stat().st_mode & 0o777 == 0o600
+    assert (path.parent / ".gitignore").read_text() == "*\n"
     loaded = read_session(path)
     assert loaded.verified and loaded.damaged is None
     assert [i.wire() for i in loaded.history] == [i.wire() for i in session.history]
@@ -338,3 +339,77 @@ def test_a_planted_file_gives_its_history_but_none_of_its_settings(
     assert loaded.config["approval_policy"] == "on-request"
     assert loaded.config["sandbox_mode"] == "workspace-write"
     assert loaded.config["base_url"] == ours.base_url
+
+
+# -- %agent sessions and %agent resume ----------------------------------------------------
+
+
+def test_sessions_list_and_resume_in_a_new_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new extension instance (as after a restart) lists the saved session, resumes it
+    with its model server and model, and a cell's own option still wins."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    ip = InteractiveShell.instance()
+    opts = "-c allow_login_shell=false"
+    script = [[message("one")], [message("two")], [message("three")]]
+    try:
+        with ScriptedResponsesServer(script) as server:
+            ip.run_cell("%load_ext agent_magics")
+            ip.run_cell(f"%%agent --base-url {server.base_url} -m saved-model {opts}\nfirst")
+            ip.run_cell("%unload_ext agent_magics")
+            ip.run_cell("%load_ext agent_magics")
+            capsys.readouterr()
+            [path] = sessions(tmp_path)
+            ip.run_cell("%agent sessions")
+            table = capsys.readouterr().out.splitlines()
+            ip.run_cell("%agent resume last")
+            resumed = capsys.readouterr().out
+            ip.run_cell("%%agent\nsecond")
+            ip.run_cell(f"%agent resume {path.stem[:8]}")
+            ip.run_cell("%%agent -m other-model\nthird")
+            requests = server.requests
+    finally:
+        ip.run_cell("%unload_ext agent_magics")
+    assert table[0].split() == ["id", "started", "model", "turns", "tokens", "first", "prompt"]
+    assert table[1].split()[0] == path.stem[:8]
+    assert table[1].split()[3:] == ["saved-model", "1", "15", "first"]
+    assert resumed == (
+        f"agent: Resuming session {path.stem} (3 items).\n"
+        "agent: The next %%agent cell continues it.\n"
+    )
+    assert [r["model"] for r in requests] == ["saved-model", "saved-model", "other-model"]
+    assert user_texts(requests[1])[-1] == "second" and "one" in json.dumps(requests[1]["input"])
+    assert "two" in json.dumps(requests[2]["input"])
+    records = read_session(path, key=session_key(tmp_path / "home")).records
+    assert [r["turn"] for r in records if r["type"] == "turn_started"] == [1, 2, 3]
+
+
+async def test_the_turn_diff_is_kept_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_magics.testing import custom_tool_call
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    patch = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
+    script = [[custom_tool_call("apply_patch", patch, "c1")], [message("patched")]]
+    with ScriptedResponsesServer(script) as server:
+        config = SessionConfig(
+            model="m", base_url=server.base_url, cwd=tmp_path, api_key=KEY,
+            shell_type="disabled", approval_policy="never",
+        )  # fmt: skip
+        session = Session(config)
+        recorder = SessionRecorder(session, tmp_path / "s")
+        await session.run_turn("add hello")
+        await session.aclose()
+        recorder.close()
+    assert (tmp_path / "hello.txt").read_text() == "hi\n"
+    records = lines(tmp_path / "s" / f"{session.thread_id}.jsonl")
+    [diff] = [r for r in records if r["type"] == "turn_diff"]
+    assert diff["turn"] == 1 and [f["path"] for f in diff["files"]] == ["hello.txt"]
+    assert "+hi" in diff["files"][0]["diff"]
+    assert [r["type"] for r in records][-2:] == ["turn_diff", "turn_ended"]

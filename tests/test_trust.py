@@ -212,7 +212,7 @@ def test_exec_ignores_an_untrusted_project_config_and_says_so_in_one_line(arena:
         f"agent-magics: ignored the project config {path} (it sets sandbox_mode, "
         f"approval_policy): not trusted yet. To trust it: agent-magics trust {arena.ws}"
     ]
-    assert not (arena.home / ".agent_magics").exists()  # nothing was recorded
+    assert not (arena.home / ".agent_magics" / "config.toml").exists()  # no trust recorded
 
 
 @pytest.mark.slow

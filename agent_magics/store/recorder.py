@@ -13,6 +13,7 @@ from agent_magics.events import (
     ToolCallFinished,
     ToolCallProposed,
     TurnAbortedEvent,
+    TurnDiff,
     TurnFinished,
     TurnStarted,
     Usage,
@@ -103,8 +104,9 @@ class SessionRecorder:
             self._end("done", event.usage)
         elif isinstance(event, TurnAbortedEvent):
             self._end("aborted", None, event.reason)
-        elif type(event).__name__ == "TurnDiff":
-            self._turn_diff(event)
+        elif isinstance(event, TurnDiff):
+            files = [{"path": f.path, "status": f.status, "diff": f.diff} for f in event.files]
+            self.write({"type": "turn_diff", "files": files})
 
     def _start(self, prompt: str) -> None:
         if self._in_turn:  # the turn before failed without telling
@@ -139,13 +141,7 @@ class SessionRecorder:
         record["error"] = error
         record["session_tokens"] = self.session.usage.total_tokens
         self.log.write(record)
-
-    def _turn_diff(self, event: Any) -> None:
-        files = [
-            {"path": f.path, "status": f.status, "diff": f.diff}
-            for f in getattr(event, "files", ())
-        ]
-        self.write({"type": "turn_diff", "files": files})
+        self.log.sync()
 
     def close(self) -> None:
         self._unsubscribe()
