@@ -1,15 +1,17 @@
-"""A session survives a kernel restart: its file is written while it runs, the first
-``%%agent`` cell after the restart says it can be resumed, and ``%agent resume last``
-sends its history to the model again (both ipykernel lines)."""
+"""A session survives a kernel restart, or a kill: its file is written while it runs,
+the first ``%%agent`` cell after the restart says it can be resumed, and ``%agent resume
+last`` sends its history to the model again (both ipykernel lines)."""
 
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 import pytest
 
-from agent_magics.testing import ScriptedResponsesServer, message
+from agent_magics.store.log import UNFINISHED_CALL_OUTPUT
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
@@ -48,3 +50,26 @@ def test_a_session_resumes_after_a_kernel_restart(kernel: Kernel) -> None:
     assert resumed.index("first answer") < resumed.index("second question")
     turns = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["turn"] for r in turns if r["type"] == "turn_started"] == [1, 2]
+
+
+def test_a_kernel_killed_in_the_middle_of_a_turn_leaves_a_session_that_resumes(
+    kernel: Kernel,
+) -> None:
+    sleep = function_call("exec_command", {"cmd": "sleep 20"}, "c-sleep")
+    script = [[sleep], [message("back again")]]
+    with ScriptedResponsesServer(script) as server:
+        kernel.run(agent_cell(server.base_url, "-a never -s danger-full-access", "sleep"))
+        folder = kernel.ws / ".agent_magics" / "sessions"
+        kernel.wait_for(lambda: any(b"c-sleep" in p.read_bytes() for p in folder.glob("*.jsonl")))
+        kernel.pump(0.5)  # the command runs
+        kernel.km.signal_kernel(signal.SIGKILL)
+        kernel.wait_for(lambda: not kernel.km.is_alive())
+        kernel.km.restart_kernel(now=True)
+        kernel.kc.wait_for_ready(timeout=60)
+        kernel.run("%load_ext agent_magics")
+        out = kernel.outputs_text(kernel.run("%agent resume last"))
+        assert "agent: Resuming session" in out and "damaged" not in out
+        kernel.run(agent_cell(server.base_url, "", "go on"))
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        outputs = server.outputs(1)
+    assert outputs == {"c-sleep": UNFINISHED_CALL_OUTPUT}
