@@ -49,10 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a setting (VALUE read as TOML, else as a string); repeatable",
     )
+    ex.add_argument(
+        "--resume",
+        metavar="ID|last",
+        help="continue a saved session (an id, its start, or last) with this prompt",
+    )
     ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")
     tr = sub.add_parser("trust", help="trust the project config (.agent_magics/config.toml)")
     tr.add_argument("folder", nargs="?", type=Path, default=Path(), help="default: here")
     sub.add_parser("demo", help="one offline turn: a scripted model drives the real tools")
+    xp = sub.add_parser("export", help="write a saved session as .ipynb, .md or .html")
+    xp.add_argument("session", metavar="ID|last", help="a session id, its start, or last")
+    xp.add_argument("path", help="the document to write: its name ends in .ipynb, .md or .html")
+    xp.add_argument("--force", action="store_true", help="replace the file if it exists")
+    xp.add_argument("-C", "--cd", type=Path, help="the working folder whose sessions to read")
     return parser
 
 
@@ -81,8 +91,24 @@ def run_trust(folder: Path) -> int:
     return EXIT_OK
 
 
+def run_export(args: argparse.Namespace) -> int:
+    from agent_magics.store.export import export_session
+
+    cwd = str(args.cd.resolve()) if args.cd else os.getcwd()
+    words = [args.session, str(Path(args.path).resolve()), *(["--force"] if args.force else [])]
+    try:
+        print(export_session(words, load_config(options={"cwd": cwd}), None))
+    except UserError as exc:
+        print(f"agent-magics: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    return EXIT_OK
+
+
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     from agent_magics.session import Session
+    from agent_magics.store.index import sessions_folder
+    from agent_magics.store.recorder import record_session
+    from agent_magics.store.resume import continue_in, load_resume
 
     options: dict[str, Any] = {
         "base_url": args.base_url,
@@ -96,12 +122,33 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     interactive = sys.stdin.isatty() and prompt_from_args(args)
     await settle_trust(Path(options["cwd"]), interactive)
     config = load_config(options=options, overrides=args.config)
+    folder = sessions_folder(config)
+    resume = None
+    if args.resume:
+        if folder is None:
+            raise UserError("Sessions are not saved here (sessions_dir), so none can resume.")
+        resume = load_resume(folder, args.resume)
+        for note in resume.notes:
+            print(f"agent-magics: {note}", file=sys.stderr)
+        given = {k: v for k, v in options.items() if v is not None and (k != "cwd" or args.cd)}
+        config = load_config(options=resume.settings | given, overrides=args.config)
     session = Session(config, approver=stdin_approver() if interactive else deny_all)
+    if resume is not None:
+        continue_in(session, resume)
+    recorder = record_session(session, folder, turns=resume.turns if resume else 0)
+    if recorder is not None:
+        print(f"session: {recorder.id}", file=sys.stderr)
     session.subscribe(report)
     try:
         result = await session.run_turn(prompt)
+    except UserError as exc:
+        if recorder is not None:
+            recorder.fail(str(exc))
+        raise
     finally:
         await session.aclose()
+        if recorder is not None:
+            recorder.close()
     if result.final_text:
         say(session.redact.text(result.final_text), sys.stdout)
     u = result.usage
@@ -125,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         from agent_magics.demo import main as demo_main
 
         return demo_main()
+    if args.command == "export":
+        return run_export(args)
     if args.command == "trust":
         try:
             return run_trust(args.folder)

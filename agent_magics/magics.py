@@ -47,7 +47,11 @@ COMMANDS = (
     "context",
     "mcp",
     "cancel",
+    "sessions",
+    "resume",
     "trust",
+    "export",
+    "undo",
     "help",
 )
 
@@ -241,7 +245,12 @@ class AgentMagics(Magics):
         mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
                  (%agent mcp help for the options)
         cancel   stop the running turn (and any queued ones)
+        undo     undo [--yes]: put back the files the last turn changed (asks first)
+        sessions the sessions saved in this folder (id, started, model, turns, tokens)
+        resume   resume [ID|last]: the next %%agent continues a saved session
         trust    trust this folder's .agent_magics/config.toml as it is now
+        export   export [ID|last] PATH [--force]: this session (or a saved one) as a
+                 document; PATH ends in .ipynb, .md or .html
         help     the manual of %%agent
         """
         word, _, rest = line.strip().partition(" ")
@@ -251,8 +260,17 @@ class AgentMagics(Magics):
         if word == "mcp":
             self._cmd_mcp(rest)
             return
+        if word == "undo":
+            self._cmd_undo(rest)
+            return
         if word == "tool":
             print(tool_command(getattr(self.shell, "user_ns", {}), rest))
+            return
+        if word in ("sessions", "resume"):
+            self._cmd_saved(word, rest.strip())
+            return
+        if word == "export":
+            self._cmd_export(rest)
             return
         getattr(self, f"_cmd_{word}")()
 
@@ -267,6 +285,15 @@ class AgentMagics(Magics):
     def _cmd_reset(self) -> None:
         self.agent.end_session()
         print("agent: the conversation was reset.")
+
+    def _cmd_undo(self, rest: str) -> None:
+        from agent_magics.ui.undo_command import undo_command
+
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        undo_command(self.agent, rest, loop, ask=not self._headless_now())
 
     def _cmd_cancel(self) -> None:
         stopped = self.agent.cancel()
@@ -356,6 +383,34 @@ class AgentMagics(Magics):
         if config is not None:
             new = self.session is None or not self.session.history
             print(self.notebook.peek(config.cwd, new) or "agent: nothing new to tell the model.")
+
+    def _cmd_export(self, rest: str) -> None:
+        from agent_magics.store.export import export_session
+
+        config = self._current_config()
+        if config is None:
+            return
+        try:
+            print(export_session(shlex.split(rest), config, self.session))
+        except (UserError, ValueError) as exc:
+            print(f"agent: {exc}", file=sys.stderr)
+
+    def _cmd_saved(self, word: str, ref: str) -> None:
+        config = self._current_config()
+        if config is None:
+            return
+        if word == "sessions":
+            print(self.agent.files.table(config))
+            return
+        try:
+            current = self.session.thread_id if self.session is not None else None
+            settings, notes = self.agent.files.resume(config, ref, current)
+        except UserError as exc:
+            print(f"agent: {exc}", file=sys.stderr)
+            return
+        self.agent.end_session()  # keeps the resume waiting for the next cell
+        self._sticky = dict(settings)  # the cell's own options still win
+        print("\n".join(f"agent: {note}" for note in notes))
 
     def _cmd_history(self) -> None:
         items = [i.wire() for i in self.session.history] if self.session is not None else []

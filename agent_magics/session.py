@@ -24,6 +24,7 @@ from agent_magics.events import (
     SandboxUnavailable,
     SandboxWeakness,
     TurnAbortedEvent,
+    TurnDiff,
     TurnFinished,
     TurnStarted,
     Usage,
@@ -34,6 +35,7 @@ from agent_magics.protocol import CustomToolCallOutput, FunctionCallOutput, Mess
 from agent_magics.protocol.items import AnyItem
 from agent_magics.redaction import SessionRedactor
 from agent_magics.sampling import sample
+from agent_magics.store.changes import ChangeTracker, undo_folder
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import ExtraTools, build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
@@ -81,12 +83,16 @@ class Session:
         self.thread_id = str(uuid.uuid4())
         self._sinks: list[EventSink] = []
         self.services = SessionServices(approver=approver, emit=self._emit)
+        self.changes = ChangeTracker(self.redact.text)  # the turn's diff and undo
+        self.services.before_write = lambda paths: self.changes.before_write(paths)
         # The MCP SDK is imported only when a server is configured (or added later).
         self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
         self.registry = build_registry(config.tools_config(), self.mcp, extra_tools)
         self.router = ToolRouter(self.registry, self.services)
         self._client = client
         self.history: list[AnyItem] = []
+        self.on_history: Callable[[], None] | None = None
+        """Called after items join the history (a session file writes them at once)."""
         self.usage = Usage()
         self.shell = ShellInfo.detect()
         self._sandbox_checked = False
@@ -228,9 +234,11 @@ class Session:
         self._check_sandbox(turn)
         if not self.history:
             self.history.extend(self._opening_messages(turn))
-        self.history.extend(Message.user(self.redact.text(text)) for text in context)
+        notes = [*self.changes.take_notes(), *context]
+        self.history.extend(Message.user(self.redact.text(text)) for text in notes)
         self.history.append(Message.user(prompt))
         self._emit(TurnStarted(prompt))
+        self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id))
         usage = Usage()
         final_text = ""
         try:
@@ -243,6 +251,7 @@ class Session:
                 )
                 usage = usage + step_usage
                 self.history.extend(items)
+                self._history_grew()
                 calls = [c for c in (tool_call_from_item(i.wire()) for i in items) if c]
                 texts = [i.text for i in items if isinstance(i, Message) and i.role == "assistant"]
                 if texts:
@@ -252,15 +261,26 @@ class Session:
                 await self._run_calls(calls, turn)
         except (asyncio.CancelledError, TurnAborted) as exc:
             self.usage = self.usage + usage
+            self._emit_changes()
             self._emit(
                 TurnAbortedEvent(
                     "interrupted" if isinstance(exc, asyncio.CancelledError) else str(exc)
                 )
             )
             raise
+        except Exception:
+            self._emit_changes()
+            raise
         self.usage = self.usage + usage
+        self._emit_changes()
         self._emit(TurnFinished(final_text, usage))
         return TurnResult(final_text, usage)
+
+    def _emit_changes(self) -> None:
+        """Say which files the turn changed, with their diffs (before the turn's end)."""
+        changes = self.changes.finish()
+        if changes.changes:
+            self._emit(TurnDiff(changes.turn, changes.files))
 
     def _check_sandbox(self, turn: TurnContext) -> None:
         """Say once per session when no sandbox works here (commands then need approval),
@@ -282,6 +302,9 @@ class Session:
     async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
         for call in calls:
             self.router.announce(call)
+        names = [c.name for c in calls]
+        if self.changes.needs_scan(names):  # the folder as it was, before a command runs
+            await asyncio.to_thread(self.changes.scan)
 
         def job(call: ToolCall) -> Callable[[], Any]:
             return lambda: self.router.dispatch(call, turn)
@@ -301,6 +324,11 @@ class Session:
             self.history.append(kind(call_id=call.call_id, output=content))
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
+        self._history_grew()
+
+    def _history_grew(self) -> None:
+        if self.on_history is not None:
+            self.on_history()
 
     # -- lifecycle ----------------------------------------------------------------------
 

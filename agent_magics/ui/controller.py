@@ -24,6 +24,7 @@ from agent_magics.turn_record import TurnRecord, TurnRecorder, usage_since
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
 from agent_magics.ui.runner import SigintGuard, TurnView, turn_outcome
+from agent_magics.ui.sessions import SessionFiles
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TranscriptView
 
@@ -59,6 +60,7 @@ class Controller:
         self.tools = tools  # the kernel's tools, added to every session
         self.context = context
         self.session: Session | None = None
+        self.files = SessionFiles()  # the session's file, %agent sessions and resume
         self.tasks: list[asyncio.Task[None]] = []
         self._guard: SigintGuard | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
@@ -74,8 +76,10 @@ class Controller:
         if old is not None and old.reconfigure(config):
             return old
         session = Session(config, extra_tools=self.tools)
+        self.files.attach(session, old, view)
         if old is not None:
             session.history, session.usage = old.history, old.usage
+            session.changes = old.changes  # the last turn stays undoable
             view.note(NEW_ENGINE)
             self._close(old)
         self.session = session
@@ -99,6 +103,7 @@ class Controller:
         if self.session is not None:
             self._close(self.session)
         self.session = None
+        self.files.close()
 
     def kill_processes(self) -> None:
         """Kill every process the session's tools started (SIGKILL, at once)."""
@@ -136,7 +141,7 @@ class Controller:
             return view, headless_approver(headless)
         approver = WidgetApprover(loop)
         widgets = TranscriptView(loop_scheduler(loop), approver.decide)
-        display(widgets.root)
+        widgets.handle = display(widgets.root, display_id=True)
         return widgets, approver
 
     async def run_turn(
@@ -168,6 +173,7 @@ class Controller:
                 await session.run_turn(prompt, context=[told] if told else ())
             except Exception as exc:
                 record.fail(str(exc))
+                self.files.failed(str(exc))
                 raise
             finally:
                 stop_recording()
@@ -196,6 +202,7 @@ class Controller:
         if previous is not None:
             view.mark_queued()
         task = loop.create_task(self.run_turn(config, prompt, view, approver, after=previous))
+        task.add_done_callback(lambda _task: view.finish())  # the static transcript stays
         self.tasks.append(task)
         task.add_done_callback(self._turn_done)
         if background:
