@@ -413,3 +413,37 @@ async def test_the_turn_diff_is_kept_in_the_file(
     assert diff["turn"] == 1 and [f["path"] for f in diff["files"]] == ["hello.txt"]
     assert "+hi" in diff["files"][0]["diff"]
     assert [r["type"] for r in records][-2:] == ["turn_diff", "turn_ended"]
+
+
+def _key_in(home: str, start: Any, keys: Any) -> None:
+    start.wait()
+    keys.put(session_key(Path(home)).hex())
+
+
+def test_processes_making_the_key_at_once_all_get_one_whole_key(tmp_path: Path) -> None:
+    """The key file is linked in place whole: a process reading it while another makes
+    it never takes a short (or empty) key, nor deletes the other's."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for round_no in range(20):
+        home = tmp_path / f"home{round_no}"
+        start, keys = context.Barrier(6), context.Queue()
+        workers = [context.Process(target=_key_in, args=(str(home), start, keys)) for _ in range(6)]
+        for w in workers:
+            w.start()
+        got = [keys.get(timeout=30) for _ in workers]
+        for w in workers:
+            w.join(30)
+        assert len(set(got)) == 1 and len(bytes.fromhex(got[0])) == 32, got
+        assert (home / ".agent_magics" / "session_key").stat().st_mode & 0o777 == 0o600
+        assert [p.name for p in (home / ".agent_magics").iterdir()] == ["session_key"]
+
+
+def test_a_damaged_key_file_is_replaced_by_a_whole_key(tmp_path: Path) -> None:
+    path = tmp_path / ".agent_magics" / "session_key"
+    path.parent.mkdir()
+    path.write_text("abc\n")  # cut short
+    key = session_key(tmp_path)
+    assert len(key) == 32 and path.read_text() == key.hex() + "\n"
+    assert session_key(tmp_path) == key

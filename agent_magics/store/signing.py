@@ -26,23 +26,45 @@ def key_path(home: Path | None = None) -> Path:
 
 
 def session_key(home: Path | None = None) -> bytes:
-    """This user's signing key, made (mode 0600) on first use."""
+    """This user's signing key, made (mode 0600) on first use. The file appears whole
+    or not at all (written aside, then linked in place), so a process that reads it
+    while another makes it never sees a short key."""
     path = key_path(home)
-    try:
-        return bytes.fromhex(path.read_text().strip())
-    except FileNotFoundError:
-        pass
-    except ValueError:  # not hex: a damaged key file signs nothing we wrote before
-        path.unlink()
+    key, damaged = _read_key(path)
+    if key is not None:
+        return key
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = secrets.token_bytes(KEY_BYTES)
+    aside = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first: use theirs
-        return bytes.fromhex(path.read_text().strip())
-    with os.fdopen(fd, "w") as out:
-        out.write(key.hex() + "\n")
-    return key
+        with os.fdopen(fd, "w") as out:
+            out.write(key.hex() + "\n")
+        if damaged:  # a new key: files the damaged one signed no longer verify
+            os.replace(aside, path)
+            return key
+        try:
+            os.link(aside, path)
+        except FileExistsError:  # another process made it first: use theirs
+            theirs, _ = _read_key(path)
+            if theirs is not None:
+                return theirs
+            os.replace(aside, path)
+        return key
+    finally:
+        aside.unlink(missing_ok=True)
+
+
+def _read_key(path: Path) -> tuple[bytes | None, bool]:
+    """The key in ``path`` (None when there is none or it is not a whole key), and
+    whether a file is there that is not a whole key (damaged), read in one go."""
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except FileNotFoundError:
+        return None, False
+    except ValueError:
+        return None, True
+    return (key, False) if len(key) == KEY_BYTES else (None, True)
 
 
 def _canonical(record: dict[str, Any]) -> bytes:
