@@ -7,53 +7,33 @@ import asyncio
 import atexit
 import os
 import re
-import shlex
 import sys
 from functools import partial
 from pathlib import Path
 from typing import Any, get_args
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, List, Unicode
 
 from agent_magics.config import SessionConfig, load_config
 from agent_magics.errors import UserError
-from agent_magics.events import Usage
 from agent_magics.kernel.cell_log import CellLog
-from agent_magics.kernel.functions import functions_text, tool_command
 from agent_magics.kernel.notebook_context import NotebookContext
 from agent_magics.kernel.tools import KernelTools
 from agent_magics.session import Session
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.ui import info, mcp_command
 from agent_magics.ui.approver import HeadlessMode
 from agent_magics.ui.controller import Controller
 from agent_magics.ui.headless import request_allows_stdin
-from agent_magics.ui.manual import CELL_MANUAL, manual
+from agent_magics.ui.line_commands import LineCommands
+from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual
 from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
 from agent_magics.ui.trust_question import ProjectTrust
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
 PROVIDERS = list(get_args(SessionConfig.model_fields["provider"].annotation))
-COMMANDS = (
-    "reset",
-    "status",
-    "tools",
-    "tool",
-    "history",
-    "context",
-    "mcp",
-    "cancel",
-    "sessions",
-    "resume",
-    "trust",
-    "export",
-    "undo",
-    "help",
-)
 
 
 @magics_class
@@ -97,6 +77,7 @@ class AgentMagics(Magics):
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
         self.trust = ProjectTrust()
+        self.commands = LineCommands(self)
 
     @property
     def session(self) -> Session | None:
@@ -233,73 +214,12 @@ class AgentMagics(Magics):
     # -- the line magic --------------------------------------------------------------------
 
     @line_magic("agent")  # type: ignore[arg-type]
+    @manual(LINE_MANUAL)
     def agent_line(self, line: str) -> None:
-        """%agent reset | status | tools | history | context | mcp | cancel | help
+        self.commands.run(line)
 
-        reset    forget the conversation and stop its tool processes (options stay)
-        status   model, approval policy, sandbox, folder, tokens used, turn state
-        tools    the tools the model is offered
-        tool     tool NAME [--auto]: offer your function NAME as a tool; --remove NAME
-        history  the conversation so far, one line per item
-        context  what the next turn is told about the notebook and the cells that ran
-        mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
-                 (%agent mcp help for the options)
-        cancel   stop the running turn (and any queued ones)
-        undo     undo [--yes]: put back the files the last turn changed (asks first)
-        sessions the sessions saved in this folder (id, started, model, turns, tokens)
-        resume   resume [ID|last]: the next %%agent continues a saved session
-        trust    trust this folder's .agent_magics/config.toml as it is now
-        export   export [ID|last] PATH [--force]: this session (or a saved one) as a
-                 document; PATH ends in .ipynb, .md or .html
-        help     the manual of %%agent
-        """
-        word, _, rest = line.strip().partition(" ")
-        word = word or "help"
-        if word not in COMMANDS:
-            raise UsageError(f"Unknown %agent command {word!r}; try: {', '.join(COMMANDS)}.")
-        if word == "mcp":
-            self._cmd_mcp(rest)
-            return
-        if word == "undo":
-            self._cmd_undo(rest)
-            return
-        if word == "tool":
-            print(tool_command(getattr(self.shell, "user_ns", {}), rest))
-            return
-        if word in ("sessions", "resume"):
-            self._cmd_saved(word, rest.strip())
-            return
-        if word == "export":
-            self._cmd_export(rest)
-            return
-        getattr(self, f"_cmd_{word}")()
-
-    def _cmd_help(self) -> None:
-        print(self.agent_cell.__doc__)
-
-    def _cmd_trust(self) -> None:
-        config = self._current_config()
-        if config is not None:
-            print(self.trust.trust_here(config.cwd))
-
-    def _cmd_reset(self) -> None:
-        self.agent.end_session()
-        print("agent: the conversation was reset.")
-
-    def _cmd_undo(self, rest: str) -> None:
-        from agent_magics.ui.undo_command import undo_command
-
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        undo_command(self.agent, rest, loop, ask=not self._headless_now())
-
-    def _cmd_cancel(self) -> None:
-        stopped = self.agent.cancel()
-        print("agent: the turn was stopped." if stopped else "agent: no turn is running.")
-
-    def _current_config(self) -> SessionConfig | None:
+    def current_config(self) -> SessionConfig | None:
+        """The settings of the session, or those the next cell would start with."""
         if self.session is not None:
             return self.session.config
         try:
@@ -307,114 +227,6 @@ class AgentMagics(Magics):
         except UserError as exc:
             print(f"agent: {exc}", file=sys.stderr)
             return None
-
-    def _cmd_status(self) -> None:
-        config = self._current_config()
-        if config is None:
-            return
-        usage = self.session.usage if self.session is not None else Usage()
-        busy = self.agent.busy
-        turn = f"running ({busy} in progress or queued)" if busy else "idle"
-        if self._headless_now():
-            mode = "headless (each turn runs to its end in its cell)"
-        elif self.block and can_block(getattr(self.shell, "kernel", None)):
-            mode = "block (the cell stays busy until the turn ends)"
-        else:
-            mode = "background (the cell returns at once)"
-        print(info.status_text(config, usage, turn, mode))
-
-    def _cmd_tools(self) -> None:
-        if self.session is not None:
-            if not self.agent.busy:
-                self.session.refresh_tools()  # as the next turn offers them
-            print(info.tools_text(self.session.registry.wire_specs()))
-        else:
-            config = self._current_config()
-            if config is None:
-                return
-            session = Session(config, extra_tools=self.kernel_tools)
-            print(info.tools_text(session.registry.wire_specs()))
-        if functions_text():
-            print(f"\n{functions_text()}")
-
-    def _cmd_mcp(self, rest: str) -> None:
-        try:
-            words = shlex.split(rest)
-        except ValueError as exc:
-            raise UsageError(f"%agent mcp: {exc}.") from None
-        sub = words[0] if words else "list"
-        if sub == "help":
-            print(mcp_command.__doc__)
-        elif sub == "list":
-            self._mcp_list()
-        elif sub not in mcp_command.SUBCOMMANDS:
-            known = ", ".join(mcp_command.SUBCOMMANDS)
-            raise UsageError(f"Unknown %agent mcp command {sub!r}; try: {known}.")
-        elif len(words) < 2:
-            raise UsageError(f"%agent mcp {sub} needs a server name.")
-        else:
-            try:
-                self._mcp_change(sub, words[1:])
-            except UserError as exc:
-                print(f"agent: {exc}", file=sys.stderr)
-
-    def _mcp_list(self) -> None:
-        if self.session is not None:
-            print(mcp_command.list_text(self.session.mcp_statuses()))
-            return
-        config = self._current_config()
-        if config is not None:
-            print(mcp_command.configured_text(config.mcp_servers))
-
-    def _mcp_change(self, sub: str, words: list[str]) -> None:
-        change = mcp_command.plan_change(
-            sub, words, self._sticky, self._sticky_overrides, self.build_config
-        )
-        self._sticky, self._sticky_overrides = change.sticky, change.overrides
-        session = self.session
-        if session is None:
-            print(f"agent: {change.done}; it starts with the next turn.")
-            return
-        session.reconfigure(change.config)  # a new engine waits for the next turn
-        self.agent.change_mcp(session, change.restart, change.done)
-
-    def _cmd_context(self) -> None:
-        config = self._current_config()
-        if config is not None:
-            new = self.session is None or not self.session.history
-            print(self.notebook.peek(config.cwd, new) or "agent: nothing new to tell the model.")
-
-    def _cmd_export(self, rest: str) -> None:
-        from agent_magics.store.export import export_session
-
-        config = self._current_config()
-        if config is None:
-            return
-        try:
-            print(export_session(shlex.split(rest), config, self.session))
-        except (UserError, ValueError) as exc:
-            print(f"agent: {exc}", file=sys.stderr)
-
-    def _cmd_saved(self, word: str, ref: str) -> None:
-        config = self._current_config()
-        if config is None:
-            return
-        if word == "sessions":
-            print(self.agent.files.table(config))
-            return
-        try:
-            current = self.session.thread_id if self.session is not None else None
-            settings, notes = self.agent.files.resume(config, ref, current)
-        except UserError as exc:
-            print(f"agent: {exc}", file=sys.stderr)
-            return
-        self.agent.end_session()  # keeps the resume waiting for the next cell
-        self._sticky = dict(settings)  # the cell's own options still win
-        print("\n".join(f"agent: {note}" for note in notes))
-
-    def _cmd_history(self) -> None:
-        items = [i.wire() for i in self.session.history] if self.session is not None else []
-        print(info.history_text(items))
 
 
 _LOADED: dict[int, AgentMagics] = {}

@@ -52,13 +52,42 @@ each turn to its end inside the cell; what needs approval is denied unless
 AgentMagics.headless_approval = "approve" (or AGENT_MAGICS_HEADLESS_APPROVAL=approve);
 the cell keeps a markdown transcript that reads well in a saved notebook.
 
+Nothing is lost: when a turn ends its cards become a static transcript saved with the
+notebook (readable without the kernel, on GitHub or through nbconvert); every session is
+written as it runs to .agent_magics/sessions/ (setting sessions_dir; false turns it off)
+and can be continued after a kernel restart (%agent sessions, %agent resume last); a
+turn that changed files ends with their diffs, and %agent undo puts them back;
+%agent export PATH writes the session as .ipynb, .md or .html.
+
 The kernel's stop button stops a running turn and kills the commands it started.
-%agent commands: reset, status, tools, tool, history, context, mcp, cancel, trust, help.
+%agent commands: reset, status, tools, tool, history, context, mcp, cancel, undo,
+sessions, resume, trust, export, help (%agent help lists them).
 
 Example:
 
     %%agent -a on-request -s workspace-write
     Find the slowest test in tests/ and explain why it is slow.
+"""
+
+LINE_MANUAL = """%agent reset | status | tools | tool | history | context | mcp | cancel | undo |
+       sessions | resume | trust | export | help
+
+reset    forget the conversation and stop its tool processes (options stay)
+status   model, approval policy, sandbox, folder, tokens used, turn state
+tools    the tools the model is offered
+tool     tool NAME [--auto]: offer your function NAME as a tool; --remove NAME
+history  the conversation so far, one line per item
+context  what the next turn is told about the notebook and the cells that ran
+mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
+         (%agent mcp help for the options)
+cancel   stop the running turn (and any queued ones)
+undo     undo [--yes]: put back the files the last turn changed (asks first)
+sessions the sessions saved in this folder (id, started, model, turns, tokens)
+resume   resume [ID|last]: the next %%agent continues a saved session
+trust    trust this folder's .agent_magics/config.toml as it is now
+export   export [ID|last] PATH [--force]: this session (or a saved one) as a
+         document; PATH ends in .ipynb, .md or .html
+help     the manual of %%agent
 """
 
 
