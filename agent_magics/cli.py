@@ -106,7 +106,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     from agent_magics.session import Session
-    from agent_magics.store.index import sessions_folder
+    from agent_magics.store.paths import sessions_folder
     from agent_magics.store.recorder import record_session
     from agent_magics.store.resume import continue_in, load_resume
 

@@ -35,7 +35,8 @@ from agent_magics.protocol import CustomToolCallOutput, FunctionCallOutput, Mess
 from agent_magics.protocol.items import AnyItem
 from agent_magics.redaction import SessionRedactor
 from agent_magics.sampling import sample
-from agent_magics.store.changes import ChangeTracker, undo_folder
+from agent_magics.store.changes import ChangeTracker
+from agent_magics.store.paths import undo_folder
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import ExtraTools, build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext

@@ -18,8 +18,9 @@ import pytest
 from agent_magics import Session, SessionConfig
 from agent_magics.mcp.config import McpServerConfig
 from agent_magics.store import read_session
-from agent_magics.store.index import list_sessions, sessions_folder
+from agent_magics.store.index import list_sessions
 from agent_magics.store.log import UNFINISHED_CALL_OUTPUT, SessionLog
+from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder
 from agent_magics.store.signing import session_key
 from agent_magics.testing import ScriptedResponsesServer, function_call, message

@@ -11,9 +11,8 @@ import pytest
 from agent_magics import Session, SessionConfig
 from agent_magics.events import Event, FileDiff, TurnDiff
 from agent_magics.store import scan
-from agent_magics.store.changes import undo_folder
 from agent_magics.store.diff import ABSENT, FileState, file_diff
-from agent_magics.store.index import sessions_folder
+from agent_magics.store.paths import sessions_folder, undo_folder
 from agent_magics.store.undo import UndoPlan, apply_undo, plan_undo, undo_last_turn
 from agent_magics.testing import (
     ScriptedResponsesServer,

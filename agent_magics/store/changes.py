@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_magics.apply_patch.files import MAX_FILE_BYTES
-from agent_magics.config import SessionConfig
 from agent_magics.events import FileDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
@@ -55,7 +54,6 @@ WRITING_TOOLS = frozenset(
 )
 """Tools that change no file, or report each path before writing it: no scan for them."""
 UNDO_FOLDER_MODE = 0o700
-DEFAULT_SESSIONS_DIR = Path(".agent_magics") / "sessions"
 
 
 @dataclass(frozen=True)
@@ -242,20 +240,3 @@ class ChangeTracker:
             return
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(body + "\n")
-
-
-def undo_folder(config: SessionConfig, session_id: str) -> Path | None:
-    """``<sessions folder>/<session id>.undo``, beside the session's file (the folder
-    :func:`agent_magics.store.index.sessions_folder` picks, found the same way here so
-    the session does not import the session files' reader); None when sessions are not
-    saved or the default folder leads out of the working folder through a symlink."""
-    chosen = config.sessions_dir
-    if chosen is False:
-        return None
-    if chosen is None:
-        folder = config.cwd / DEFAULT_SESSIONS_DIR
-        if not folder.resolve().is_relative_to(config.cwd.resolve()):
-            return None
-    else:
-        folder = config.cwd / Path(chosen).expanduser()
-    return folder / f"{session_id}.undo"

@@ -161,7 +161,7 @@ def export_session(words: list[str], config: SessionConfig, session: Session | N
     """``export [ID|last] PATH [--force]``: a saved session, or without ID the current
     one (from its file when it has one, else from its history). Returns the line that
     says where the document went; UserError with one sentence otherwise."""
-    from agent_magics.store.index import sessions_folder
+    from agent_magics.store.paths import sessions_folder
 
     which, path, force = parse_export_args(words)
     path = path if path.is_absolute() else config.cwd / path

@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from agent_magics.markdown_text import fence, inline_code
 from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
@@ -35,20 +36,6 @@ USAGE_KEYS = (
     ("reasoning_output_tokens", "reasoning"),
     ("total_tokens", "total"),
 )
-
-
-def fence(text: str, lang: str = "") -> str:
-    """A fenced code block that no backtick run inside ``text`` can close."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def inline_code(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def quote(text: str) -> str:

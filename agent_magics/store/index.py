@@ -9,33 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_magics.config import SessionConfig
 from agent_magics.store.log import META, SUFFIX, parse_lines
 from agent_magics.store.signing import session_key, verify
 
-DEFAULT_SESSIONS_DIR = Path(".agent_magics") / "sessions"
 HEAD_BYTES = 64 * 1024
 """How much of a file's start is read for its settings line and first prompt (more, up
 to :data:`MAX_HEAD_BYTES`, when the settings line is longer)."""
 MAX_HEAD_BYTES = 4 * 1024 * 1024
 TAIL_BYTES = 64 * 1024
 """How much of a file's end is read for its last turn and token count."""
-
-
-def sessions_folder(config: SessionConfig) -> Path | None:
-    """Where this session's file goes: ``sessions_dir`` (relative to the working folder),
-    or ``.agent_magics/sessions`` there; None when saving is off, or when the default
-    folder leads out of the working folder through a symlink (a cloned repository could
-    plant one to make us write elsewhere)."""
-    chosen = config.sessions_dir
-    if chosen is False:
-        return None
-    if chosen is None:
-        folder = config.cwd / DEFAULT_SESSIONS_DIR
-        if not folder.resolve().is_relative_to(config.cwd.resolve()):
-            return None
-        return folder
-    return config.cwd / Path(chosen).expanduser()
 
 
 @dataclass(frozen=True)

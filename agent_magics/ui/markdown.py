@@ -5,9 +5,8 @@ Pure functions, like :mod:`.render`, whose summaries and output clipping they re
 
 from __future__ import annotations
 
-import re
-
 from agent_magics.events import PlanUpdated
+from agent_magics.markdown_text import fence, inline_code
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui.render import (
     STATUS_LABELS,
@@ -25,20 +24,6 @@ from agent_magics.ui.render import (
 )
 from agent_magics.ui.state import DiffBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.ui.turn_diff import turn_diff_markdown
-
-
-def fence(text: str, lang: str = "") -> str:
-    """A fenced code block that no backtick run inside ``text`` can close."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def inline_code(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def plan_markdown(plan: PlanUpdated) -> str:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_magics.config import SessionConfig
 from agent_magics.errors import UserError
-from agent_magics.store.index import SessionInfo, list_sessions, sessions_folder
+from agent_magics.store.index import SessionInfo, list_sessions
+from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder, record_session
 from agent_magics.store.resume import LAST, Resume, continue_in, load_resume
 from agent_magics.ui.render import one_line
