@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from agent_magics.events import (
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from agent_magics.tools.approval import ApprovalRequest
 from agent_magics.ui.headless import StaticTranscript
-from agent_magics.ui.render import PRE_STYLE
+from agent_magics.ui.render import COPY_SCRIPT, PRE_STYLE
 from agent_magics.ui.state import Transcript
 from agent_magics.ui.static_html import (
     IMAGE_BUDGET_BYTES,
@@ -151,16 +152,17 @@ def test_only_embedded_images_are_kept(url: str, note: str) -> None:
     assert "<img" not in html and "onerror" not in html
 
 
-def test_a_proposed_cell_has_no_button_and_code_is_coloured() -> None:
+def test_a_proposed_cell_keeps_its_copy_button_and_code_is_coloured() -> None:
     edit = args(path="a.ipynb", edit_mode="insert", cell_type="code", new_source="x = '<b>'")
     t = fold(
         ToolCallProposed("c1", "edit_notebook", edit),
         ToolCallProposed("c2", "run_python", args(code="print(1)")),
     )
     html = transcript_html(t)
-    assert "<button" not in html and "onclick" not in html
-    assert "<div>New code cell at the top of a.ipynb</div>" in html
-    assert f"<pre style=\"{PRE_STYLE}\">x = '&lt;b&gt;'</pre>" in html
+    copy = f'<button class="agent-magics-copy" onclick="{escape(COPY_SCRIPT, quote=True)}">'
+    assert html.count("<button") == 1 and html.count("onclick") == 1 and copy in html
+    assert "<div>New code cell at the top of a.ipynb " in html
+    assert f"<pre style=\"{PRE_STYLE}\">x = '&lt;b&gt;'</pre>" in html  # the text escaped
     assert '<span style="color: #008000">print</span>' in html
 
 

@@ -77,13 +77,15 @@ def header_html(block: ToolBlock) -> str:
 
 
 def arguments_html(block: ToolBlock) -> str:
-    """The call's arguments as the card shows them, minus the card's Copy button (a
-    saved document runs no script)."""
+    """The call's arguments as the card shows them. A proposed notebook cell keeps its
+    Copy button: when the cell could not go into the open notebook, the person pastes it
+    after the turn, from this copy. The button's click is our own fixed code (the cell's
+    text is escaped); where a page runs no inline handlers (GitHub, an untrusted
+    notebook), the text stays selectable."""
     cell = render.notebook_edit(block.tool_name, block.arguments)
     if cell is not None:
         where, _kind, source = cell
-        code = "" if source is None else f'<pre style="{PRE_STYLE}">{esc(source)}</pre>'
-        return f"<div>{esc(where)}</div>{code}"
+        return render.proposed_cell_html(where, source)
     return render.arguments_html(block)
 
 
