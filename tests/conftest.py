@@ -15,6 +15,7 @@ import pytest
 
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import manager_for
+from tests.browser import CHROMIUM, require_browser
 from tests.kernels import KERNEL_PYTHONS, Kernel, loaded_kernel
 from tests.paths import CONFORMANCE
 from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, Run, outside_base, require_mechanism
@@ -33,6 +34,18 @@ def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
     working in ``kernel.ws``."""
     with loaded_kernel(request.param, tmp_path) as k:
         yield k
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (skips without them: tests/browser.py)."""
+    sync_api = require_browser()
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 @pytest.fixture

@@ -20,13 +20,12 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.test_browser import Lab, browser
+from tests.browser import Lab, require_browser
 
 pytestmark = pytest.mark.slow
+require_browser()
 pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
 pytest.importorskip("pycrdt", reason="pip install -e '.[browser]'")
-
-__all__ = ["browser"]  # the Chromium fixture, shared with tests/test_browser.py
 
 SCREENSHOTS_ENV = "AGENT_MAGICS_SCREENSHOTS"
 TYPED = "  # typed by hand, not saved"

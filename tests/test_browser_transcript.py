@@ -15,9 +15,10 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.test_browser import CHROMIUM, Lab, sync_api
+from tests.browser import Lab, require_browser
 
 pytestmark = pytest.mark.slow
+require_browser()
 
 COMMAND = "echo ran > marker.txt; echo ran-it"
 ANSWER = "The marker is there, and this answer stays."
@@ -34,16 +35,6 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         yield server
     finally:
         server.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def saved_outputs(path: Path) -> list[dict[str, Any]]:

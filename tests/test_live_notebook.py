@@ -46,7 +46,7 @@ from agent_magics.tools.registry import ToolHandler
 from agent_magics.ui.markdown import tool_markdown
 from agent_magics.ui.render import COPY_SCRIPT, PRE_STYLE, arguments_html
 from agent_magics.ui.state import ToolBlock
-from tests.test_browser import free_port
+from tests.browser import free_port
 
 v4: Any = nbformat.v4
 nbf: Any = nbformat

@@ -1,0 +1,120 @@
+"""JupyterLab servers and Debian's Chromium for the browser tests.
+
+Needs Debian's ``chromium`` (``apt-get install -y chromium``) and the ``browser`` extra
+(``pip install -e '.[browser]'``: jupyterlab, playwright, jupyter-collaboration); a test
+module calls :func:`require_browser` and is skipped when either is missing. Playwright
+drives the system Chromium through ``executable_path``, so no browser download is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def require_browser() -> Any:
+    """Playwright's sync API; skips the calling test module (or fixture) when Debian's
+    chromium or the ``browser`` extra is missing."""
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", True)
+    pytest.importorskip("jupyterlab", reason="pip install -e '.[browser]'")
+    return pytest.importorskip("playwright.sync_api", reason="pip install -e '.[browser]'")
+
+
+KERNEL_SETTINGS = "@jupyterlab/apputils-extension/kernels-settings.jupyterlab-settings"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Lab:
+    """A JupyterLab server on 127.0.0.1 without a token, in a folder of its own."""
+
+    def __init__(self, root: Path, comms_over_subshells: str) -> None:
+        self.notebooks = root / "notebooks"
+        self.notebooks.mkdir()
+        settings = root / "settings"
+        (settings / KERNEL_SETTINGS).parent.mkdir(parents=True)
+        (settings / KERNEL_SETTINGS).write_text(
+            json.dumps({"commsOverSubshells": comms_over_subshells})
+        )
+        env = dict(
+            os.environ,
+            JUPYTER_CONFIG_DIR=str(root / "config"),
+            JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+            JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"),
+            JUPYTERLAB_SETTINGS_DIR=str(settings),
+        )
+        self.port = free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            f"--ServerApp.root_dir={self.notebooks}",
+        ]
+        self.comms_over_subshells = comms_over_subshells
+        self.log = (root / "lab.log").open("w")
+        self.process = subprocess.Popen(  # in root: the collaboration server keeps its store there
+            argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.port = _listening_port(root / "runtime", self.port)
+                urllib.request.urlopen(f"{self.url}/api/status", timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.close()
+                    raise RuntimeError((root / "lab.log").read_text()) from None
+                time.sleep(0.2)
+
+    def setting(self, plugin: str, key: str) -> Any:
+        with urllib.request.urlopen(f"{self.url}/lab/api/settings/{plugin}", timeout=10) as r:
+            return json.loads(r.read())["settings"].get(key)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def _listening_port(runtime: Path, chosen: int) -> int:
+    """The port the server says it listens on (it moves on when ``chosen`` was taken
+    meanwhile); ``chosen`` until it has said so."""
+    for info in runtime.glob("jpserver-*.json"):
+        try:
+            return int(json.loads(info.read_text())["port"])
+        except (ValueError, KeyError):
+            break  # being written
+    return chosen
