@@ -65,10 +65,11 @@ def test_demo_transcript_reads_well_without_widgets(
     assert "exit code 0)</summary>" in first and "Cairo,27" in first
     assert "**apply_patch** `Add SUMMARY.md` · done" in first
     assert "- [x] Write SUMMARY.md" in first
-    assert first.endswith(
-        "Cairo is the warmest city (27 °C) and Oslo the coldest (4 °C).\n\n"
-        "*Tokens: 40 in · 20 out · 60 total*"
-    )
+    answer = "Cairo is the warmest city (27 °C) and Oslo the coldest (4 °C).\n\n"
+    diff = "**1 file changed in this turn**\n\n<details><summary>SUMMARY.md · added · +3 −0"
+    assert answer + diff in first  # the turn's diff follows the answer
+    assert "+Three cities; the warmest is Cairo" in first.split(diff)[1]
+    assert first.endswith("</details>\n\n*Tokens: 40 in · 20 out · 60 total*")
     assert "**exec_command** `rm temperatures.csv` · denied · by the headless policy" in second
     assert "> Denied: nobody can approve in a headless run." in second
     status = "".join(o.get("text", "") for o in nb.cells[-2].outputs)
