@@ -172,6 +172,45 @@ def bench_inspect_frame(ctx: Ctx) -> Result:
     )
 
 
+@benchmark("turn_scan_20k", "<= 5.0")
+def bench_turn_scan(ctx: Ctx) -> Result:
+    """The scan before a turn's first command (stats + small files' contents) of 20,000
+    files, vs a plain ``os.walk`` + ``lstat`` of the same tree."""
+    from turn_scan_bench import scan_costs
+
+    files = ctx.pick(20_000, 2_000)
+    root = ctx.tmp / "scan"
+    root.mkdir(exist_ok=True)
+    got = scan_costs(root, files, ctx.pick(5, 2))
+    return Result(
+        got["candidate"],
+        "ms",
+        _ratio(got["candidate"], got["baseline"]),
+        got["baseline"],
+        f"{files:,} files of 4 KB + a skipped node_modules of as many;"
+        f" end-of-turn scan {got['end']:.1f} ms ({got['end'] / got['baseline']:.2f}x walk)",
+    )
+
+
+@benchmark("session_log_line_1kb", "<= 100 us")
+def bench_session_line(ctx: Ctx) -> Result:
+    """One session-file line of a 1 KB item (redaction, JSON, one write) vs
+    ``json.dumps`` + ``os.write`` of the same record."""
+    from session_log_bench import line_costs
+
+    # on the disk the bench runs from, not tmpfs: an fsync there costs what it costs
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+        got = line_costs(Path(tmp), 1_000, ctx.pick(5, 2))
+    return Result(
+        got["candidate"],
+        "us",
+        _ratio(got["candidate"], got["baseline"]),
+        got["baseline"],
+        f"per line, median of interleaved runs; with an fsync each line {got['fsync']:.0f} us"
+        " (so one fsync per turn, not per line)",
+    )
+
+
 def _rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, Result | None, str]]:
     """Rows of a benchmark module that measures several things at once."""
     out: list[tuple[str, str, Result | None, str]] = []

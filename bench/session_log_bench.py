@@ -41,6 +41,36 @@ def per_line_us(folder: Path, size: int, sync: bool) -> float:
     return spent / LINES * 1e6
 
 
+def floor_line_us(folder: Path, size: int) -> float:
+    """The same record as one ``json.dumps`` and one ``os.write``, nothing else: the
+    least any writer of a JSONL line pays."""
+    import json
+
+    item = {"type": "function_call_output", "call_id": "c1", "output": "x" * size}
+    fd = os.open(folder / f"floor{size}{time.monotonic_ns()}.jsonl", os.O_WRONLY | os.O_CREAT)
+    start = time.perf_counter()
+    for n in range(LINES):
+        record = {"type": "item", "turn": 1, "n": n, "item": item}
+        os.write(fd, (json.dumps(record) + "\n").encode())
+    spent = time.perf_counter() - start
+    os.close(fd)
+    return spent / LINES * 1e6
+
+
+def line_costs(folder: Path, size: int, runs: int = RUNS) -> dict[str, float]:
+    """Median µs per line: ours, ours with an fsync, and the floor (interleaved runs)."""
+    ours, synced, floor = [], [], []
+    for _ in range(runs):
+        ours.append(per_line_us(folder, size, False))
+        synced.append(per_line_us(folder, size, True))
+        floor.append(floor_line_us(folder, size))
+    return {
+        "candidate": statistics.median(ours),
+        "fsync": statistics.median(synced),
+        "baseline": statistics.median(floor),
+    }
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         folder = Path(tmp)

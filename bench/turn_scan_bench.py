@@ -53,6 +53,22 @@ def median_ms(task: Callable[[Path], object], root: Path) -> float:
     return statistics.median(runs) * 1000
 
 
+def scan_costs(root: Path, files: int, runs: int = RUNS) -> dict[str, float]:
+    """Median ms of the first scan (contents kept), the end scan and the plain walk, on
+    a tree of ``files`` files plus a skipped ``node_modules`` of as many."""
+    global RUNS
+    RUNS = runs
+    make_tree(root, files)
+    (root / "node_modules").mkdir()
+    make_tree(root / "node_modules", files)
+    assert len(scan_folder(root, keep=False).stats) == walk(root) == files
+    return {
+        "baseline": median_ms(walk, root),
+        "candidate": median_ms(partial(scan_folder, keep=True), root),
+        "end": median_ms(partial(scan_folder, keep=False), root),
+    }
+
+
 def main() -> None:
     for files in (2_000, 20_000):
         with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
