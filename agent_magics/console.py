@@ -19,6 +19,7 @@ from agent_magics.events import (
     RetryScheduled,
     ToolCallFinished,
     ToolCallProposed,
+    TurnDiff,
 )
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
@@ -90,3 +91,6 @@ def report(event: Event) -> None:
         say(f"mcp server {event.server} failed: {event.reason}{log}")
     elif isinstance(event, McpServerReady):
         say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
+    elif isinstance(event, TurnDiff):
+        changed = ", ".join(f"{f.path} ({f.status})" for f in event.files)
+        say(f"files changed: {changed}")

@@ -364,3 +364,22 @@ async def test_a_file_a_command_changed_before_a_patch_keeps_its_original_from_t
     assert session.changes.last is not None
     undo_last_turn(session.changes, plan_undo(session.changes.last))
     assert (ws / "cmd.txt").read_text() == "one\n"
+
+
+def test_exec_names_the_files_the_turn_changed(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    add = "*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch"
+    script: list[Turn] = [[custom_tool_call("apply_patch", add, "c1")], [message("ok")]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {"HOME": str(tmp_path), "OPENAI_API_KEY": "sk-test-files-changed-0123456789"}
+    with ScriptedResponsesServer(script) as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--base-url", server.base_url,
+                "-m", "m", "-a", "never", "-C", str(ws), "add notes"]  # fmt: skip
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "files changed: notes.txt (added)\n" in done.stderr
