@@ -383,3 +383,38 @@ def test_exec_names_the_files_the_turn_changed(tmp_path: Path) -> None:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "files changed: notes.txt (added)\n" in done.stderr
+
+
+def test_a_path_swapped_while_it_is_tracked_never_stops_the_write(tmp_path: Path) -> None:
+    """The model can flip a folder and a symlink while a patch is about to write under
+    it; ``realpath`` then fails with EINVAL now and then. The tracker leaves that path
+    out instead of raising, which ended the whole turn with a traceback."""
+    import threading
+
+    from agent_magics.store.changes import ChangeTracker
+
+    ws = tmp_path / "ws"
+    (ws / "real").mkdir(parents=True)
+    flip = ws / "m"
+    stop = threading.Event()
+
+    def flipper() -> None:
+        while not stop.is_set():
+            try:
+                flip.symlink_to(ws / "real")
+                flip.unlink()
+                flip.mkdir()
+                flip.rmdir()
+            except OSError:
+                pass
+
+    tracker = ChangeTracker(lambda text: text)
+    tracker.start_turn(ws, None)
+    thread = threading.Thread(target=flipper)
+    thread.start()
+    try:
+        for n in range(20_000):
+            tracker.before_write([flip / f"f{n}.txt"])  # raised OSError before the fix
+    finally:
+        stop.set()
+        thread.join()

@@ -120,12 +120,17 @@ class ChangeTracker:
         return notes
 
     def before_write(self, paths: Iterable[Path]) -> None:
-        """Keep the original of each of ``paths`` not yet kept this turn."""
+        """Keep the original of each of ``paths`` not yet kept this turn. Never raises:
+        a path the model is swapping under us (``realpath`` then fails) is not tracked,
+        and the write itself goes on to meet the confined writer's checks."""
         with self._lock:
             for path in paths:
-                real = Path(os.path.realpath(path))
-                if real not in self._originals:
-                    self._originals[real] = self._original(real)
+                try:
+                    real = Path(os.path.realpath(path))
+                    if real not in self._originals:
+                        self._originals[real] = self._original(real)
+                except (OSError, ValueError):
+                    continue
 
     def _original(self, real: Path) -> FileState | None:
         base = self._baseline
