@@ -27,7 +27,7 @@ from agent_magics.ui.approver import HeadlessMode
 from agent_magics.ui.controller import Controller
 from agent_magics.ui.headless import request_allows_stdin
 from agent_magics.ui.line_commands import LineCommands
-from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual
+from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
 from agent_magics.ui.runner import can_block, ipykernel_version
 from agent_magics.ui.terminal import run_in_terminal
 from agent_magics.ui.trust_question import ProjectTrust
@@ -132,7 +132,8 @@ class AgentMagics(Magics):
 
     # -- the cell magic --------------------------------------------------------------------
 
-    @magic_arguments()
+    @plain_manual
+    @magic_arguments(name="%agent")  # IPython puts a % before it: the usage reads %%agent
     @argument("-m", "--model", help="model name")
     @argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
     @argument("--provider", choices=PROVIDERS, help="wire protocol")

@@ -265,3 +265,19 @@ def test_a_headless_cell_ignores_an_untrusted_project_config_until_agent_trust(
         )
         ip.run_cell("%%agent\nsecond")
     assert [r["instructions"] == "from-project" for r in server.requests] == [False, True]
+
+
+def test_the_manuals_read_as_plain_text() -> None:
+    """``%%agent?`` and ``%agent help`` show the docstring as it is: no reStructuredText
+    markers, the magics under their own names, every ``%agent`` command listed."""
+    from agent_magics.magics import AgentMagics
+    from agent_magics.ui.line_commands import COMMANDS
+
+    cell = AgentMagics.agent_cell.__doc__ or ""
+    line = AgentMagics.agent_line.__doc__ or ""
+    assert cell.startswith("%%agent [-m MODEL] [--base-url BASE_URL]\n")
+    for text in (cell, line):
+        assert "::" not in text and "``" not in text and "agent_cell" not in text
+        assert "<{" not in text and "<KEY=VALUE>" not in text
+    assert "-c KEY=VALUE, --config KEY=VALUE" in cell
+    assert all(f"\n{word} " in "\n" + line.split("\n\n", 1)[1] for word in COMMANDS)

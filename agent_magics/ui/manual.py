@@ -3,6 +3,8 @@ IPython's pager shows a docstring as it is written."""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -99,3 +101,15 @@ def manual(text: str) -> Callable[[F], F]:
         return func
 
     return give
+
+
+def plain_manual(func: F) -> F:
+    """Make the help IPython's argument decorators built readable as plain text (the
+    pager shows it as it is): no reStructuredText ``::`` before the usage, which starts
+    the text, and option values without the ``<...>`` they wrap some of them in."""
+    text = func.__doc__ or ""
+    if text.startswith("::\n"):
+        usage, _, rest = text[len("::\n") :].lstrip("\n").partition("\n\n")
+        text = textwrap.dedent(usage) + "\n\n" + rest
+    func.__doc__ = re.sub(r"<([^<>\s]+)>", r"\1", text)
+    return func
