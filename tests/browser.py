@@ -100,13 +100,7 @@ class Lab:
         return f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+        stop_server(self.process, self.log)
 
 
 def _listening_port(runtime: Path, chosen: int) -> int:
@@ -118,3 +112,14 @@ def _listening_port(runtime: Path, chosen: int) -> int:
         except (ValueError, KeyError):
             break  # being written
     return chosen
+
+
+def stop_server(process: subprocess.Popen[bytes], log: Any) -> None:
+    """Stop a Jupyter server started for a test (killed after 15 s) and close its log."""
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()

@@ -17,24 +17,9 @@ from agent_magics.testing import (
     message,
 )
 from tests.kernels import Kernel, agent_cell
+from tests.test_turn_changes import PATCH, REVERTED
 
 pytestmark = pytest.mark.slow
-
-PATCH = """\
-*** Begin Patch
-*** Update File: keep.py
-@@
- a = 1
--b = 2
-+b = 3
-*** Add File: new.txt
-+hello
-*** Delete File: gone.txt
-*** End Patch
-"""
-REVERTED = (
-    "The user reverted the changes of your last turn to: cmd.txt, gone.txt, keep.py, new.txt."
-)
 
 
 def script() -> list[Turn]:

@@ -46,7 +46,7 @@ from agent_magics.tools.registry import ToolHandler
 from agent_magics.ui.markdown import tool_markdown
 from agent_magics.ui.render import COPY_SCRIPT, PRE_STYLE, arguments_html
 from agent_magics.ui.state import ToolBlock
-from tests.browser import free_port
+from tests.browser import free_port, stop_server
 
 v4: Any = nbformat.v4
 nbf: Any = nbformat
@@ -245,13 +245,7 @@ class Server:
         return None
 
     def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+        stop_server(self.process, self.log)
 
 
 @pytest.fixture
