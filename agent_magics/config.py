@@ -46,8 +46,8 @@ class SessionConfig(BaseModel):
     """Model name sent with every request."""
     provider: Literal["auto", "responses", "chat", "replay"] = "auto"
     """Wire protocol: the Responses API, Chat Completions, or an offline recording;
-    ``auto`` is the Responses API when an API key or a base URL is set, else the
-    shipped offline recording."""
+    ``auto`` is the Responses API; with neither an API key nor a base URL there is no
+    model, and a turn says so in one sentence. The recording plays only as ``replay``."""
     base_url: str = DEFAULT_BASE_URL
     """Where the model server listens (``.../v1``)."""
     api_key: SecretStr | None = Field(default=None, repr=False, exclude=True)

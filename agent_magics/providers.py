@@ -8,20 +8,27 @@ other.
 from __future__ import annotations
 
 from agent_magics.config import DEFAULT_BASE_URL, SessionConfig
-from agent_magics.errors import ConfigError, ModelError
+from agent_magics.errors import ConfigError
 from agent_magics.models import ChatClient, ModelClient, ReplayClient, ResponsesClient
 from agent_magics.models.http import RetryHook
 from agent_magics.models.replay import Recorder
 
 LIVE = {"responses": ResponsesClient, "chat": ChatClient}
+NO_MODEL = (
+    "No model is configured: set OPENAI_API_KEY, point --base-url at a local "
+    "OpenAI-compatible server, or use --provider replay for the offline demo."
+)
 
 
 def resolve_provider(config: SessionConfig) -> str:
-    """``auto`` means a live model when a key or a server is set, else the recording."""
-    if config.provider != "auto":
-        return config.provider
-    live = config.key() or config.base_url.rstrip("/") != DEFAULT_BASE_URL
-    return "responses" if live else "replay"
+    """The protocol to speak: ``auto`` is the Responses API. A live protocol needs a key
+    or a server of one's own; without either there is no model, and the one sentence
+    says the three ways to get one. The offline recording plays only when asked for."""
+    if config.provider == "replay":
+        return "replay"
+    if not config.key() and config.base_url.rstrip("/") == DEFAULT_BASE_URL:
+        raise ConfigError(NO_MODEL)
+    return "responses" if config.provider == "auto" else config.provider
 
 
 def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> ModelClient:
@@ -33,10 +40,6 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     if client_class is None:
         raise ConfigError(f"The provider {provider!r} is not available in this version.")
     key = config.key()
-    if not key and config.base_url.rstrip("/") == DEFAULT_BASE_URL:
-        raise ModelError(
-            "No API key: set OPENAI_API_KEY, or point --base-url at a local model server."
-        )
     recorder = Recorder(config.record_path, provider, key) if config.record_path else None
     return client_class(
         config.base_url,
@@ -48,4 +51,4 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     )
 
 
-__all__ = ["create_client", "resolve_provider"]
+__all__ = ["NO_MODEL", "create_client", "resolve_provider"]

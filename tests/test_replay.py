@@ -1,5 +1,6 @@
 """Recordings: written from live sessions of both protocols, played back offline; the
-shipped demo plays when no model is configured; mismatches end the turn with one
+shipped demo plays only when asked for (``replay``), and with no model configured a turn
+says so in one sentence before sending anything; mismatches end the turn with one
 sentence; the API key is in no recording, output or error."""
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from agent_magics import Session, SessionConfig
 from agent_magics.config import load_config
 from agent_magics.errors import ConfigError, ModelError
 from agent_magics.models import ReplayClient
-from agent_magics.models.replay import LIVE_HINT, load_recording
+from agent_magics.models.replay import DEMO_FOLDER, LIVE_HINT, load_recording
 from agent_magics.models.secret import MIN_PIECE, Scrubber
 from agent_magics.protocol import Message
-from agent_magics.providers import create_client, resolve_provider
-from agent_magics.recordings import DEMO_PROMPT, write_demo_files
+from agent_magics.providers import NO_MODEL, create_client, resolve_provider
+from agent_magics.recordings import DEMO_FILES, DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
 from agent_magics.testing import function_call, message
 from agent_magics.tools.approval import approve_all
@@ -71,21 +72,44 @@ async def record(
 # -- the shipped demo ----------------------------------------------------------------------
 
 
-def test_no_key_and_no_base_url_means_the_recording(tmp_path: Path) -> None:
-    assert resolve_provider(offline_config(tmp_path)) == "replay"
-    assert resolve_provider(offline_config(tmp_path, api_key=KEY)) == "responses"
-    assert resolve_provider(offline_config(tmp_path, base_url="http://127.0.0.1:1/v1")) == (
-        "responses"
-    )
-    assert resolve_provider(offline_config(tmp_path, provider="chat")) == "chat"
-    assert isinstance(create_client(offline_config(tmp_path)), ReplayClient)
-    with pytest.raises(ModelError, match="No API key"):
-        create_client(offline_config(tmp_path, provider="responses"))
+@pytest.mark.parametrize("provider", ["auto", "responses", "chat"])
+def test_no_key_and_no_base_url_means_no_model(tmp_path: Path, provider: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_provider(offline_config(tmp_path, provider=provider))
+    assert str(info.value) == NO_MODEL
+    with pytest.raises(ConfigError):
+        create_client(offline_config(tmp_path, provider=provider))
+    wanted = "responses" if provider == "auto" else provider
+    assert resolve_provider(offline_config(tmp_path, provider=provider, api_key=KEY)) == wanted
+    local = offline_config(tmp_path, provider=provider, base_url="http://127.0.0.1:1/v1")
+    assert resolve_provider(local) == wanted
+
+
+def test_the_recording_plays_only_when_asked_for(tmp_path: Path) -> None:
+    assert resolve_provider(offline_config(tmp_path, provider="replay")) == "replay"
+    assert isinstance(create_client(offline_config(tmp_path, provider="replay")), ReplayClient)
+    live = offline_config(tmp_path, api_key=KEY)
+    assert not isinstance(create_client(live), ReplayClient)
+
+
+async def test_no_model_fails_the_demo_prompt_before_anything_runs(tmp_path: Path) -> None:
+    write_demo_files(tmp_path)
+    session = Session(offline_config(tmp_path), approver=approve_all)
+    with pytest.raises(ConfigError) as info:
+        await session.run_turn(DEMO_PROMPT)
+    await session.aclose()
+    assert str(info.value) == NO_MODEL
+    assert session.usage.total_tokens == 0
+    assert (tmp_path / "stats.py").read_text().endswith("+ 1\n")
+
+
+def test_the_demo_sentence_names_every_demo_file() -> None:
+    assert all(name in DEMO_FOLDER for name in DEMO_FILES)
 
 
 async def test_shipped_demo_plays_offline(tmp_path: Path) -> None:
     write_demo_files(tmp_path)
-    session = Session(offline_config(tmp_path), approver=approve_all)
+    session = Session(offline_config(tmp_path, provider="replay"), approver=approve_all)
     result = await session.run_turn(DEMO_PROMPT)
     await session.aclose()
     assert result.final_text == FINAL
@@ -93,20 +117,18 @@ async def test_shipped_demo_plays_offline(tmp_path: Path) -> None:
     assert result.usage.total_tokens > 0 and session.usage == result.usage
     with pytest.raises(ModelError) as info:
         await session.run_turn("and now?")
-    assert str(info.value) == "This is an offline recording and it has no more answers; " + (
-        LIVE_HINT
-    )
+    assert str(info.value) == f"This is the offline demo and it has no more answers; {LIVE_HINT}"
 
 
 async def test_other_prompt_gets_one_sentence_and_history_stays(tmp_path: Path) -> None:
     write_demo_files(tmp_path)
-    session = Session(offline_config(tmp_path), approver=approve_all)
+    session = Session(offline_config(tmp_path, provider="replay"), approver=approve_all)
     with pytest.raises(ModelError) as info:
         await session.run_turn("write me a poem")
     await session.aclose()
     assert str(info.value) == (
-        "This is an offline recording and this request does not match it "
-        f"(it expects the prompt {DEMO_PROMPT!r}); " + LIVE_HINT
+        "This is the offline demo and this request does not match it "
+        f"(it expects the prompt {DEMO_PROMPT!r} {DEMO_FOLDER}); {LIVE_HINT}"
     )
     assert [type(i) for i in session.history] == [Message, Message]
     assert (tmp_path / "stats.py").read_text().endswith("+ 1\n")
@@ -115,13 +137,13 @@ async def test_other_prompt_gets_one_sentence_and_history_stays(tmp_path: Path) 
 async def test_different_tool_output_gets_one_sentence(tmp_path: Path) -> None:
     write_demo_files(tmp_path)
     (tmp_path / "stats.py").write_text("def mean(values):\n    return 0\n")
-    session = Session(offline_config(tmp_path), approver=approve_all)
+    session = Session(offline_config(tmp_path, provider="replay"), approver=approve_all)
     with pytest.raises(ModelError) as info:
         await session.run_turn(DEMO_PROMPT)
     await session.aclose()
     assert str(info.value) == (
-        "This is an offline recording and this request does not match it "
-        "(a tool output differs from the recorded one); " + LIVE_HINT
+        "This is the offline demo and this request does not match it "
+        f"(a tool output differs from the recorded one; it runs {DEMO_FOLDER}); {LIVE_HINT}"
     )
     items = [i.wire() for i in session.history]
     calls = [i["call_id"] for i in items if i["type"] == "function_call"]
@@ -201,9 +223,10 @@ def test_scrubber(text: str, expected: str) -> None:
 # -- the command line ------------------------------------------------------------------------
 
 
-def cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(folder: Path, *args: str, key: bool = True) -> subprocess.CompletedProcess[str]:
+    """``agent-magics exec`` in ``folder`` (also its HOME), with or without an API key."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_MAGICS_"))}
-    env |= {"OPENAI_API_KEY": KEY, "HOME": str(folder)}
+    env |= {"OPENAI_API_KEY": KEY, "HOME": str(folder)} if key else {"HOME": str(folder)}
     return subprocess.run(
         [sys.executable, "-m", "agent_magics", "exec", "-C", str(folder), *args],
         capture_output=True,
@@ -252,6 +275,40 @@ def test_cli_error_is_one_sentence_without_the_key(tmp_path: Path) -> None:
         "agent-magics: The model server rejected the API key (HTTP 401); "
         "set OPENAI_API_KEY to a valid key.\n"
     )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param([], id="auto"),
+        pytest.param(["--provider", "responses"], id="responses"),
+        pytest.param(["--provider", "chat"], id="chat"),
+    ],
+)
+def test_cli_without_a_model_says_so_and_sends_nothing(tmp_path: Path, options: list[str]) -> None:
+    write_demo_files(tmp_path)  # even the demo's own prompt is not answered by the recording
+    result = cli(tmp_path, *options, "-m", "gpt-5.1-codex", DEMO_PROMPT, key=False)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == f"agent-magics: {NO_MODEL}\n"  # no session line, no tokens line
+    assert not (tmp_path / ".agent_magics" / "sessions").exists()
+    assert (tmp_path / "stats.py").read_text().endswith("+ 1\n")
+
+
+def test_cli_plays_the_demo_when_asked_for(tmp_path: Path) -> None:
+    write_demo_files(tmp_path)
+    result = cli(tmp_path, "--provider", "replay", DEMO_PROMPT, key=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == FINAL + "\n"
+    assert "60 in" in result.stderr  # the usage line
+    assert "+ 1" not in (tmp_path / "stats.py").read_text()
+    other = cli(tmp_path, "--provider", "replay", "add a test for parse_date", key=False)
+    assert other.returncode == 1
+    assert other.stderr.endswith(
+        f"agent-magics: This is the offline demo and this request does not match it (it "
+        f"expects the prompt {DEMO_PROMPT!r} {DEMO_FOLDER}); {LIVE_HINT}\n"
+    )
+    assert "tokens" not in other.stderr.lower()
 
 
 def test_short_keys_are_matched_whole_only() -> None:

@@ -8,6 +8,8 @@ exchange, read by the same decoder the live client uses, after checking that the
 request matches the recorded one well enough: the same prompts and the same tool
 outputs, once times, process ids and the working folder are masked. Anything else ends
 the turn with one sentence saying that this is a recording and how to use a live model.
+Recordings play only when asked for (the ``replay`` provider): a session with no model
+configured is told so, not answered by the demo.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ FORMAT = "agent_magics.recording"
 VERSION = 1
 DEMO_RECORDING = "demo.jsonl"
 LIVE_HINT = (
-    "to use a live model, set OPENAI_API_KEY, or point --base-url at a model server "
-    "(with --provider chat for a Chat Completions one)."
+    "for a live model, leave out --provider replay and set OPENAI_API_KEY or point "
+    "--base-url at a model server."
 )
+DEMO_FOLDER = "in a folder holding the demo's stats.py and test_stats.py"
 OPENING = ("<environment_context>", "# AGENTS.md instructions for")
 
 Protocol = tuple[Callable[[ModelRequest], dict[str, Any]], Callable[[ModelRequest], Decoder]]
@@ -122,20 +125,24 @@ def signature(body: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _mismatch(live: list[tuple[str, str]], recorded: list[tuple[str, str]]) -> str:
+def _what(demo: bool) -> str:
+    return "This is the offline demo" if demo else "This is an offline recording"
+
+
+def _mismatch(live: list[tuple[str, str]], recorded: list[tuple[str, str]], demo: bool) -> str:
     prompts = [text for kind, text in recorded if kind == "prompt"]
     if [t for k, t in live if k == "prompt"] != prompts and prompts:
         expected = prompts[-1] if len(prompts[-1]) <= 80 else prompts[-1][:77] + "..."
-        what = f"it expects the prompt {expected!r}"
+        what = f"it expects the prompt {expected!r}" + (f" {DEMO_FOLDER}" if demo else "")
     else:
         what = "a tool output differs from the recorded one"
-    return f"This is an offline recording and this request does not match it ({what}); " + (
-        LIVE_HINT
-    )
+        what += f"; it runs {DEMO_FOLDER}" if demo else ""
+    return f"{_what(demo)} and this request does not match it ({what}); {LIVE_HINT}"
 
 
 class ReplayClient:
-    """Plays a recording back in order, as if the model answered."""
+    """Plays a recording back in order, as if the model answered; with no path, the
+    shipped demo."""
 
     provider = "replay"
 
@@ -146,14 +153,12 @@ class ReplayClient:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if self.position >= len(self.exchanges):
-            raise ModelError(
-                "This is an offline recording and it has no more answers; " + LIVE_HINT
-            )
+            raise ModelError(f"{_what(self.path is None)} and it has no more answers; {LIVE_HINT}")
         build_body, make_decoder = PROTOCOLS[self.recorded_provider]
         exchange = self.exchanges[self.position]
         live, recorded = signature(build_body(request)), signature(exchange.get("request", {}))
         if live != recorded:
-            raise ModelError(_mismatch(live, recorded))
+            raise ModelError(_mismatch(live, recorded, self.path is None))
         self.position += 1
         for event in replay_tape(make_decoder(request), exchange.get("response") or []):
             yield event

@@ -1,0 +1,74 @@
+"""A ``%%agent`` cell with no model configured (no key, no base URL) is told so in one
+sentence and nothing runs; the offline demo recording answers only when asked for with
+``--provider replay``; a turn that failed before any token was counted shows no token line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from agent_magics.events import TurnFailed, Usage
+from agent_magics.providers import NO_MODEL
+from agent_magics.recordings import DEMO_PROMPT, write_demo_files
+from agent_magics.recordings.record_demo import FINAL
+from agent_magics.ui.markdown import transcript_markdown
+from agent_magics.ui.state import Transcript
+
+
+@pytest.fixture
+def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An in-process shell in a folder holding the demo project, with no model set."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MAGICS_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    work = tmp_path / "work"
+    work.mkdir()
+    write_demo_files(work)
+    monkeypatch.chdir(work)
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext agent_magics")
+    try:
+        yield shell
+    finally:
+        shell.run_cell("%unload_ext agent_magics")
+
+
+def test_a_cell_without_a_model_says_so_and_runs_nothing(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ip.run_cell(f"%%agent\n{DEMO_PROMPT}")
+    out = capsys.readouterr().out
+    assert out.strip().endswith(f"**{NO_MODEL}**")
+    assert "Tokens" not in out
+    assert "offline recording" not in out
+    assert Path("stats.py").read_text().endswith("+ 1\n")
+
+
+def test_a_cell_plays_the_demo_when_asked_for(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.run_cell(f"%%agent --provider replay\n{DEMO_PROMPT}")
+    out = capsys.readouterr().out
+    assert FINAL in out
+    assert "*Tokens: 60 in · 30 out · 90 total*" in out
+    assert "+ 1" not in Path("stats.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("usage", "line"),
+    [
+        pytest.param(Usage(), None, id="nothing-counted"),
+        pytest.param(Usage(10, 0, 5, 0, 15), "*Tokens: 10 in · 5 out · 15 total*", id="counted"),
+    ],
+)
+def test_a_failed_turn_shows_tokens_only_when_some_were_used(
+    usage: Usage, line: str | None
+) -> None:
+    t = Transcript()
+    t.apply(TurnFailed("The server is down.", usage))
+    text = transcript_markdown(t)
+    assert text.startswith("**The server is down.**")
+    assert (line in text) if line else ("Tokens" not in text)
