@@ -39,8 +39,8 @@ def _invocation(name: str, args: dict[str, object], cwd: Path) -> ToolInvocation
     return ToolInvocation("call_bench", name, payload, TurnContext(cwd=cwd), SessionServices())
 
 
-def _interleaved(runs: int, *fns: Callable[[], object]) -> list[float]:
-    """Median wall seconds of each function, run in turn after one warm-up of each."""
+def interleaved_times(runs: int, *fns: Callable[[], object]) -> list[list[float]]:
+    """Every run's wall seconds of each function, run in turn after one warm-up of each."""
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:
         fn()
@@ -49,7 +49,12 @@ def _interleaved(runs: int, *fns: Callable[[], object]) -> list[float]:
             t0 = time.perf_counter()
             fn()
             out.append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
+    return times
+
+
+def _interleaved(runs: int, *fns: Callable[[], object]) -> list[float]:
+    """Median wall seconds of each function, run in turn after one warm-up of each."""
+    return [statistics.median(t) for t in interleaved_times(runs, *fns)]
 
 
 # -- no-op call overhead -----------------------------------------------------------------
@@ -107,8 +112,8 @@ async def _noop_overhead(cwd: Path, calls: int, batches: int) -> tuple[float, fl
 # -- grep_files ------------------------------------------------------------------------
 
 
-def grep_files(tree: Tree, runs: int) -> tuple[float, float, float]:
-    """Median s of GrepFilesHandler, of raw ``rg --files-with-matches PATTERN DIR``, and
+def grep_files(tree: Tree, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """Times in s of GrepFilesHandler, of raw ``rg --files-with-matches PATTERN DIR``, and
     of rg with exactly the handler's arguments (what is left is our own overhead)."""
     from agent_magics.tools.handlers.grep_files import GrepFilesHandler, rg_argv
 
@@ -131,7 +136,7 @@ def grep_files(tree: Tree, runs: int) -> tuple[float, float, float]:
         want = sorted(baseline().decode().splitlines())
         if got != want or len(got) != tree.matching:
             raise RuntimeError(f"grep_files found {len(got)} files, rg {len(want)}")
-        cand, base, same_args = _interleaved(runs, candidate, baseline, lambda: baseline(same))
+        cand, base, same_args = interleaved_times(runs, candidate, baseline, lambda: baseline(same))
     return cand, base, same_args
 
 
@@ -144,42 +149,67 @@ def slice_offset(f: TextFile) -> int:
     return int(f.lines * 0.9) + 1
 
 
-def read_slice(f: TextFile, runs: int) -> tuple[float, float, int]:
-    """(median s of ReadFileHandler, median s of ``sed -n 'A,Bp;Bq'``, first line)."""
+def read_slice(f: TextFile, runs: int) -> tuple[list[float], list[float], int]:
+    """(times in s of ReadFileHandler, of ``tail -n +A FILE | head -n N``, first line)."""
     from agent_magics.tools.handlers.read_file import ReadFileHandler
 
     start = slice_offset(f)
-    end = start + SLICE_LINES - 1
     handler = ReadFileHandler()
     inv = _invocation(
         handler.name, {"file_path": str(f.path), "offset": start, "limit": SLICE_LINES}, f.path
     )
-    argv = ["sed", "-n", f"{start},{end}p;{end}q", str(f.path)]
     with asyncio.Runner() as runner:
 
         def candidate() -> ToolOutput:
             return runner.run(handler.handle(inv))
 
-        def baseline() -> bytes:
-            return subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout
-
         got = candidate().text.splitlines()
-        want = [f"L{start + i}: {line}" for i, line in enumerate(baseline().decode().splitlines())]
+        want = [f"L{start + i}: {line}" for i, line in enumerate(tail_head(f, start).splitlines())]
         if got != want or got[0] != f"L{start}: {f.line(start)}":
-            raise RuntimeError("read_file and sed returned different lines")
-        cand, base = _interleaved(runs, candidate, baseline)
+            raise RuntimeError("read_file and tail | head returned different lines")
+        cand, base = interleaved_times(runs, candidate, lambda: tail_head(f, start))
     return cand, base, start
 
 
+def tail_head(f: TextFile, start: int) -> str:
+    """``tail -n +START FILE | head -n SLICE_LINES``, two processes joined by a pipe (no
+    shell); returns once both have exited, as a shell pipeline does."""
+    tail = subprocess.Popen(["tail", "-n", f"+{start}", str(f.path)], stdout=subprocess.PIPE)
+    head = subprocess.Popen(
+        ["head", "-n", str(SLICE_LINES)], stdin=tail.stdout, stdout=subprocess.PIPE
+    )
+    assert tail.stdout is not None
+    tail.stdout.close()  # head holds the read end: tail gets SIGPIPE once head exits
+    out, _ = head.communicate()
+    tail.wait()
+    return out.decode()
+
+
+# Peak RSS growth of a read, in KB. On Linux the kernel's high-water mark (VmHWM) is reset
+# to the current resident size just before the read (``/proc/self/clear_refs``), so the
+# growth is the read's own peak above what the process held before it; elsewhere it is
+# the growth of ``ru_maxrss`` (which may hide up to the import-time peak).
 _RSS_CHILD = """
 import asyncio, json, resource, sys
 from pathlib import Path
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.read_file import ReadFileHandler
 
-def peak_mb():
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1 << 20) if sys.platform == "darwin" else rss / 1024
+def status_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+
+def reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return status_kb("VmRSS"), lambda: status_kb("VmHWM")
+    except OSError:
+        scale = 1 / 1024 if sys.platform == "darwin" else 1
+        peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+        return peak(), peak
 
 async def read(path, offset, limit):
     args = json.dumps({"file_path": path, "offset": offset, "limit": limit})
@@ -190,24 +220,23 @@ async def read(path, offset, limit):
 async def main():
     path, offset, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     await read(path, 1, 5)  # warm-up: imports, thread pool, argument models
-    before = peak_mb()
+    before, peak = reset_peak()
     out = await read(path, offset, limit)
-    after = peak_mb()
-    print(json.dumps({"growth_mb": after - before, "lines": len(out.text.splitlines())}))
+    print(json.dumps({"growth_kb": peak() - before, "lines": len(out.text.splitlines())}))
 
 asyncio.run(main())
 """
 
 
-def read_rss_growth_mb(f: TextFile) -> float:
-    """Peak RSS growth (MB) of a fresh process while read_file reads a slice deep in ``f``."""
+def read_rss_growth_kb(f: TextFile) -> float:
+    """Peak RSS growth (KB) of a fresh process while read_file reads a slice deep in ``f``."""
     argv = [sys.executable, "-c", _RSS_CHILD, str(f.path), str(slice_offset(f)), str(SLICE_LINES)]
     cwd = Path(__file__).resolve().parents[1]  # so the package imports when not installed
     done = subprocess.run(argv, stdout=subprocess.PIPE, check=True, cwd=cwd)
     answer = json.loads(done.stdout)
     if answer["lines"] != SLICE_LINES:
         raise RuntimeError(f"read_file returned {answer['lines']} lines")
-    return float(answer["growth_mb"])
+    return float(answer["growth_kb"])
 
 
 # -- tool scheduling in a real Session ---------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +17,33 @@ class Result:
     note: str = ""
 
 
+def spread(values: list[float], scale: float = 1.0) -> str:
+    """``min/median/max`` of ``values`` times ``scale``."""
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return "/".join(_fmt(x * scale) for x in (low, mid, high))
+
+
+def check_target(target: str) -> str:
+    """``target`` if it is empty (a reference row) or ``<= N`` / ``>= N`` with an optional
+    unit; anything else (prose) is a mistake in the benchmark and raises ValueError."""
+    parts = target.split()
+    if parts:
+        ok = len(parts) in (2, 3) and parts[0] in ("<=", ">=")
+        try:
+            float(parts[1] if ok else "x")
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"a target is '<= N', '>= N' (a ratio), '<= N unit', or empty: {target!r}"
+            )
+    return target
+
+
 def meets(target: str, value: float, ratio: float | None) -> bool | None:
     """Whether ``target`` holds: with a unit it bounds the value, without one the ratio."""
-    parts = target.split()
-    if len(parts) < 2 or parts[0] not in ("<=", ">="):
+    parts = check_target(target).split()
+    if not parts:
         return None  # a reference row without a target
     op, bound, *unit = parts
     subject = value if unit else ratio
@@ -51,9 +75,17 @@ def _row(cells: list[str]) -> str:
 
 
 def report(
-    name: str, target: str, result: Result | None, secs: float, as_json: bool, error: str = ""
+    name: str,
+    target: str,
+    result: Result | None,
+    secs: float,
+    as_json: bool,
+    error: str = "",
+    skipped: str = "",
 ) -> None:
-    """Print one benchmark's outcome as a table row or a JSON line."""
+    """Print one benchmark's outcome as a table row or a JSON line. Without a result it
+    crashed (``error``) or was skipped (``skipped`` says why)."""
+    ok = meets(target, result.value, result.ratio) if result else None
     if as_json:
         line: dict[str, Any] = {
             "name": name,
@@ -61,18 +93,19 @@ def report(
             "unit": result.unit if result else None,
             "ratio": round(result.ratio, 4) if result and result.ratio is not None else None,
             "target": target,
+            "met": ok,
+            "note": result.note if result else skipped,
         }
         if error:
             line["error"] = error
         print(json.dumps(line), flush=True)
         return
     if result is None:
+        status, why = ("CRASHED", error) if error else ("skipped", skipped)
         print(
-            _row([name, "-", "", "-", "-", target, "CRASHED", f"{secs:.1f}"]) + f"  {error}",
-            flush=True,
+            _row([name, "-", "", "-", "-", target, status, f"{secs:.1f}"]) + f"  {why}", flush=True
         )
         return
-    ok = meets(target, result.value, result.ratio)
     status = "?" if ok is None else ("ok" if ok else "MISSED")
     cells = [
         name,
