@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -30,19 +32,61 @@ AGENTS_OVERRIDE_FILE = "AGENTS.override.md"
 PROJECT_DOC_MAX_BYTES = 32 * 1024
 
 
+ENVIRONMENT_FIELDS = ("cwd", "approval_policy", "sandbox_mode", "network_access", "shell")
+"""The fields of an ``<environment_context>`` message, in the order Codex writes them."""
+ENVIRONMENT_OPEN = "<environment_context>"
+ENVIRONMENT_CLOSE = "</environment_context>"
+_FIELD_LINE = re.compile(r"^  <(" + "|".join(ENVIRONMENT_FIELDS) + r")>(.*)</\1>$", re.MULTILINE)
+
+
+def environment_fields(
+    cwd: Path, approval_policy: str, sandbox_mode: str, network: bool, shell: str
+) -> dict[str, str]:
+    """Where and how the agent runs, as the text of each field."""
+    return {
+        "cwd": escape(str(cwd)),
+        "approval_policy": approval_policy,
+        "sandbox_mode": sandbox_mode,
+        "network_access": "enabled" if network else "restricted",
+        "shell": shell,
+    }
+
+
+def environment_xml(fields: Mapping[str, str]) -> str:
+    """An ``<environment_context>`` message holding ``fields`` (the others left out)."""
+    lines = [f"  <{name}>{fields[name]}</{name}>" for name in ENVIRONMENT_FIELDS if name in fields]
+    return "\n".join([ENVIRONMENT_OPEN, *lines, ENVIRONMENT_CLOSE])
+
+
 def environment_context(
     cwd: Path, approval_policy: str, sandbox_mode: str, network: bool, shell: str
 ) -> str:
     """The first user-role message of a conversation: where and how the agent runs."""
-    return (
-        "<environment_context>\n"
-        f"  <cwd>{escape(str(cwd))}</cwd>\n"
-        f"  <approval_policy>{approval_policy}</approval_policy>\n"
-        f"  <sandbox_mode>{sandbox_mode}</sandbox_mode>\n"
-        f"  <network_access>{'enabled' if network else 'restricted'}</network_access>\n"
-        f"  <shell>{shell}</shell>\n"
-        "</environment_context>"
-    )
+    return environment_xml(environment_fields(cwd, approval_policy, sandbox_mode, network, shell))
+
+
+def told_environment(user_texts: Iterable[str]) -> dict[str, str]:
+    """What the conversation's ``<environment_context>`` messages told the model, the later
+    ones over the earlier (an update names only what changed)."""
+    told: dict[str, str] = {}
+    for text in user_texts:
+        if text.startswith(ENVIRONMENT_OPEN) and text.rstrip().endswith(ENVIRONMENT_CLOSE):
+            told.update(_FIELD_LINE.findall(text))
+    return told
+
+
+def environment_update(told: Mapping[str, str], now: Mapping[str, str]) -> str | None:
+    """The message that tells the model what changed since ``told``, as Codex sends it
+    between turns: None when only the shell differs; else the folder if it changed, the
+    approval policy if it changed, the sandbox mode and its network access if either
+    changed, and the shell always."""
+    sandbox = ("sandbox_mode", "network_access")
+    changed = {k: now[k] for k in ("cwd", "approval_policy") if told.get(k) != now[k]}
+    if any(told.get(k) != now[k] for k in sandbox):
+        changed.update({k: now[k] for k in sandbox})
+    if not changed:
+        return None
+    return environment_xml({**changed, "shell": now["shell"]})
 
 
 def _project_root(cwd: Path) -> Path:

@@ -238,6 +238,8 @@ class _Folder:
             self.turn(record).undone = [_path(f) for f in record["files"]]
         elif kind == "session_meta":
             self.part += 1
+        elif kind == "rollback":
+            pass  # the failed turn stays in the document; only the history forgets it
         else:
             self.skipped += 1
 

@@ -4,7 +4,9 @@ The first line (and one more each time the session is resumed) is ``session_meta
 settings the session runs with, minus secrets, signed with this user's key (see
 :mod:`.signing`). Then ``turn_started``, ``item`` (each history item, its wire JSON, as it
 joins the history), ``decision``, ``tool_finished``, ``turn_ended`` and the records other
-parts add through :meth:`SessionLog.write`.
+parts add through :meth:`SessionLog.write`. A ``rollback`` record takes back the last
+``items`` items written (a turn that failed before the model answered leaves the history
+as it was).
 
 Each line goes to the operating system with one ``write`` as soon as it is made, so a
 killed process loses at most the line being written. ``fsync``, which only guards
@@ -42,6 +44,7 @@ FORMAT_VERSION = 1
 FILE_MODE = 0o600
 SUFFIX = ".jsonl"
 META = "session_meta"
+ROLLBACK = "rollback"
 UNFINISHED_CALL_OUTPUT = (
     "aborted: the session stopped before this call finished, so its result is unknown"
 )
@@ -242,16 +245,19 @@ def read_session(path: Path, *, key: bytes | None = None) -> LoadedSession:
     metas = [r for r in records if r["type"] == META]
     signed = [m for m in metas if verify(m, key)]
     meta = signed[-1] if signed else (metas[0] if metas else None)
-    history: list[AnyItem] = []
-    skipped = 0
+    kept: list[AnyItem | None] = []  # None: an item record that is not a valid item
     for record in records:
+        taken = record.get("items") if record["type"] == ROLLBACK else None
+        if isinstance(taken, int) and not isinstance(taken, bool) and taken > 0:
+            del kept[-taken:]
         if record["type"] != "item":
             continue
         try:
-            history.append(server_item(record.get("item")))
+            kept.append(server_item(record.get("item")))
         except MalformedItem:
-            skipped += 1
-    history = answer_unfinished_calls(history)
+            kept.append(None)
+    skipped = kept.count(None)
+    history = answer_unfinished_calls([item for item in kept if item is not None])
     return LoadedSession(
         Path(path), meta, bool(signed), records, history, _damage(bad, torn, skipped)
     )

@@ -18,7 +18,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.store.log import SessionLog, now_iso
+from agent_magics.store.log import ROLLBACK, SessionLog, now_iso
 
 if TYPE_CHECKING:
     from agent_magics.session import Session
@@ -67,7 +67,12 @@ class SessionRecorder:
         history = self.session.history
         if not self._in_turn:
             return
-        if self._written > len(history):  # the conversation was reset
+        if self._written > len(history) and self.session.thread_id == self.log.id:
+            # A failed turn taken back: reading the file drops those items too.
+            taken = self._written - len(history)
+            self.log.write({"type": ROLLBACK, "turn": self.turn, "items": taken})
+            self._written = len(history)
+        elif self._written > len(history):  # the conversation was reset
             self._written = 0
         for item in history[self._written :]:
             self.log.write({"type": "item", "turn": self.turn, "item": item.wire()})
