@@ -111,6 +111,8 @@ class ToolCallFinished:
     output: Any
     success: bool
     duration_s: float
+    stopped: bool = False
+    """A person stopped this call (its card's Stop button); the turn went on."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from agent_magics.tools.context import (
     TurnContext,
 )
 from agent_magics.tools.registry import ToolRegistry
+from agent_magics.tools.stopping import running_calls
 
 INCOMPATIBLE_PAYLOAD = "aborted"
 NO_NAME = "(the call names no tool)"
@@ -87,7 +88,10 @@ class ToolRouter:
     async def dispatch(self, call: ToolCall, turn: TurnContext) -> ToolOutput:
         started = time.monotonic()
         self.services.emit(ToolCallStarted(call.call_id, call.name))
-        output = await self._dispatch(call, turn)
+        running = running_calls(self.services)  # a person may stop this one call
+        output, stopped = await running.run(
+            call.call_id, call.name, lambda: self._dispatch(call, turn)
+        )
         self.services.emit(
             ToolCallFinished(
                 call.call_id,
@@ -95,6 +99,7 @@ class ToolRouter:
                 output.content,
                 output.success,
                 time.monotonic() - started,
+                stopped=stopped,
             )
         )
         return output

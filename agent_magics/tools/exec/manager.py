@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from agent_magics.tools.exec.buffer import Collected
 from agent_magics.tools.exec.collect import clamp_yield, collect_output, poll_wait_ms
 from agent_magics.tools.exec.process import ExecProcess, group_alive, kill_group
 
@@ -61,7 +62,7 @@ class ExecResult:
     """What one exec_command / write_stdin call saw."""
 
     wall_time: float
-    output: bytes
+    output: Collected
     exit_code: int | None
     session_id: int | None  # set while the process keeps running
 
@@ -134,6 +135,18 @@ class ProcessManager:
         """Kill and forget a process that is not (or no longer) kept as a session."""
         process.dispose()
         self._live.discard(process)
+
+    def stop(self, process: ExecProcess) -> None:
+        """A person stopped the call running ``process``: kill its process group and
+        forget its session, if it was kept."""
+        for session_id, kept in list(self._sessions.items()):
+            if kept.process is process:
+                self._forget(session_id)
+        self.discard(process)
+
+    def process_of(self, session_id: int) -> ExecProcess | None:
+        kept = self._sessions.get(session_id)
+        return kept.process if kept is not None else None
 
     async def start(
         self,

@@ -34,6 +34,7 @@ from agent_magics.tools.exec.format import (
     create_process_failed,
     intercepted_response,
     new_chunk_id,
+    output_policy,
     reserialize_shell_output,
     sandbox_denied_failure,
     unified_response,
@@ -45,6 +46,7 @@ from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
+from agent_magics.tools.stopping import on_stop
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 
@@ -80,7 +82,7 @@ class WriteStdinArgs(BaseModel):
     max_output_tokens: int | None = Field(default=None, ge=0)
 
 
-def _answer(result: ExecResult, max_output_tokens: int | None) -> ToolOutput:
+def _answer(result: ExecResult, max_output_tokens: int | None, turn: TurnContext) -> ToolOutput:
     """Codex's unified exec answer for ``result``, its output capped at the budget."""
     budget = DEFAULT_MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
     text = unified_response(
@@ -89,7 +91,7 @@ def _answer(result: ExecResult, max_output_tokens: int | None) -> ToolOutput:
         exit_code=result.exit_code,
         session_id=result.session_id,
         output=result.output,
-        max_tokens=budget,
+        policy=output_policy(budget, turn.truncation),
     )
     return ToolOutput(text)
 
@@ -177,11 +179,13 @@ class ExecCommandHandler:
 
         async def attempt(sandbox: SandboxSpec) -> ExecProcess:
             try:
-                return await manager.spawn(sandbox.wrap(argv), cwd, env, args.tty)
+                started = await manager.spawn(sandbox.wrap(argv), cwd, env, args.tty)
             except OSError as exc:
                 raise RespondToModel(
                     f"Failed to create unified exec process: {rust_os_error(exc)}"
                 ) from None
+            on_stop(inv.services, inv.call_id, lambda: manager.stop(started))
+            return started
 
         def denied(process: ExecProcess) -> bool:
             text = process.snapshot().decode("utf-8", errors="replace")
@@ -224,10 +228,10 @@ class ExecCommandHandler:
                 manager.release_id(session_id)
             raise
         if confined and result.exit_code is not None:
-            seen = result.output.decode("utf-8", errors="replace")
+            seen = result.output.data.decode("utf-8", errors="replace")
             if looks_sandbox_denied(seen, result.exit_code):
                 raise RespondToModel(sandbox_denied_failure(seen, result.exit_code))
-        return _answer(result, args.max_output_tokens)
+        return _answer(result, args.max_output_tokens, inv.turn)
 
 
 class WriteStdinHandler:
@@ -250,10 +254,13 @@ class WriteStdinHandler:
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(WriteStdinArgs, inv)
         manager = manager_for(inv.services)
+        polled = manager.process_of(args.session_id)
+        if polled is not None:  # stopping this call stops the command it talks to
+            on_stop(inv.services, inv.call_id, lambda: manager.stop(polled))
         try:
             result = await manager.write_stdin(
                 args.session_id, args.chars, args.yield_time_ms, _delta_emitter(inv)
             )
         except (UnknownSession, StdinClosed) as exc:
             raise RespondToModel(f"write_stdin failed: {exc}") from None
-        return _answer(result, args.max_output_tokens)
+        return _answer(result, args.max_output_tokens, inv.turn)
