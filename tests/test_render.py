@@ -127,7 +127,7 @@ def test_diff_is_coloured_line_by_line() -> None:
         ),
         pytest.param(
             ToolBlock("c", "read_file", args(file_path="a&b.py")),
-            "<code>a&amp;b.py</code>",
+            "",  # the header names the path
             id="path",
         ),
         pytest.param(ToolBlock("c", "update_plan", args(plan=[])), "", id="plan"),
@@ -160,9 +160,14 @@ def test_decision_texts() -> None:
 def test_card_header() -> None:
     block = ToolBlock("c", "exec_command", args(cmd="make <all>"), status="done")
     block.decision = ReviewDecision.APPROVED
+    # The command shows once, in the body; the decision has its own line.
     assert render.card_header_html(block) == (
-        "<b>exec_command</b> <code>make &lt;all&gt;</code> · "
-        f'<span style="color:{GREEN};font-weight:600">done</span> · approved'
+        f'<b>exec_command</b> · <span style="color:{GREEN};font-weight:600">done</span>'
+    )
+    path = ToolBlock("c", "read_file", args(file_path="a.py"), status="done")
+    assert render.card_header_html(path) == (
+        f'<b>read_file</b> <code>a.py</code> · <span style="color:{GREEN};font-weight:600">'
+        "done</span>"
     )
 
 

@@ -39,6 +39,7 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 PLAN = {"plan": [{"step": "look", "status": "completed"}, {"step": "fix", "status": "pending"}]}
 SCRIPT_OUT = "printf '<script>alert(1)</script>\\n'"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATUS_ABORTED = '<span style="color:#6e7781;font-weight:600">aborted</span>'
 
 
 async def folded_turn(tmp_path: Path) -> Transcript:
@@ -78,10 +79,11 @@ async def folded_turn(tmp_path: Path) -> Transcript:
 
 async def test_a_folded_turn_renders_every_call(tmp_path: Path) -> None:
     html = transcript_html(await folded_turn(tmp_path))
-    assert '<span style="color:#cf222e;font-weight:600">denied</span> · by the user' in html
+    assert '<span style="color:#cf222e;font-weight:600">denied</span>' in html
+    assert '<div style="color:#cf222e;font-weight:600">✘ Denied by you</div>' in html
     assert "<b>apply_patch</b> <code>Add hello.txt</code>" in html
     assert '<span style="color:#1a7f37">+hi</span>' in html
-    assert ">done</span> · approved by the user" in html
+    assert '<div style="color:#1a7f37;font-weight:600">✔ Approved by you</div>' in html
     assert (
         "<details><summary>Output (1 line, exit code 0)</summary>"
         f'<pre style="{PRE_STYLE}">'
@@ -130,8 +132,25 @@ def test_a_headless_denial_says_the_policy_denied() -> None:
         ToolCallFinished("c1", "exec_command", "rejected", False, 0.0),
     )
     html = transcript_html(t)
-    assert ">denied</span> · by the headless policy</div>" in html
+    assert ">denied</span></div>" in html
+    assert "✘ Denied by the policy</div>" in html
+    assert "<details><summary>Output (1 line)</summary>" in html  # denied: nothing ran
     assert "<i>Denied: nobody can approve in a headless run.</i>" in html
+
+
+def test_a_failed_command_shows_its_output_open() -> None:
+    ran = "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code {}\nOutput:\n{}\n"
+    t = fold(
+        ToolCallProposed("c1", "exec_command", args(cmd="make")),
+        ToolCallStarted("c1", "exec_command"),
+        ToolCallFinished("c1", "exec_command", ran.format(2, "boom"), True, 0.1),
+        ToolCallProposed("c2", "exec_command", args(cmd="ls")),
+        ToolCallStarted("c2", "exec_command"),
+        ToolCallFinished("c2", "exec_command", ran.format(0, "a.txt"), True, 0.1),
+    )
+    html = transcript_html(t)
+    assert "<details open><summary>Output (1 line, exit code 2)</summary>" in html
+    assert "<details><summary>Output (1 line, exit code 0)</summary>" in html
 
 
 @pytest.mark.parametrize(
@@ -203,6 +222,7 @@ def test_the_widget_view_is_replaced_by_the_document() -> None:
     view(ToolCallProposed("c1", "exec_command", args(cmd="sleep 9")))
     view.finish()
     assert len(shown) == 1 and WIDGET_VIEW not in shown[0]
-    assert "<b>exec_command</b> <code>sleep 9</code>" in shown[0]["text/html"]
+    assert f"<b>exec_command</b> · {STATUS_ABORTED}" in shown[0]["text/html"]
+    assert "$ sleep 9</pre>" in shown[0]["text/html"]
     assert ">aborted</span>" in shown[0]["text/html"]
     assert view.status.value == '<span style="color:#9a6700">Turn aborted.</span>'

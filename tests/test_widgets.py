@@ -18,7 +18,8 @@ from PIL import Image
 from agent_magics import Session, SessionConfig
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.ui import render
+from agent_magics.tools.exec import manager_for
+from agent_magics.ui import card_text, render
 from agent_magics.ui.approver import WidgetApprover, headless_approver
 from agent_magics.ui.runner import turn_outcome
 from agent_magics.ui.state import TextBlock, ToolBlock
@@ -41,7 +42,9 @@ class Rig:
         } | settings
         self.session = Session(SessionConfig(**config))
         self.approver = WidgetApprover(loop)
-        self.view = TranscriptView(loop_scheduler(loop), self.approver.decide)
+        self.view = TranscriptView(
+            loop_scheduler(loop), self.approver.decide, on_stop=self.session.stop_call
+        )
         self.session.subscribe(self.view)
         self.session.approver = self.approver
         self.stopped = 0
@@ -107,7 +110,14 @@ async def test_approve_runs_the_command(tmp_path: Path, rig_factory: Callable[..
     await task
     assert (tmp_path / "marker.txt").read_text() == "ran\n"
     assert "ran-it" in rig.server.outputs(1)["c1"]  # type: ignore[attr-defined]
-    assert card.header.value.endswith("done</span> · approved")
+    assert card.button_row.children == ()  # the decision, not faded buttons
+    assert card.decision.value == (
+        '<div style="color:#1a7f37;font-weight:600">✔ Approved by you</div>'
+    )
+    assert card.header.value == (  # the command shows once, in the body
+        '<b>exec_command</b> · <span style="color:#1a7f37;font-weight:600">done</span>'
+    )
+    assert card.arguments.value.count("echo ran-it") == 1
     assert card.output.selected_index is None  # collapsed until opened
     assert card.output.get_title(0) == "Output (1 line, exit code 0)"
     assert card.output_body.value == render.output_html("ran-it")
@@ -124,7 +134,8 @@ async def test_deny_does_not_run_it(tmp_path: Path, rig_factory: Callable[..., R
     assert not (tmp_path / "marker.txt").exists()
     assert "exec command rejected by user" in rig.server.outputs(1)["c1"]  # type: ignore[attr-defined]
     assert rig.view.state.tools[0].status == "denied"
-    assert all(b.disabled for b in card.buttons.values())
+    assert card.button_row.children == ()
+    assert card.decision.value == '<div style="color:#cf222e;font-weight:600">✘ Denied by you</div>'
 
 
 async def test_approve_for_session_is_not_asked_again(
@@ -138,7 +149,9 @@ async def test_approve_for_session_is_not_asked_again(
     await task
     second = rig.view.cards["c2"]
     assert not second.buttons  # no question, so no buttons were ever made
-    assert second.header.value.endswith("done</span> · approved earlier for this session")
+    assert second.header.value.endswith("done</span>")
+    assert "Allowed: approved earlier for this session" in second.decision.value
+    assert "Approved for this session by you" in rig.view.cards["c1"].decision.value
     assert "ran-it" in rig.server.outputs(2)["c2"]  # type: ignore[attr-defined]
 
 
@@ -269,3 +282,82 @@ def test_saved_notebooks_show_a_short_plain_fallback() -> None:
     bundle = view.root._repr_mimebundle_()
     assert bundle["text/plain"].startswith("agent transcript")
     assert json.loads(json.dumps(bundle["application/vnd.jupyter.widget-view+json"]))
+
+
+def cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_text()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the process group ``pgid``."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+async def test_stop_ends_that_command_and_the_turn_goes_on(
+    tmp_path: Path, rig_factory: Callable[..., Rig]
+) -> None:
+    wait_for_go = "while [ ! -e go ]; do sleep 0.05; done; echo other-done"
+    script = [
+        [
+            exec_call("c1", "echo one; echo two; echo started; sleep 30"),
+            exec_call("c2", wait_for_go),
+        ],
+        [message("ok")],
+    ]
+    rig = rig_factory(script, approval_policy="never", sandbox_mode="danger-full-access")
+    task = rig.start()
+    await until(lambda: "c1" in rig.view.cards and "started" in rig.view.cards["c1"].live.value)
+    card = rig.view.cards["c1"]
+    assert card.live.value.endswith("one\ntwo\nstarted</pre>")
+    assert card.stop_row.children == (card.stop_button,)
+    assert card.output.layout.display == "none"  # the output box waits for the end
+    manager = manager_for(rig.session.services)
+    pids = [p.pid for sid in manager.session_ids if (p := manager.process_of(sid))]
+    assert len(pids) == 2 and all(group_members(pid) for pid in pids)
+    sleeper, other = sorted(pids, key=lambda pid: "other-done" in cmdline(pid))
+    card.stop_button.click()
+    assert card.stop_button.disabled and card.stop_button.description == "Stopping…"
+    await until(lambda: rig.view.state.tools[0].status == "stopped")
+    assert group_members(sleeper) == []  # sleep 30 and its shell are gone
+    assert rig.view.state.tools[1].status == "running"  # the other command goes on
+    assert group_members(other)
+    (tmp_path / "go").touch()
+    await task
+    outputs = rig.server.outputs(1)  # type: ignore[attr-defined]
+    assert outputs["c1"].startswith("aborted by user after ")
+    assert "other-done" in outputs["c2"] and "Process exited with code 0" in outputs["c2"]
+    assert "Done." in rig.view.status.value
+    assert card.header.value.endswith('font-weight:600">stopped</span>')
+    assert card.live.value == "" and card.stop_row.children == ()
+    assert card.output.get_title(0) == "Output (3 lines)"
+    assert card.output_body.value == render.output_html("one\ntwo\nstarted")
+
+
+async def test_a_failed_command_opens_its_output(
+    tmp_path: Path, rig_factory: Callable[..., Rig]
+) -> None:
+    script = [[exec_call("c1", "echo boom; exit 3"), exec_call("c2", "echo fine")], [message("ok")]]
+    rig = rig_factory(script, approval_policy="never", sandbox_mode="danger-full-access")
+    await rig.start()
+    failed, fine = rig.view.cards["c1"], rig.view.cards["c2"]
+    assert failed.output.get_title(0) == "Output (1 line, exit code 3)"
+    assert failed.output.selected_index == 0
+    assert fine.output.selected_index is None
+    assert failed.decision.value == ""  # nobody was asked
+    assert failed.stop_row.children == ()
+
+
+def test_the_live_tail_is_the_last_lines() -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 21))
+    assert card_text.live_tail(text) == "\n".join(f"line {n}" for n in range(16, 21))
+    long = card_text.live_tail("x" * 5000)
+    assert long == "…" + "x" * (card_text.LIVE_TAIL_CHARS - 1)
+    assert card_text.live_html("\n") == ""

@@ -36,6 +36,7 @@ STATUS_LABELS: dict[ToolStatus, str] = {
     "failed": "failed",
     "denied": "denied",
     "aborted": "aborted",
+    "stopped": "stopped",
 }
 STATUS_COLORS: dict[ToolStatus, str] = {
     "queued": "#6e7781",
@@ -45,6 +46,7 @@ STATUS_COLORS: dict[ToolStatus, str] = {
     "failed": "#cf222e",
     "denied": "#cf222e",
     "aborted": "#6e7781",
+    "stopped": "#9a6700",
 }
 DIFF_COLORS = {"+": "#1a7f37", "-": "#cf222e", "@": "#8250df", "*": "#0969da"}
 PLAN_MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
@@ -219,7 +221,7 @@ def arguments_html(block: ToolBlock) -> str:
         return proposed_cell_html(cell[0], cell[2])
     parsed = parse_arguments(block.arguments)
     if parsed is not None and block.tool_name in PATH_ARGS:
-        return f"<code>{esc(str(parsed.get(PATH_ARGS[block.tool_name], '')))}</code>"
+        return ""  # the header names the path
     shown = json.dumps(parsed, indent=2, ensure_ascii=False) if parsed else block.arguments
     return f'<pre style="{PRE_STYLE}">{esc(shown)}</pre>'
 
@@ -241,6 +243,16 @@ def decision_text(block: ToolBlock) -> str:
     }[d]
 
 
+def header_summary(block: ToolBlock) -> str | None:
+    """The one-line summary in a card's header; ``None`` when the card's body shows the
+    same thing in full (a command, Python code)."""
+    if command_text(block.tool_name, block.arguments) is not None:
+        return None
+    if python_code(block.tool_name, block.arguments) is not None:
+        return None
+    return call_summary(block.tool_name, block.arguments, block.kind)
+
+
 def status_html(block: ToolBlock) -> str:
     label = STATUS_LABELS[block.status]
     color = STATUS_COLORS[block.status]
@@ -248,11 +260,11 @@ def status_html(block: ToolBlock) -> str:
 
 
 def card_header_html(block: ToolBlock) -> str:
-    """Tool name, summary, status and (if any) how the approval was decided."""
-    summary = call_summary(block.tool_name, block.arguments, block.kind)
-    decided = decision_text(block)
-    extra = f" · {esc(decided)}" if decided else ""
-    return f"<b>{esc(block.label)}</b> <code>{esc(summary)}</code> · {status_html(block)}{extra}"
+    """Tool name, summary (unless the body shows it) and status; the decision has a line
+    of its own (:func:`.card_text.decision_html`)."""
+    summary = header_summary(block)
+    shown = f" <code>{esc(summary)}</code>" if summary is not None else ""
+    return f"<b>{esc(block.label)}</b>{shown} · {status_html(block)}"
 
 
 def question_html(block: ToolBlock) -> str:
@@ -292,6 +304,8 @@ def shown_output(block: ToolBlock) -> tuple[str, int | None]:
     text = block.output if block.output is not None else block.live_output
     if block.output is None:
         return text, None
+    if block.status == "stopped":  # the model is told it was aborted; show what it printed
+        return block.live_output.rstrip("\n"), None
     structured = parse_arguments(text) if text.startswith("{") else None
     if structured is not None and isinstance(structured.get("output"), str):
         meta = structured.get("metadata")

@@ -22,6 +22,8 @@ from agent_magics.events import TurnAbortedEvent
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import render
+from agent_magics.ui.card_text import decision_html, output_opens
+from agent_magics.ui.denials import denial_summary, note_for
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.render import PRE_STYLE, esc
 from agent_magics.ui.state import (
@@ -51,29 +53,10 @@ def answer_html(text: str) -> str:
     return str(_MARKDOWN.render(text))
 
 
-def decided_by(block: ToolBlock) -> str:
-    """How an approval was decided, and by whom (``""`` when nobody was asked)."""
-    d = block.decision
-    if d is None:
-        return ""
-    if block.remembered:
-        return "approved earlier for this session"
-    who = "the headless policy" if block.decided_by_policy else "the user"
-    return {
-        ReviewDecision.APPROVED: f"approved by {who}",
-        ReviewDecision.APPROVED_FOR_SESSION: f"approved for this session by {who}",
-        ReviewDecision.DENIED: f"by {who}",  # the status says denied
-        ReviewDecision.ABORT: f"by {who}",
-    }[d]
-
-
 def header_html(block: ToolBlock) -> str:
-    summary = render.call_summary(block.tool_name, block.arguments, block.kind)
-    decided = decided_by(block)
-    extra = f" · {esc(decided)}" if decided else ""
+    """The card's header and how long the call took."""
     took = f' <span style="{MUTED}">({block.duration_s:.1f} s)</span>' if block.duration_s else ""
-    head = f"<b>{esc(block.label)}</b> <code>{esc(summary)}</code> · {render.status_html(block)}"
-    return f"<div>{head}{extra}{took}</div>"
+    return f"<div>{render.card_header_html(block)}{took}</div>"
 
 
 def arguments_html(block: ToolBlock) -> str:
@@ -110,18 +93,20 @@ class ImageBudget:
 
 
 def output_html(block: ToolBlock) -> str:
-    """The output, collapsed: a person opens it when they want it."""
+    """The output, collapsed (a person opens it when they want it), open when the call
+    failed, as on the card."""
     text, code = render.shown_output(block)
     if not (text or code is not None) or block.tool_name == "update_plan":
         return ""
     title = render.output_title(text, code)
     body = f'<pre style="{PRE_STYLE}">{esc(render.clip_output(text))}</pre>'
-    return f"<details><summary>{title}</summary>{body}</details>"
+    details = "<details open>" if output_opens(block, code) else "<details>"
+    return f"{details}<summary>{title}</summary>{body}</details>"
 
 
 def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = None) -> str:
     """One tool call: what it was, its status and who decided, then what it did."""
-    parts = [header_html(block), arguments_html(block)]
+    parts = [header_html(block), arguments_html(block), decision_html(block)]
     if block.plan is not None:
         parts.append(render.plan_html(block.plan))
     if block.image is not None and block.image.data_url:
@@ -144,12 +129,14 @@ def transcript_html(t: Transcript, image_budget: int = IMAGE_BUDGET_BYTES) -> st
             if block.text.strip():
                 parts.append(f"<div>{answer_html(block.text.strip())}</div>")
         elif isinstance(block, ToolBlock):
-            parts.append(tool_html(block, images, t.policy_note))
+            parts.append(tool_html(block, images, note_for(t, block)))
         elif isinstance(block, NoticeBlock):
             parts.append(render.notice_html(block))
         elif isinstance(block, DiffBlock):
             parts.append(turn_diff_html(block.files))
     parts.append(f"<div>{render.turn_status_html(t)}</div>")
+    if (denied := denial_summary(t)) and t.status not in ("running", "waiting"):
+        parts.append(f'<div style="{MUTED}">{esc(denied)}</div>')
     if t.usage is not None:
         parts.append(f'<div style="{MUTED}">{esc(render.usage_text(t.usage))}</div>')
     body = "".join(parts)

@@ -19,13 +19,14 @@ import ipywidgets as W
 
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.tools.approval import ReviewDecision
-from agent_magics.ui import render
+from agent_magics.ui import card_text, render
 from agent_magics.ui.state import Block, DiffBlock, NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.ui.static_html import TranscriptDocument, settle
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 from agent_magics.ui.turn_diff import turn_diff_html
 
 Decide = Callable[[str, ReviewDecision], None]
+Stop = Callable[[str], object]  # stop the running call with this id
 
 BUTTONS: tuple[tuple[str, ReviewDecision, str], ...] = (
     ("Approve", ReviewDecision.APPROVED, "success"),
@@ -55,11 +56,16 @@ def image_widget(data_url: str) -> W.Image | None:
 
 
 class ToolCard:
-    """One tool call: header, arguments, plan or image, approval buttons, output."""
+    """One tool call: header, arguments, plan or image, approval buttons (once answered,
+    the decision in their place), a running command's latest output and its Stop button,
+    then the output."""
 
-    def __init__(self, block: ToolBlock, on_decide: Decide | None) -> None:
+    def __init__(
+        self, block: ToolBlock, on_decide: Decide | None, on_stop: Stop | None = None
+    ) -> None:
         self.call_id = block.call_id
         self._on_decide = on_decide
+        self._on_stop = on_stop
         self.header = W.HTML()
         self.arguments = W.HTML(render.arguments_html(block))
         self.extra = W.VBox()
@@ -69,10 +75,31 @@ class ToolCard:
         self.output_body = W.HTML()
         self.output = W.Accordion(children=[self.output_body], selected_index=None)
         self.output.layout.display = "none"
+        self.decision = W.HTML()
+        self.live = W.HTML()
+        self.stop_button = W.Button(
+            description="Stop",
+            button_style="warning",
+            tooltip="Stop this command; the turn goes on",
+            layout=W.Layout(width="auto"),
+        )
+        self.stop_button.on_click(lambda _b: self.stop())
+        self.stop_row = W.HBox()
         self._asked: Any = None
         self._shown_image: Any = None
+        self._opened = False
         self.root = W.VBox(
-            [self.header, self.arguments, self.extra, self.question, self.button_row, self.output],
+            [
+                self.header,
+                self.arguments,
+                self.extra,
+                self.question,
+                self.button_row,
+                self.decision,
+                self.live,
+                self.stop_row,
+                self.output,
+            ],
             layout=W.Layout(**CARD_LAYOUT),
         )
 
@@ -94,6 +121,14 @@ class ToolCard:
         if self._on_decide is not None:
             self._on_decide(self.call_id, decision)
 
+    def stop(self) -> None:
+        """Stop was pressed (on whatever thread the comm message arrived)."""
+        if self.stop_button.disabled or self._on_stop is None:
+            return
+        self.stop_button.disabled = True
+        self.stop_button.description = "Stopping…"
+        self._on_stop(self.call_id)
+
     def update(self, block: ToolBlock) -> None:
         self.header.value = render.card_header_html(block)
         if block.status == "waiting" and block.request is not None and self._on_decide:
@@ -103,17 +138,37 @@ class ToolCard:
                     self._make_buttons(block.request.remember_allowed)
                 for button in self.buttons.values():
                     button.disabled = False
+                self.button_row.children = tuple(self.buttons.values())
             self.question.value = render.question_html(block)
-        else:
+            self.decision.value = ""
+        else:  # answered (or never asked): the decision replaces the buttons
             for button in self.buttons.values():
                 button.disabled = True
+            self.button_row.children = ()
             self.question.value = ""
+            self.decision.value = card_text.decision_html(block)
+        self._update_running(block)
         self._update_extra(block)
+        self._update_output(block)
+
+    def _update_running(self, block: ToolBlock) -> None:
+        running = block.status == "running"
+        self.live.value = card_text.live_html(block.live_output) if running else ""
+        stoppable = block.tool_name in card_text.STOPPABLE_TOOLS and self._on_stop is not None
+        self.stop_row.children = (self.stop_button,) if running and stoppable else ()
+
+    def _update_output(self, block: ToolBlock) -> None:
+        if block.status in ("queued", "running", "waiting") or block.tool_name == "update_plan":
+            return  # a running command's latest lines show above, in ``live``
         text, code = render.shown_output(block)
-        if (text or code is not None) and block.tool_name != "update_plan":
-            self.output.layout.display = None
-            self.output.set_title(0, render.output_title(text, code))
-            self.output_body.value = render.output_html(text)
+        if not (text or code is not None):
+            return
+        self.output.layout.display = None
+        self.output.set_title(0, render.output_title(text, code))
+        self.output_body.value = render.output_html(text)
+        if not self._opened and card_text.output_opens(block, code):
+            self._opened = True  # once: a person may close it again
+            self.output.selected_index = 0
 
     def _update_extra(self, block: ToolBlock) -> None:
         if block.plan is not None:
@@ -182,11 +237,13 @@ class TranscriptView:
         schedule: Scheduler,
         on_decide: Decide | None = None,
         *,
+        on_stop: Stop | None = None,
         interval: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = Transcript()
         self.on_decide = on_decide
+        self.on_stop = on_stop
         self.body = W.VBox()
         self.status = W.HTML()
         self.footer = W.HTML()
@@ -240,7 +297,7 @@ class TranscriptView:
         view = self._views.get(id(block))
         if view is None:
             if isinstance(block, ToolBlock):
-                view = self.cards[block.call_id] = ToolCard(block, self.on_decide)
+                view = self.cards[block.call_id] = ToolCard(block, self.on_decide, self.on_stop)
             elif isinstance(block, TextBlock):
                 view = TextView()
             elif isinstance(block, DiffBlock):
