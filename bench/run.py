@@ -4,6 +4,7 @@
     python bench/run.py --json          # one JSON object per line
     python bench/run.py --quick         # smaller data, fewer repetitions (smoke test)
     python bench/run.py --only NAME     # one benchmark (repeatable)
+    python bench/run.py --codex PATH    # also whole turns against this Codex binary
 
 Benchmarks print, they never fail on a target: the exit status is 1 only when one
 crashed. All data is generated into a temporary folder that is deleted afterwards.
@@ -44,6 +45,7 @@ class Ctx:
 
     quick: bool
     tmp: Path
+    codex: str | None = None  # a Codex CLI binary to compare whole turns with
     _fixtures: dict[str, Any] = field(default_factory=dict)
 
     def fixture(self, key: str, make: Callable[[], T]) -> T:
@@ -246,6 +248,15 @@ def bench_stream(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
     return _rows(bench_streaming(ctx.quick))
 
 
+@benchmark("codex_turns", "")
+def bench_codex_turns(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
+    """Whole ``agent-magics exec`` turns vs ``codex exec`` on the same scripted cases;
+    skipped rows without ``--codex``."""
+    from codex_bench import bench_codex
+
+    return _rows(bench_codex(ctx.codex, ctx.quick))
+
+
 def _sleepers(ctx: Ctx, parallel: bool, turns: int) -> Result:
     calls, seconds = 8, 0.2
     phase = _cases.session_tool_phase(ctx.tmp, parallel, calls, seconds, turns)
@@ -297,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", metavar="NAME", help="run only this benchmark (repeatable)"
     )
     parser.add_argument("--tmpdir", metavar="DIR", help="where to generate the data")
+    parser.add_argument(
+        "--codex", metavar="PATH", help="a Codex CLI binary: compare whole turns with it"
+    )
     args = parser.parse_args(argv)
     names = [b.name for b in BENCHMARKS]
     unknown = [n for n in args.only or () if n not in names]
@@ -309,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parent = args.tmpdir or _gen.scratch_parent(args.quick)
     tmp = Path(tempfile.mkdtemp(prefix="agent_magics_bench_", dir=parent))
     try:
-        ctx = Ctx(quick=args.quick, tmp=tmp)
+        ctx = Ctx(quick=args.quick, tmp=tmp, codex=args.codex)
         if not args.json:
             header()
         for b in chosen:

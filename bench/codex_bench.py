@@ -1,0 +1,249 @@
+"""Whole turns side by side with the real Codex CLI: ``agent-magics exec`` vs ``codex exec``.
+
+Both run the same scripted cases against the conformance mock server
+(``tests/conformance/mock_server.py``, the server the recordings were made with), in a
+fresh workspace, with ``HOME`` (and Codex's ``CODEX_HOME``) empty folders, no approvals
+and no sandbox, each with its default features (Codex's shell snapshot included). A run
+is timed from spawning the process to its exit; ours and Codex's runs alternate, after
+one warm-up of each whose tool outputs are compared. The value is our median in ms, the
+ratio ours / Codex's median. The note adds min/median/max of both sides, the time to the
+first model request (process start-up) and the peak RSS of each process.
+
+    python bench/codex_bench.py --codex PATH [--quick]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / "tests" / "conformance"
+sys.path.insert(0, str(CONFORMANCE))
+
+import harness  # noqa: E402
+import normalize  # noqa: E402
+from mock_server import MockResponsesServer  # noqa: E402
+
+TARGET = "<= 0.8"  # ours / Codex's median wall time of the whole turn
+TIMEOUT_S = 300  # one process run; the 200-call session takes Codex ~20 s here
+SESSION_CALLS = 200  # calls of the long session (quick: QUICK_SESSION_CALLS)
+QUICK_SESSION_CALLS = 20
+STDERR_TAIL = 2000  # bytes of a failed run's stderr kept in the error
+PATCHED = "".join(f"line {i}\n" for i in range(1, 41))
+OURS = (
+    f"{sys.executable} -m agent_magics exec --base-url {{base_url}} -m {{model}} -a never"
+    " -s danger-full-access -c apply_patch_tool_type={apply_patch_tool_type}"
+    " -c experimental_supported_tools={tools} -c sessions_dir=~/.agent_magics/sessions"
+)
+
+
+def _exec(call_id: str, cmd: str) -> dict[str, Any]:
+    return {"call_id": call_id, "name": "exec_command", "arguments": {"cmd": cmd}}
+
+
+def cases(session_calls: int) -> dict[str, dict[str, Any]]:
+    """The five scripted turns, in the conformance case format."""
+    patch = (
+        "*** Begin Patch\n*** Update File: t.txt\n"
+        "@@\n line 1\n-line 2\n+LINE 2\n line 3\n"
+        "@@\n line 19\n-line 20\n+LINE 20\n line 21\n"
+        "@@\n line 38\n-line 39\n+LINE 39\n line 40\n*** End Patch\n"
+    )
+    three = [_exec("c1", "echo one"), _exec("c2", "ls"), _exec("c3", "cat a.txt")]
+    return {
+        "echo": {"turns": [[_exec("c1", "echo hello")]]},
+        "parallel_3": {"files": {"a.txt": "A\n"}, "turns": [three]},
+        "patch_3_hunks": {
+            "files": {"t.txt": PATCHED},
+            "turns": [[{"call_id": "c1", "name": "apply_patch", "input": patch}]],
+        },
+        "output_1_3mb": {"turns": [[_exec("c1", "seq 1 200000")]]},
+        "session_200_calls": {  # the name stays; --quick makes it shorter
+            "turns": [[_exec(f"c{i}", f"echo {i}")] for i in range(1, session_calls + 1)]
+        },
+    }
+
+
+@dataclass
+class Run:
+    seconds: float
+    to_first_request: float
+    peak_rss_kb: int
+    outputs: dict[str, Any] = field(default_factory=dict)
+    workspace: dict[str, Any] = field(default_factory=dict)
+
+
+def run_once(case: dict[str, Any], codex: str | None) -> Run:
+    """One process run of ``case``: Codex's when ``codex`` is a path, else ours."""
+    cfg = dict(harness.DEFAULT_CONFIG, disable_features=[])
+    root = Path(tempfile.mkdtemp(prefix="codex-bench-")).resolve()
+    ws, home, codex_home = root / "ws", root / "home", root / "codex_home"
+    for d in (ws, home, codex_home):
+        d.mkdir()
+    try:
+        harness.materialize_files(str(ws), case.get("files") or {})
+        catalog = harness.build_catalog(cfg)
+        (root / "catalog.json").write_text(json.dumps(catalog))
+        provider = harness.make_turn_provider(harness.build_turns(case, str(ws), cfg))
+        arrivals: list[float] = []
+
+        def timed(i: int, body: dict[str, Any]) -> Any:
+            arrivals.append(time.perf_counter())
+            return provider(i, body)
+
+        server = MockResponsesServer(timed, catalog).start()
+        try:
+            prompt = "Run the scripted tool calls."
+            argv, env = _command(codex, server.base_url, cfg, prompt, root)
+            env.update({"HOME": str(home), "CODEX_HOME": str(codex_home)})
+            with open(root / "stderr", "wb") as stderr:
+                started = time.perf_counter()
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=ws,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    start_new_session=True,
+                )
+                status, rss_kb = _wait(proc)
+                seconds = time.perf_counter() - started
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what the run left behind
+        finally:
+            server.stop()
+        who = "codex" if codex else "agent-magics"
+        if status != 0:
+            tail = (root / "stderr").read_bytes()[-STDERR_TAIL:].decode(errors="replace")
+            raise RuntimeError(f"{who} exec exited with status {status}: {tail}")
+        want = sum(len(turn) for turn in case["turns"])
+        collected = harness.collect(case, server.requests, [(str(ws), "{ws}")])
+        if len(collected["outputs"]) != want:
+            raise RuntimeError(f"{who} answered {len(collected['outputs'])} of {want} calls")
+        return Run(
+            seconds,
+            arrivals[0] - started if arrivals else seconds,
+            rss_kb,
+            {
+                cid: normalize.normalize_output(o["output"])[0]
+                for cid, o in collected["outputs"].items()
+            },
+            harness.snapshot_tree(str(ws), ("home", "codex_home", "catalog.json", "stderr"))
+            if case.get("files")
+            else {},
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _command(
+    codex: str | None, base_url: str, cfg: dict[str, Any], prompt: str, root: Path
+) -> tuple[list[str], dict[str, str]]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CODEX_", "OPENAI_")) and k not in ("TERM", "NO_COLOR", "COLORTERM")
+    }
+    env.update({"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"})
+    if codex is None:
+        env["OPENAI_API_KEY"] = "bench-dummy-key"
+        return harness.candidate_argv(OURS, base_url, cfg, prompt), env
+    env["PATH"] = os.pathsep.join([*harness.bundled_path_dirs(codex), env.get("PATH", "")])
+    mock = (
+        f'{{name="mock",base_url="{base_url}",wire_api="responses",'
+        "request_max_retries=0,stream_max_retries=0}"
+    )
+    argv = [
+        codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+        "-c", "model_provider=mock", "-c", f"model_providers.mock={mock}",
+        "-c", f"model_catalog_json={json.dumps(str(root / 'catalog.json'))}",
+        "-m", harness.MODEL_SLUG, prompt,
+    ]  # fmt: skip
+    return argv, env
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, int]:
+    """Exit status and peak RSS (KB, Linux units) of ``proc``, killed after TIMEOUT_S."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            rss = usage.ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+            return proc.returncode, rss
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise RuntimeError(f"no exit within {TIMEOUT_S} s")
+        time.sleep(0.0005)
+
+
+def _spread(values: list[float]) -> str:
+    ms = sorted(v * 1e3 for v in values)
+    return f"{ms[0]:.0f}/{statistics.median(ms):.0f}/{ms[-1]:.0f}"
+
+
+def measure(name: str, case: dict[str, Any], codex: str, runs: int) -> dict[str, Any]:
+    """One row: ``runs`` alternating runs of each side after a compared warm-up."""
+    ours, theirs = run_once(case, None), run_once(case, codex)
+    differ = sorted(c for c in theirs.outputs if ours.outputs.get(c) != theirs.outputs[c])
+    if ours.workspace != theirs.workspace:
+        raise RuntimeError(f"{name}: the workspace afterwards differs from Codex's")
+    mine: list[Run] = []
+    codex_runs: list[Run] = []
+    for _ in range(runs):
+        mine.append(run_once(case, None))
+        codex_runs.append(run_once(case, codex))
+    a = [r.seconds for r in mine]
+    b = [r.seconds for r in codex_runs]
+    first_a = statistics.median(r.to_first_request for r in mine)
+    first_b = statistics.median(r.to_first_request for r in codex_runs)
+    rss_a = max(r.peak_rss_kb for r in mine) >> 10
+    rss_b = max(r.peak_rss_kb for r in codex_runs) >> 10
+    same = "tool outputs equal" if not differ else f"outputs differ from Codex's: {differ[:5]}"
+    calls = sum(len(turn) for turn in case["turns"])
+    return {
+        "name": f"codex_turn_{name}",
+        "value": round(statistics.median(a) * 1e3, 1),
+        "unit": "ms",
+        "ratio": round(statistics.median(a) / statistics.median(b), 3),
+        "target": TARGET,
+        "baseline": round(statistics.median(b) * 1e3, 1),
+        "note": f"{calls} call(s); {runs} interleaved runs, ms min/median/max: ours"
+        f" {_spread(a)}, Codex {_spread(b)}; to first request ours {first_a * 1e3:.0f} ms, Codex"
+        f" {first_b * 1e3:.0f} ms; peak RSS ours {rss_a} MiB, Codex {rss_b} MiB; {same}",
+    }
+
+
+def bench_codex(codex: str | None, quick: bool) -> list[dict[str, Any]]:
+    """One row per case; without a Codex binary every row is skipped with the reason."""
+    calls = QUICK_SESSION_CALLS if quick else SESSION_CALLS
+    rows = []
+    for name, case in cases(calls).items():
+        if codex is None:
+            note = "no Codex binary given (bench/run.py --codex PATH)"
+            rows.append(
+                {"name": f"codex_turn_{name}", "value": None, "target": TARGET, "note": note}
+            )
+            continue
+        runs = (2 if quick else 3) if name.startswith("session") else (3 if quick else 9)
+        rows.append(measure(name, case, codex, runs))
+    return rows
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    path = args[args.index("--codex") + 1] if "--codex" in args else None
+    for row in bench_codex(path, "--quick" in args):
+        print(json.dumps(row), flush=True)
