@@ -431,26 +431,6 @@ def test_output_parts_split_text_and_images() -> None:
     assert output_parts("plain") == ("plain", [])
 
 
-def test_history_lines() -> None:
-    items = [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
-        {"type": "function_call", "name": "exec_command", "arguments": '{"cmd":"ls"}'},
-        {"type": "function_call_output", "call_id": "c1", "output": "a\nb"},
-        {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n"},
-        {"type": "reasoning", "summary": [{"text": "thinking"}]},
-        {"type": "other"},
-    ]
-    assert info.history_text(items) == (
-        "1. user: hi\n"
-        '2. call exec_command {"cmd":"ls"}\n'
-        "3. output c1: a …\n"
-        "4. call apply_patch *** Begin Patch\n"
-        "5. reasoning: thinking\n"
-        "6. other"
-    )
-    assert info.history_text([]) == "(the conversation is empty)"
-
-
 def test_tools_list() -> None:
     specs = [{"name": "exec_command", "description": "Run a command.\nMore."}, {"type": "x"}]
     assert info.tools_text(specs) == "exec_command         Run a command. …\nx"

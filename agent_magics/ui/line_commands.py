@@ -11,6 +11,7 @@ from IPython.core.error import UsageError
 
 from agent_magics.errors import UserError
 from agent_magics.events import Usage
+from agent_magics.history_text import history_text
 from agent_magics.kernel.functions import functions_text, tool_command
 from agent_magics.session import Session
 from agent_magics.ui import info, mcp_command
@@ -62,6 +63,9 @@ class LineCommands:
             return
         if word == "export":
             self._cmd_export(rest)
+            return
+        if word == "history":
+            self._cmd_history(rest)
             return
         getattr(self, f"_cmd_{word}")()
 
@@ -194,6 +198,10 @@ class LineCommands:
         self.m._sticky = dict(settings)  # the cell's own options still win
         print("\n".join(f"agent: {note}" for note in notes))
 
-    def _cmd_history(self) -> None:
-        items = [i.wire() for i in self.m.session.history] if self.m.session is not None else []
-        print(info.history_text(items))
+    def _cmd_history(self, rest: str) -> None:
+        if rest.strip() not in ("", "--raw"):
+            raise UsageError("usage: %agent history [--raw]")
+        session = self.m.session
+        items = [i.wire() for i in session.history] if session is not None else []
+        redact = session.redact.text if session is not None else str
+        print(history_text(items, raw=rest.strip() == "--raw", redact=redact))

@@ -78,7 +78,8 @@ reset    forget the conversation and stop its tool processes (options stay)
 status   model, approval policy, sandbox, folder, tokens used, turn state
 tools    the tools the model is offered
 tool     tool NAME [--auto]: offer your function NAME as a tool; --remove NAME
-history  the conversation so far, one line per item
+history  the conversation so far as it reads: prompts, answers, each tool call
+         and its trimmed output; history --raw: the items as sent (JSON)
 context  what the next turn is told about the notebook and the cells that ran
 mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
          (%agent mcp help for the options)

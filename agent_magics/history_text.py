@@ -1,0 +1,118 @@
+"""A conversation as a person reads it: what ``%agent history`` prints.
+
+The history is read the way the exports read it (:func:`~agent_magics.store.export_doc.fold`
+over :func:`~agent_magics.store.export.history_records`): one reading of an item, shown
+here as plain text. Each turn starts with the prompt; what was sent beside it (the
+environment, project instructions, the notebook's cells) is named in one line each;
+then the model's answers and every tool call, with what it ran and a trimmed output
+(an exec command's output without its Chunk ID / Wall time lines, apply_patch's output
+as its text). ``raw=True`` gives the items as they are sent, as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import unescape
+
+from agent_magics.instructions import ENVIRONMENT_OPEN, told_environment
+from agent_magics.store.export import history_records
+from agent_magics.store.export_doc import Call, Other, Text, TurnDoc, fold
+from agent_magics.store.export_text import clip, one_line, summary
+
+OUTPUT_LINES = 6
+"""Lines of a tool output shown: the first and the last half of them."""
+OUTPUT_CHARS = 1_200
+"""Characters of a tool output shown, head and tail."""
+REASONING_CHARS = 160
+"""Characters of a reasoning summary shown (one line)."""
+INDENT = "    "
+EMPTY = "(the conversation is empty)"
+ENVIRONMENT_WORDS = (
+    ("cwd", "cwd"),
+    ("approval_policy", "approval"),
+    ("sandbox_mode", "sandbox"),
+    ("network_access", "network"),
+    ("shell", "shell"),
+)
+CONTEXT_KINDS = (
+    ("# AGENTS.md instructions for ", "project instructions (AGENTS.md)"),
+    ("<notebook_context>", "the notebook's cells that ran"),
+)
+
+
+def history_text(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    raw: bool = False,
+    redact: Callable[[str], str] = str,
+) -> str:
+    """``items`` (wire JSON of a session's history) as a conversation, or as JSON with
+    ``raw``; ``redact`` takes secrets out of every text shown."""
+    if raw:
+        return redact(json.dumps(list(items), indent=2, ensure_ascii=False))
+    if not items:
+        return EMPTY
+    doc = fold(None, history_records(items), redact=redact)
+    return "\n\n".join(turn_text(turn) for turn in doc.turns)
+
+
+def turn_text(turn: TurnDoc) -> str:
+    lines = indented("you: ", turn.prompt if turn.prompt is not None else "(no prompt)")
+    for entry in turn.entries:
+        if isinstance(entry, Text) and entry.kind == "context":
+            lines.append(f"  + {context_line(entry.text)}")
+    for entry in turn.entries:
+        if isinstance(entry, Call):
+            lines.extend(call_lines(entry))
+        elif isinstance(entry, Text) and entry.kind == "assistant":
+            lines.extend(indented("agent: ", entry.text.strip()))
+        elif isinstance(entry, Text) and entry.kind == "reasoning":
+            lines.append(f"thinking: {one_line(entry.text, REASONING_CHARS)}")
+        elif isinstance(entry, Other):
+            lines.append(f"({entry.type} item)")
+    return "\n".join(lines)
+
+
+def indented(label: str, text: str) -> list[str]:
+    """``label`` before the first line of ``text``, the next lines under it."""
+    first, *rest = text.splitlines() or [""]
+    pad = " " * len(label)
+    return [label + first, *(f"{pad}{line}".rstrip() for line in rest)]
+
+
+def context_line(text: str) -> str:
+    """One line that says what a message sent beside the prompt held."""
+    if text.startswith(ENVIRONMENT_OPEN):
+        fields = told_environment([text])
+        whole = all(k in fields for k, _ in ENVIRONMENT_WORDS)
+        words = ENVIRONMENT_WORDS if whole else ENVIRONMENT_WORDS[:-1]  # an update: no shell
+        shown = [f"{word} {unescape(fields[k])}" for k, word in words if k in fields]
+        return ("environment: " if whole else "environment changed: ") + " · ".join(shown)
+    n = len(text.splitlines())
+    size = f"{n} line{'' if n == 1 else 's'}"
+    for prefix, name in CONTEXT_KINDS:
+        if text.startswith(prefix):
+            return f"{name}, {size}"
+    return f"{one_line(text)} ({size})" if n > 1 else one_line(text)
+
+
+def call_lines(call: Call) -> list[str]:
+    """The call's line (tool, what it ran, its exit code) and its trimmed output."""
+    text, code = call.shown_output()
+    what = summary(call)
+    if call.command() is not None:
+        what = f"$ {what}"
+    facts = [] if code is None else [f"exit code {code}"]
+    if call.output is None:
+        facts.append("no output yet")
+    if call.images:
+        facts.append(f"{len(call.images)} image{'' if len(call.images) == 1 else 's'}")
+    lines = [" · ".join([f"• {call.tool}: {what}", *facts])]
+    if call.output is not None and text.strip():
+        lines.extend(
+            f"{INDENT}{line}".rstrip()
+            for line in clip(text, OUTPUT_LINES, OUTPUT_CHARS).splitlines()
+        )
+    return lines
