@@ -1,8 +1,9 @@
 """The terminal front end: approvals asked on stdin, events told on stderr.
 
 Shared by ``agent-magics exec``, ``agent-magics demo`` and ``%%agent`` in terminal
-IPython. Every line made of text from the model, tools or servers goes through
+IPython. Every piece of text from the model, tools or servers goes through
 :func:`~agent_magics.termsafe.terminal_safe`: escape sequences never reach the terminal.
+Colours are our own, added afterwards and only when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -21,21 +22,71 @@ from agent_magics.events import (
     ToolCallProposed,
     TurnDiff,
 )
+from agent_magics.terminal_text import (
+    BOLD,
+    DIM,
+    GREEN,
+    MAGENTA,
+    RED,
+    Style,
+    call_command,
+    call_patch,
+    command_line,
+    command_result,
+    diff_lines,
+    indent,
+    patch_files,
+    plural,
+    trim_lines,
+)
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
 
 QUESTION_FALLBACK = "Allow this call?"
+COMMAND_QUESTION = "Run this command?"
+PATCH_QUESTION = "Apply this patch?"
+UNSANDBOXED = " (it would run without the sandbox)"
 ANSWERS = {"y": "approved", "a": "approved_for_session", "q": "abort"}
 MAX_ARGUMENTS_SHOWN = 200  # characters of a tool call's arguments in its report line
+NO_ONE_TO_ASK = (
+    "nobody can answer approval questions here (stdin is not a terminal), so every call "
+    "that needs one is denied; to let such calls run, pass `-a never` (they then run "
+    "without asking, inside the sandbox chosen with `-s`) or run from a terminal and answer."
+)
 
 
-def question(request: ApprovalRequest) -> str:
-    """The question a terminal asks, with the one-letter answers it takes."""
+def stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def question(request: ApprovalRequest, style: Style | None = None, show_patch: bool = True) -> str:
+    """The question a terminal asks, with the one-letter answers it takes: "Run this
+    command?" with the command as a shell needs it, "Apply this patch?" with the diff
+    (or only the files it touches when ``show_patch`` is false: the diff was shown)."""
+    style = style or Style()
+    lines = ["", *_asked(request, style, show_patch)]
+    if request.reason and request.kind in ("exec", "patch"):
+        lines.append(f"  Reason: {terminal_safe(request.reason)}")
     session = "  [a] approve for session" if request.remember_allowed else ""
-    return (
-        f"\n{request.reason or QUESTION_FALLBACK}\n  {request.subject()}\n"
-        f"[y] approve{session}  [n] deny  [q] abort turn: "
-    )
+    lines.append(f"[y] approve{session}  [n] deny  [q] abort turn: ")
+    return "\n".join(lines)
+
+
+def _asked(request: ApprovalRequest, style: Style, show_patch: bool) -> list[str]:
+    unsandboxed = UNSANDBOXED if request.retry_without_sandbox else ""
+    if request.kind == "exec" and request.command:
+        command = terminal_safe(command_line(request.command))
+        return [style(COMMAND_QUESTION, BOLD) + unsandboxed, indent(style(command, BOLD))]
+    if request.kind == "patch" and request.patch:
+        if not show_patch:
+            files = terminal_safe(patch_files(request.patch))
+            return [style(PATCH_QUESTION, BOLD) + f" ({files}, shown above)"]
+        return [style(PATCH_QUESTION, BOLD), *diff_lines(request.patch, style)]
+    ask = terminal_safe(request.reason or QUESTION_FALLBACK) + unsandboxed
+    return [style(ask, BOLD), indent(terminal_safe(request.subject()))]
 
 
 def answer(request: ApprovalRequest, letter: str) -> ReviewDecision:
@@ -49,7 +100,11 @@ def answer(request: ApprovalRequest, letter: str) -> ReviewDecision:
 def read_answer(text: str) -> str:
     """Ask ``text`` on stderr; the first letter of the line typed ("n" when stdin fails;
     "" at its end, which denies)."""
-    sys.stderr.write(terminal_safe(text))
+    return _ask(terminal_safe(text))
+
+
+def _ask(safe_text: str) -> str:
+    sys.stderr.write(safe_text)
     sys.stderr.flush()
     try:
         return sys.stdin.readline().strip().lower()[:1]
@@ -57,11 +112,12 @@ def read_answer(text: str) -> str:
         return "n"
 
 
-def stdin_approver() -> Approver:
+def stdin_approver(style: Style | None = None, show_patch: bool = True) -> Approver:
     """Ask on stdin: y approve, a approve for session, n deny, q abort the turn."""
 
     async def ask(request: ApprovalRequest) -> ReviewDecision:
-        return answer(request, await asyncio.to_thread(read_answer, question(request)))
+        text = question(request, style, show_patch)
+        return answer(request, await asyncio.to_thread(_ask, text))
 
     return ask
 
@@ -71,26 +127,107 @@ def say(text: str, file: TextIO | None = None) -> None:
     print(terminal_safe(text), file=file or sys.stderr)
 
 
-def report(event: Event) -> None:
-    """One line on stderr for each event a terminal user follows a turn by."""
-    if isinstance(event, ToolCallProposed):
+def emit(lines: list[str]) -> None:
+    """Print lines that are already terminal-safe (they may hold our own colours)."""
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+
+
+class TerminalConsole:
+    """Follows a turn on stderr and answers its approval questions.
+
+    ``interactive``: a person types the answers on stdin; otherwise every question is
+    denied, and the first denial says once why and how to let such calls run. Commands
+    are shown as a shell needs them with their output trimmed to a head and a tail; a
+    patch is shown once, as a diff, when it is proposed.
+    """
+
+    def __init__(self, *, interactive: bool, style: Style | None = None) -> None:
+        self.interactive = interactive
+        self.style = style if style is not None else Style(stderr_is_tty())
+        self.denied = 0
+        self._explained = False
+        self._denied_calls: set[str] = set()
+        self._ask = stdin_approver(self.style, show_patch=False)
+
+    async def approve(self, request: ApprovalRequest) -> ReviewDecision:
+        if self.interactive:
+            return await self._ask(request)
+        return ReviewDecision.DENIED
+
+    def summary(self) -> str | None:
+        """The closing line's count of denied calls (``None``: none was denied)."""
+        if not self.denied:
+            return None
+        why = "" if self.interactive else ": nobody could approve them here"
+        return f"{plural(self.denied, 'tool call')} denied{why}."
+
+    def report(self, event: Event) -> None:
+        """Lines on stderr for each event a terminal user follows a turn by."""
+        s = self.style
+        if isinstance(event, ToolCallProposed):
+            emit(self._proposed(event))
+        elif isinstance(event, ApprovalDecided):
+            emit(self._decided(event))
+        elif isinstance(event, ToolCallFinished):
+            if event.call_id not in self._denied_calls:
+                emit(self._finished(event))
+        elif isinstance(event, RetryScheduled):
+            say(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}")
+        elif isinstance(event, McpServerFailed):
+            log = f" (log: {event.log_path})" if event.log_path else ""
+            say(f"mcp server {event.server} failed: {event.reason}{log}")
+        elif isinstance(event, McpServerReady):
+            say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
+        elif isinstance(event, TurnDiff):
+            changed = ", ".join(f"{f.path} ({f.status})" for f in event.files)
+            emit([s("files changed: ", MAGENTA) + terminal_safe(changed)])
+
+    def _proposed(self, event: ToolCallProposed) -> list[str]:
+        s = self.style
+        command = call_command(event.tool_name, event.arguments)
+        if command is not None:
+            lines = terminal_safe(command).splitlines() or [""]
+            first = s("exec", MAGENTA) + " " + s(lines[0], BOLD)
+            return [first, *(" " * 5 + s(line, BOLD) for line in lines[1:])]
+        patch = call_patch(event.tool_name, event.arguments, event.kind)
+        if patch is not None:
+            head = s("apply_patch", MAGENTA) + " " + terminal_safe(patch_files(patch))
+            return [head, *diff_lines(patch, s)]
         args = event.arguments
         if len(args) > MAX_ARGUMENTS_SHOWN:
             args = args[:MAX_ARGUMENTS_SHOWN] + "…"
-        say(f"tool {event.tool_name} {args}")
-    elif isinstance(event, ToolCallFinished):
-        status = "ok" if event.success else "failed"
-        say(f"tool {event.tool_name} {status} in {event.duration_s:.2f}s")
-    elif isinstance(event, ApprovalDecided):
-        how = " (remembered for the session)" if event.cached else ""
-        say(f"approval {event.decision.value}{how}")
-    elif isinstance(event, RetryScheduled):
-        say(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}")
-    elif isinstance(event, McpServerFailed):
-        log = f" (log: {event.log_path})" if event.log_path else ""
-        say(f"mcp server {event.server} failed: {event.reason}{log}")
-    elif isinstance(event, McpServerReady):
-        say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
-    elif isinstance(event, TurnDiff):
-        changed = ", ".join(f"{f.path} ({f.status})" for f in event.files)
-        say(f"files changed: {changed}")
+        return [s("tool", MAGENTA) + " " + terminal_safe(f"{event.tool_name} {args}")]
+
+    def _decided(self, event: ApprovalDecided) -> list[str]:
+        s = self.style
+        if event.decision is not ReviewDecision.DENIED:
+            how = " (remembered for the session)" if event.cached else ""
+            return [f"  approval {event.decision.value}{how}"]
+        self.denied += 1
+        self._denied_calls.add(event.call_id)
+        lines = [s("  approval denied", RED)]
+        if not self.interactive and not self._explained:
+            self._explained = True
+            lines[0] += ": " + NO_ONE_TO_ASK
+        return lines
+
+    def _finished(self, event: ToolCallFinished) -> list[str]:
+        s = self.style
+        took = f"in {event.duration_s:.2f}s"
+        run = command_result(event.tool_name, event.output)
+        if run is not None:
+            body = [s(("  " + line).rstrip(), DIM) for line in trim_lines(run.output)]
+            colon = ":" if body else ""
+            if run.session_id is not None:
+                return [s(f"  still running as session {run.session_id}{colon}", DIM), *body]
+            if run.exit_code in (0, None) and event.success:
+                return [s(f"  succeeded {took}{colon}", GREEN), *body]
+            code = "" if run.exit_code is None else f" {run.exit_code}"
+            return [s(f"  exited{code} {took}{colon}", RED), *body]
+        if event.success:
+            done = "applied" if event.tool_name == "apply_patch" else "ok"
+            return [s(f"  {done} {took}", GREEN)]
+        text = event.output if isinstance(event.output, str) else ""
+        body = [s("  " + line, DIM) for line in trim_lines(text)]
+        return [s(f"  failed {took}" + (":" if body else ""), RED), *body]

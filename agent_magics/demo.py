@@ -33,6 +33,14 @@ FIX = """*** Begin Patch
 """
 
 
+NEXT_STEPS = (
+    "Next: open notebooks/demo.ipynb in Jupyter to run the agent in %%agent cells, "
+    "with approval cards and your variables at hand.",
+    "With a real model: set OPENAI_API_KEY, or pass --base-url to an OpenAI-compatible "
+    'server, e.g. agent-magics exec --base-url http://127.0.0.1:8000/v1 -m MODEL "your task".',
+)
+
+
 def script() -> list[Any]:
     plan = [
         {"step": "Read the code and the test", "status": "in_progress"},
@@ -56,7 +64,7 @@ def script() -> list[Any]:
 
 
 async def run_demo() -> int:
-    from agent_magics.console import report
+    from agent_magics.console import TerminalConsole
     from agent_magics.session import Session
     from agent_magics.tools.approval import approve_all
 
@@ -67,7 +75,7 @@ async def run_demo() -> int:
         with ScriptedResponsesServer(script()) as server:
             config = SessionConfig(model="scripted-demo", base_url=server.base_url, cwd=root)
             session = Session(config, approver=approve_all)
-            session.subscribe(report)
+            session.subscribe(TerminalConsole(interactive=False).report)
             print(
                 "Offline demo: a scripted model on 127.0.0.1 drives real tools in a "
                 "temporary copy of a sample project.",
@@ -79,6 +87,7 @@ async def run_demo() -> int:
                 await session.aclose()
         print(result.final_text)
         print("\n--- stats.py after the turn ---\n" + (root / "stats.py").read_text())
+    print("\n".join(NEXT_STEPS), file=sys.stderr)
     return 0
 
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display
 
-from agent_magics.console import stdin_approver
+from agent_magics.console import stderr_is_tty, stdin_approver
+from agent_magics.terminal_text import Style
 from agent_magics.ui.approver import HEADLESS_NOTES, headless_approver
 from agent_magics.ui.headless import Markdown, StaticTranscript
 from agent_magics.ui.throttle import loop_scheduler
@@ -31,7 +32,8 @@ def run_in_terminal(
     loop = agent.own_loop()
     note = HEADLESS_NOTES[headless] if headless else None
     view = StaticTranscript(lambda md: None, loop_scheduler(loop), policy_note=note)
-    approver = headless_approver(headless) if headless else stdin_approver()
+    style = Style(stderr_is_tty())
+    approver = headless_approver(headless) if headless else stdin_approver(style)
     task: asyncio.Task[Any] = loop.create_task(agent.run_turn(config, prompt, view, approver))
     try:
         loop.run_until_complete(task)

@@ -1,0 +1,159 @@
+"""Text for the terminal front end: commands as a shell needs them, diffs, trimmed output.
+
+Pure functions, no terminal access: :mod:`agent_magics.console` prints what they return.
+Every function takes text that is already terminal-safe (see :mod:`agent_magics.termsafe`)
+or makes it so; colours are added last, and only when a :class:`Style` is told the stream
+is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_magics.termsafe import terminal_safe
+from agent_magics.tools.shell_parse import extract_shell_script
+
+COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
+OUTPUT_TOOLS = (*COMMAND_TOOLS, "write_stdin")
+OUTPUT_LINES = 20  # lines of a command's output shown: codex exec's
+# MAX_OUTPUT_LINES_FOR_EXEC_TOOL_CALL, split into head and tail as Codex's TUI does
+OUTPUT_HEAD_LINES = OUTPUT_LINES // 2
+OUTPUT_TAIL_LINES = OUTPUT_LINES - OUTPUT_HEAD_LINES
+OUTPUT_LINE_CHARS = 400  # a longer output line is cut, with "…"
+
+BOLD, DIM, RED, GREEN, MAGENTA, CYAN = "1", "2", "31", "32", "35", "36"
+_EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
+_SESSION = re.compile(r"^Process running with session ID (\d+)$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Style:
+    """ANSI colours when ``colour`` (the stream is a terminal), plain text otherwise."""
+
+    colour: bool = False
+
+    def __call__(self, text: str, *codes: str) -> str:
+        if not self.colour or not codes or not text:
+            return text
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+
+
+def _arguments(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """An argv as a person would type it: the script of ``bash -lc SCRIPT`` itself, any
+    other argv quoted where a shell needs it (``shlex.join``)."""
+    script = extract_shell_script(list(argv))
+    return script if script is not None else shlex.join(argv)
+
+
+def call_command(tool_name: str, arguments: str) -> str | None:
+    """The command a shell tool call runs, as a person would type it (``None``: not a
+    shell tool, or arguments that hold no command)."""
+    args = _arguments(arguments) if tool_name in COMMAND_TOOLS else None
+    command = args.get("cmd", args.get("command")) if args else None
+    if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+        return command_line(command)
+    return command if isinstance(command, str) else None
+
+
+def call_patch(tool_name: str, arguments: str, kind: str) -> str | None:
+    """The patch of an ``apply_patch`` call (freeform or JSON ``input``)."""
+    if tool_name != "apply_patch":
+        return None
+    if kind == "custom":
+        return arguments
+    args = _arguments(arguments)
+    value = args.get("input") if args else None
+    return value if isinstance(value, str) else None
+
+
+def patch_files(patch: str) -> str:
+    """``Update stats.py, Add notes.txt``: what a patch touches, from its file headers."""
+    found = _PATCH_FILE.findall(patch)
+    return ", ".join(f"{verb} {path.strip()}" for verb, path in found) or "a patch"
+
+
+def indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def diff_lines(patch: str, style: Style) -> list[str]:
+    """A patch as lines: additions green, removals red, file and hunk headers magenta
+    and cyan (with colour off, the lines as they are)."""
+    lines = []
+    for line in terminal_safe(patch).rstrip("\n").splitlines():
+        if line.startswith("***"):
+            lines.append(style(line, MAGENTA))
+        elif line.startswith("@@"):
+            lines.append(style(line, CYAN))
+        elif line.startswith("+"):
+            lines.append(style(line, GREEN))
+        elif line.startswith("-"):
+            lines.append(style(line, RED))
+        else:
+            lines.append(line)
+    return lines
+
+
+def trim_lines(
+    text: str, head: int = OUTPUT_HEAD_LINES, tail: int = OUTPUT_TAIL_LINES
+) -> list[str]:
+    """The first ``head`` and last ``tail`` lines of ``text`` with ``… +N lines`` between
+    them when more are hidden (Codex's marker); long lines cut."""
+    lines = [
+        line if len(line) <= OUTPUT_LINE_CHARS else line[: OUTPUT_LINE_CHARS - 1] + "…"
+        for line in terminal_safe(text).rstrip("\n").splitlines()
+    ]
+    if len(lines) <= head + tail:
+        return lines
+    return [*lines[:head], f"… +{len(lines) - head - tail} lines", *lines[len(lines) - tail :]]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a shell tool's answer says about the run: the command's own output, its exit
+    code, or the session it still runs in."""
+
+    output: str
+    exit_code: int | None = None
+    session_id: str | None = None
+
+
+def command_result(tool_name: str, output: Any) -> CommandResult | None:
+    """The run described by a shell tool's output (``None``: not a command's output).
+
+    The answer to the model starts with lines about the run (wall time, exit code) before
+    ``Output:``; the ``shell`` tool answers JSON with ``output`` and ``metadata``."""
+    if tool_name not in OUTPUT_TOOLS or not isinstance(output, str):
+        return None
+    parsed = _arguments(output) if output.startswith("{") else None
+    if parsed is not None and isinstance(parsed.get("output"), str):
+        meta = parsed.get("metadata")
+        code = meta.get("exit_code") if isinstance(meta, dict) else None
+        return CommandResult(parsed["output"], code if isinstance(code, int) else None)
+    head, sep, body = output.partition("\nOutput:\n")
+    if not sep:
+        return None
+    code_match, session = _EXIT_CODE.search(head), _SESSION.search(head)
+    return CommandResult(
+        body,
+        int(code_match.group(1)) if code_match else None,
+        session.group(1) if session else None,
+    )
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
