@@ -71,7 +71,8 @@ def test_demo_transcript_reads_well_without_widgets(
     assert "+Three cities; the warmest is Cairo" in first.split(diff)[1]
     assert first.endswith("</details>\n\n*Tokens: 40 in · 20 out · 60 total*")
     assert "**exec_command** `rm temperatures.csv` · denied · by the headless policy" in second
-    assert "> Denied: nobody can approve in a headless run." in second
+    assert second.count("> Denied: nobody can approve in a headless run, so every") == 1
+    assert "*1 tool call denied by the headless policy.*" in second
     status = "".join(o.get("text", "") for o in nb.cells[-2].outputs)
     assert "mode:            headless (each turn runs to its end in its cell)" in status
     summary = "".join(o.get("text", "") for o in nb.cells[-1].outputs)

@@ -17,9 +17,10 @@ HeadlessMode = Literal["deny", "approve"]
 
 HEADLESS_NOTES: dict[str, str] = {
     "deny": (
-        "Denied: nobody can approve in a headless run. To let such calls run, set "
-        "`%config AgentMagics.headless_approval = 'approve'` or "
-        "AGENT_MAGICS_HEADLESS_APPROVAL=approve."
+        "Denied: nobody can approve in a headless run, so every call that needs approval "
+        "is denied; to let such calls run, set AGENT_MAGICS_HEADLESS_APPROVAL=approve (or "
+        "`%config AgentMagics.headless_approval = 'approve'`) before the run, or give the "
+        "cell `-a never` (commands then run without asking, inside the sandbox of `-s`)."
     ),
     "approve": "Approved by the headless policy (AgentMagics.headless_approval = 'approve').",
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
 from agent_magics.tools.approval import ReviewDecision
+from agent_magics.ui.denials import denial_summary, note_for
 from agent_magics.ui.render import (
     STATUS_LABELS,
     call_summary,
@@ -78,7 +79,7 @@ def transcript_markdown(t: Transcript) -> str:
             if block.text.strip():
                 parts.append(block.text.strip())
         elif isinstance(block, ToolBlock):
-            parts.append(tool_markdown(block, t.policy_note))
+            parts.append(tool_markdown(block, note_for(t, block)))
         elif isinstance(block, DiffBlock):
             parts.append(turn_diff_markdown(block.files))
         else:
@@ -87,6 +88,8 @@ def transcript_markdown(t: Transcript) -> str:
         parts.append(f"**{turn_status_text(t)}**")
     elif t.status in ("starting", "queued", "running", "waiting"):
         parts.append(f"*{turn_status_text(t)}*")
+    if (denied := denial_summary(t)) and t.status not in ("running", "waiting"):
+        parts.append(f"*{denied}*")
     if t.usage is not None and t.status != "running":
         parts.append(f"*{usage_text(t.usage)}*")
     return "\n\n".join(parts)
