@@ -1,4 +1,4 @@
-"""A person's view: JupyterLab in headless Chromium, a real click on Approve.
+"""A person's view: JupyterLab in headless Chromium, real clicks on Approve and Stop.
 
 Skipped without Debian's chromium or the ``browser`` extra (see tests/browser.py). Runs
 with JupyterLab's comms over kernel subshells (the default, with ipykernel 7 button
@@ -7,6 +7,8 @@ clicks may arrive on another thread) and without.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,26 @@ def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
         server.close()
 
 
-def test_clicking_approve_in_jupyterlab_runs_the_command(lab: Lab, browser: Any) -> None:
+def keep_screenshot(page: Any, shot: Path) -> None:
+    page.screenshot(path=str(shot), full_page=True)
+    folder = os.environ.get("AGENT_MAGICS_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(folder) / shot.name)
+
+
+def test_clicking_approve_in_jupyterlab_runs_the_command(
+    lab: Lab, browser: Any, tmp_path: Path
+) -> None:
     script = [
-        [function_call("exec_command", {"cmd": "echo ran > marker.txt; echo ran-it"}, "c1")],
+        [
+            function_call(
+                "exec_command",
+                {"cmd": "echo ran > marker.txt; echo ran-it; sleep 60", "yield_time_ms": 30_000},
+                "c1",
+            )
+        ],
+        [function_call("exec_command", {"cmd": "ls no-such-file"}, "c2")],
         [message("The marker is there.")],
     ]
     kernels = "@jupyterlab/apputils-extension:kernels-settings"
@@ -64,12 +83,25 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(lab: Lab, browser: Any)
             assert page.get_by_text("waiting for approval").is_visible()
             assert not (lab.notebooks / "marker.txt").exists()
             approve.click()
+            # The live card: the decision in the buttons' place, the command's last
+            # lines as it runs, and Stop for that command.
+            page.get_by_text("Approved by you").wait_for(timeout=30_000)
+            page.get_by_text("ran-it", exact=True).wait_for(timeout=30_000)
+            assert approve.count() == 0
+            assert page.get_by_role("button", name="Deny").count() == 0
+            page.get_by_role("button", name="Stop", exact=True).click(timeout=30_000)
             page.get_by_text("The marker is there.").wait_for(timeout=60_000)
             page.get_by_text("Done.").wait_for(timeout=30_000)
             # The turn ended: its static transcript replaced the cards, buttons and all.
-            page.get_by_text("approved by the user").wait_for(timeout=30_000)
-            assert approve.count() == 0
+            page.locator(".agent-magics-transcript").wait_for(timeout=30_000)
+            assert page.get_by_text("Approved by you").is_visible()
+            assert page.get_by_text("stopped", exact=True).is_visible()
+            assert page.get_by_role("button", name="Stop").count() == 0
+            failed = page.locator("details[open]", has_text="exit code 2")
+            assert failed.get_by_text("No such file or directory").is_visible()
+            keep_screenshot(page, tmp_path / "finished-cards.png")
         finally:
             page.close()
     assert (lab.notebooks / "marker.txt").read_text() == "ran\n"
-    assert "ran-it" in server.outputs(1)["c1"]
+    assert server.outputs(1)["c1"].startswith("aborted by user after")
+    assert "Process exited with code 2" in server.outputs(2)["c2"]

@@ -82,7 +82,7 @@ def test_a_reloaded_notebook_shows_the_transcript(lab: Lab, browser: Any, tmp_pa
             page.keyboard.press("Shift+Enter")
             page.keyboard.press("Shift+Enter")
             page.get_by_role("button", name="Approve", exact=True).click(timeout=60_000)
-            page.get_by_text("approved by the user").wait_for(timeout=60_000)  # the static one
+            page.locator(".agent-magics-transcript").wait_for(timeout=60_000)  # the static one
             page.keyboard.press("Control+s")
             deadline_ok = False
             for _ in range(100):
@@ -99,7 +99,7 @@ def test_a_reloaded_notebook_shows_the_transcript(lab: Lab, browser: Any, tmp_pa
             cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
             cell.get_by_text(ANSWER).wait_for(timeout=90_000)
             assert cell.get_by_text(f"$ {COMMAND}").is_visible()
-            assert cell.get_by_text("approved by the user").is_visible()
+            assert cell.get_by_text("Approved by you").is_visible()
             assert page.get_by_text("Error displaying widget").count() == 0
             assert page.get_by_text("model not found").count() == 0
             keep_screenshot(page, tmp_path, "saved-transcript.png")
