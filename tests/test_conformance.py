@@ -16,11 +16,13 @@ import pytest
 from tests.paths import CONFORMANCE
 
 # Session files go to the run's home, as Codex keeps its own under CODEX_HOME: the
-# recorded workspaces hold only what the tools did.
+# recorded workspaces hold only what the tools did. The cases were recorded with Codex's
+# shell snapshot off, so ours is off too.
 CANDIDATE = (
     f"{sys.executable} -m agent_magics exec --base-url {{base_url}} -m {{model}} -a never "
     "-s danger-full-access -c apply_patch_tool_type={apply_patch_tool_type} "
-    "-c experimental_supported_tools={tools} -c sessions_dir=~/.agent_magics/sessions"
+    "-c experimental_supported_tools={tools} -c sessions_dir=~/.agent_magics/sessions "
+    "-c shell_snapshot=false"
 )
 
 

@@ -35,6 +35,7 @@ from agent_magics.tools.exec.shell_exec import (
     run_oneshot,
     spawn_error_text,
 )
+from agent_magics.tools.exec.snapshot import snapshot_command
 from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import (
@@ -111,7 +112,8 @@ async def run_shell_call(
 
     async def attempt(sandbox: SandboxSpec) -> ExecOutput:
         try:
-            return await run_oneshot(sandbox.wrap(argv), cwd, env, timeout, manager)
+            run, run_env = snapshot_command(inv.services, argv, env)
+            return await run_oneshot(sandbox.wrap(run), cwd, run_env, timeout, manager)
         except (OSError, ValueError) as exc:
             raise RespondToModel(spawn_error_text(exc)) from None
 
