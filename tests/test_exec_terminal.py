@@ -171,3 +171,20 @@ def test_on_a_terminal_questions_are_asked_and_the_diff_is_coloured(tmp_path: Pa
     assert patch_output.endswith(f"Success. Updated the following files:\nA {NOTE}\n")
     assert command_output == REJECTED
     assert not (tmp_path / "ws" / "made here.txt").exists()
+
+
+def test_the_demo_shows_the_turn_as_exec_does_and_ends_with_what_to_try_next(
+    tmp_path: Path,
+) -> None:
+    from agent_magics.demo import NEXT_STEPS
+
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_magics", "demo"], env=environment(tmp_path), cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "exec cat stats.py test_stats.py\n  succeeded in " in done.stderr
+    assert "apply_patch Update stats.py\n*** Begin Patch\n" in done.stderr
+    assert done.stderr.splitlines()[-2:] == list(NEXT_STEPS)
+    assert "notebooks/demo.ipynb" in NEXT_STEPS[0]
+    assert "OPENAI_API_KEY" in NEXT_STEPS[1] and "--base-url" in NEXT_STEPS[1]
