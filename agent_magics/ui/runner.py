@@ -10,17 +10,20 @@ KeyboardInterrupt (or cancels an async cell); while the kernel is idle it ignore
 :class:`SigintGuard` gives idle interrupts to the running turns instead: ipykernel
 restores the handler it saved before each request (``saved_sigint_handler``), so
 setting ours there installs it as soon as the current request ends.
+:class:`SignalWakeup` makes a signal wake the loop at once, which an awaited cell
+(``--block``, headless) needs to be stopped while a command runs quietly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Protocol
 
 from agent_magics.errors import TurnAborted, UserError
@@ -100,6 +103,65 @@ class SigintGuard:
             signal.getsignal(signal.SIGINT) == self._handler
         ):
             signal.signal(signal.SIGINT, previous)
+
+
+class SignalWakeup:
+    """While active, every signal wakes the loop (``signal.set_wakeup_fd`` on a socket
+    the loop reads), so the Python handler's work runs at once.
+
+    Why: ipykernel stops an awaited cell from its SIGINT handler through tornado's
+    ``add_callback``, which on the loop's own thread is a plain ``call_soon``. Nothing
+    wakes the loop's ``select`` then: with a quiet command running (``sleep 30``), the
+    cell and the command went on until the command ended by itself. asyncio's own
+    ``add_signal_handler`` wakes its loop the same way. A wakeup descriptor set by
+    someone else is left as it is."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._sockets: tuple[socket.socket, socket.socket] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._sockets is not None
+
+    def activate(self) -> None:
+        if self._sockets is not None or threading.current_thread() is not threading.main_thread():
+            return
+        read, write = socket.socketpair()
+        read.setblocking(False)
+        write.setblocking(False)
+        previous = signal.set_wakeup_fd(write.fileno(), warn_on_full_buffer=False)
+        if previous != -1:  # someone else wakes a loop already
+            signal.set_wakeup_fd(previous)
+            read.close()
+            write.close()
+            return
+        try:
+            self.loop.add_reader(read.fileno(), self._drain, read)
+        except NotImplementedError:  # a loop without add_reader (Windows' proactor)
+            signal.set_wakeup_fd(-1)
+            read.close()
+            write.close()
+            return
+        self._sockets = (read, write)
+
+    @staticmethod
+    def _drain(read: socket.socket) -> None:
+        with suppress(OSError):
+            read.recv(4096)
+
+    def deactivate(self) -> None:
+        if self._sockets is None or threading.current_thread() is not threading.main_thread():
+            return
+        read, write = self._sockets
+        self._sockets = None
+        current = signal.set_wakeup_fd(-1)
+        if current != write.fileno():  # someone took it over since: theirs stays
+            signal.set_wakeup_fd(current)
+        if not self.loop.is_closed():
+            self.loop.remove_reader(read.fileno())
+        read.close()
+        write.close()
 
 
 BUG = "Internal error (a bug in agent_magics, please report it): {kind}: {message}"

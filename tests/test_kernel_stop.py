@@ -1,0 +1,129 @@
+"""The kernel's stop button (SIGINT, what ``km.interrupt_kernel()`` sends) during an
+approved command, in background mode and with ``--block`` (the cell awaits its turn,
+ipykernel >= 7.4): the command's process group is gone, the cell's ``execute_reply``
+arrives and the turn says it was interrupted.
+
+The command writes its process group id first and starts two sleeps in it. "Gone"
+is measured as "no live process left in the group": a killed ``sleep`` that its shell
+left behind is reparented to PID 1 and stays a zombie (still a member for
+``os.killpg(pgid, 0)``) until init reaps it, which some container inits do only every
+second or so; the test then also waits for ``os.killpg`` to fail. The click-to-end
+times are printed (``-s`` shows them), not asserted: a generous deadline only keeps a
+broken stop from hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.kernels import Kernel, agent_cell
+
+pytestmark = pytest.mark.slow
+
+DEADLINE = 10.0  # seconds; far above what a working stop takes
+APPROVED = "-a untrusted"  # the command waits for a click on Approve
+SLEEPER = "ps -o pgid= $$ > sleep.pgid; sleep 30 & sleep 30; wait"
+
+
+def group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (zombies aside)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, _parent, group = stat.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def reply_of(kernel: Kernel, msg_id: str) -> dict[str, Any] | None:
+    """The cell's ``execute_reply``, once it came (``None`` before)."""
+    while True:
+        try:
+            reply = kernel.kc.get_shell_msg(timeout=0.01)
+        except Exception:
+            return None
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
+
+
+def version_of(kernel: Kernel) -> tuple[int, ...]:
+    text = kernel.value("__import__('ipykernel').__version__")
+    return tuple(int(p) for p in text.split(".")[:2])
+
+
+def stop_while_sleeping(kernel: Kernel, options: str, tool: str) -> None:
+    call = (
+        function_call("exec_command", {"cmd": SLEEPER, "yield_time_ms": 30_000}, "c1")
+        if tool == "exec_command"
+        else function_call(
+            "shell", {"command": ["bash", "-c", SLEEPER], "timeout_ms": 30_000}, "c1"
+        )
+    )
+    if tool == "shell":
+        options += " -c shell_type=shell"
+    with ScriptedResponsesServer([[call], [message("next turn ok")]]) as server:
+        msg_id = kernel.execute(agent_cell(server.base_url, options, "sleep"))
+        if APPROVED in options:
+            kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve"))[-1])
+        pgid_file = kernel.ws / "sleep.pgid"
+        kernel.wait_for(lambda: pgid_file.exists() and pgid_file.read_text().strip())
+        pgid = int(pgid_file.read_text())
+        assert group_alive(pgid)
+        blocking = "--block" in options
+        reply = None
+        if blocking:
+            assert not kernel.idle(msg_id)  # the cell awaits the turn
+        else:
+            reply = kernel.wait_for(lambda: reply_of(kernel, msg_id))
+        kernel.km.interrupt_kernel()
+        clicked = time.monotonic()
+        while group_alive(pgid) and time.monotonic() - clicked < DEADLINE:
+            time.sleep(0.01)
+        killed = time.monotonic() - clicked
+        assert not group_alive(pgid), "the command outlived the stop button"
+        reply = reply or kernel.wait_for(lambda: reply_of(kernel, msg_id), DEADLINE)
+        ended = time.monotonic() - clicked  # the busy cell's reply (background: before)
+        kernel.wait_for(lambda: kernel.shows("Turn interrupted."), DEADLINE)
+        shown = time.monotonic() - clicked
+        print(
+            f"\n{tool} {options}: no live process {killed:.3f} s, reply {ended:.3f} s, "
+            f"'Turn interrupted.' shown {shown:.3f} s after the click"
+        )
+        kernel.wait_for(lambda: not group_exists(pgid), DEADLINE)  # zombies reaped too
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert not [m for m in kernel.log if m["msg_type"] == "error"]
+        kernel.run("%%agent\nare you still there?")  # the session goes on
+        kernel.wait_for(lambda: len(server.requests) == 2)
+        assert "aborted by user" in server.outputs(1)["c1"]
+
+
+@pytest.mark.parametrize("tool", ["exec_command", "shell"])
+def test_stop_button_in_background_mode(kernel: Kernel, tool: str) -> None:
+    stop_while_sleeping(kernel, f"{APPROVED} -s danger-full-access", tool)
+
+
+@pytest.mark.parametrize("tool", ["exec_command", "shell"])
+@pytest.mark.parametrize("approval", [APPROVED, "-a never"])
+def test_stop_button_with_block(kernel: Kernel, tool: str, approval: str) -> None:
+    if version_of(kernel) < (7, 4):
+        pytest.skip("--block needs ipykernel 7.4 or newer")
+    stop_while_sleeping(kernel, f"{approval} -s danger-full-access --block", tool)
