@@ -43,7 +43,8 @@ def test_approve_runs_the_command(kernel: Kernel) -> None:
         assert (ws(kernel) / "marker.txt").read_text() == "ran\n"
         kernel.wait_for(lambda: kernel.shows("Done."))
         assert kernel.states[approve]["disabled"] is True
-        assert kernel.shows("done</span> · approved")
+        assert kernel.shows("done</span>")
+        assert kernel.shows("✔ Approved by you</div>")  # in the buttons' place
 
 
 def test_deny_does_not_run_the_command(kernel: Kernel) -> None:

@@ -50,8 +50,9 @@ def test_the_saved_cell_holds_the_transcript_not_the_widget(kernel: Kernel, tmp_
     outputs = kernel.saved_outputs(msg_id)
     assert [o for o in outputs if WIDGET_VIEW in o.get("data", {})] == []
     html = saved[0]["data"]["text/html"]
-    assert "<b>exec_command</b> <code>echo ran &gt; marker.txt; echo ran-it</code>" in html
-    assert ">done</span> · approved by the user" in html
+    assert "$ echo ran &gt; marker.txt; echo ran-it</pre>" in html  # once, in the body
+    assert "<b>exec_command</b> · " in html
+    assert "✔ Approved by you</div>" in html
     assert "<summary>Output (1 line, exit code 0)</summary>" in html
     assert '<span style="color:#1a7f37">+kept &lt;notes&gt;</span>' in html  # the diff, coloured
     assert "<b>apply_patch</b> <code>Add notes.txt</code>" in html
@@ -76,8 +77,8 @@ def test_the_saved_cell_holds_the_transcript_not_the_widget(kernel: Kernel, tmp_
         capture_output=True,
     )
     page = (tmp_path / "saved.html").read_text()
-    assert "<b>exec_command</b> <code>echo ran &gt; marker.txt; echo ran-it</code>" in page
-    assert "approved by the user" in page
+    assert "$ echo ran &gt; marker.txt; echo ran-it</pre>" in page
+    assert "Approved by you" in page
     assert "+kept &lt;notes&gt;" in page
     assert "<strong>the notes</strong>" in page
     assert "model not found" not in page
@@ -94,6 +95,7 @@ def test_a_headless_cell_ends_with_the_same_html(kernel: Kernel) -> None:
     (saved,) = [o for o in kernel.saved_outputs(msg_id) if o["output_type"] == "display_data"]
     assert sorted(saved["data"]) == ["text/html", "text/markdown", "text/plain"]
     html = saved["data"]["text/html"]
-    assert "<b>exec_command</b> <code>echo ran &gt; marker.txt; echo ran-it</code>" in html
+    assert "<b>exec_command</b> · " in html
+    assert "$ echo ran &gt; marker.txt; echo ran-it</pre>" in html
     assert "<span>Done.</span>" in html
     assert saved["data"]["text/markdown"].startswith("**exec_command** `echo ran > marker.txt")
