@@ -84,8 +84,9 @@ class Run:
     workspace: dict[str, Any] = field(default_factory=dict)
 
 
-def run_once(case: dict[str, Any], codex: str | None) -> Run:
-    """One process run of ``case``: Codex's when ``codex`` is a path, else ours."""
+def run_once(case: dict[str, Any], codex: str | None, pycache: Path) -> Run:
+    """One process run of ``case``: Codex's when ``codex`` is a path, else ours (with its
+    bytecode cached under ``pycache``, as an installed package has it)."""
     cfg = dict(harness.DEFAULT_CONFIG, disable_features=[])
     root = Path(tempfile.mkdtemp(prefix="codex-bench-")).resolve()
     ws, home, codex_home = root / "ws", root / "home", root / "codex_home"
@@ -106,6 +107,9 @@ def run_once(case: dict[str, Any], codex: str | None) -> Run:
         try:
             prompt = "Run the scripted tool calls."
             argv, env = _command(codex, server.base_url, cfg, prompt, root)
+            if codex is None:
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                env["PYTHONPYCACHEPREFIX"] = str(pycache)
             env.update({"HOME": str(home), "CODEX_HOME": str(codex_home)})
             with open(root / "stderr", "wb") as stderr:
                 started = time.perf_counter()
@@ -194,17 +198,19 @@ def _spread(values: list[float]) -> str:
     return f"{ms[0]:.0f}/{statistics.median(ms):.0f}/{ms[-1]:.0f}"
 
 
-def measure(name: str, case: dict[str, Any], codex: str, runs: int) -> dict[str, Any]:
+def measure(
+    name: str, case: dict[str, Any], codex: str, runs: int, pycache: Path
+) -> dict[str, Any]:
     """One row: ``runs`` alternating runs of each side after a compared warm-up."""
-    ours, theirs = run_once(case, None), run_once(case, codex)
+    ours, theirs = run_once(case, None, pycache), run_once(case, codex, pycache)
     differ = sorted(c for c in theirs.outputs if ours.outputs.get(c) != theirs.outputs[c])
     if ours.workspace != theirs.workspace:
         raise RuntimeError(f"{name}: the workspace afterwards differs from Codex's")
     mine: list[Run] = []
     codex_runs: list[Run] = []
     for _ in range(runs):
-        mine.append(run_once(case, None))
-        codex_runs.append(run_once(case, codex))
+        mine.append(run_once(case, None, pycache))
+        codex_runs.append(run_once(case, codex, pycache))
     a = [r.seconds for r in mine]
     b = [r.seconds for r in codex_runs]
     first_a = statistics.median(r.to_first_request for r in mine)
@@ -229,16 +235,18 @@ def measure(name: str, case: dict[str, Any], codex: str, runs: int) -> dict[str,
 def bench_codex(codex: str | None, quick: bool) -> list[dict[str, Any]]:
     """One row per case; without a Codex binary every row is skipped with the reason."""
     calls = QUICK_SESSION_CALLS if quick else SESSION_CALLS
-    rows = []
-    for name, case in cases(calls).items():
-        if codex is None:
-            note = "no Codex binary given (bench/run.py --codex PATH)"
+    rows: list[dict[str, Any]] = []
+    if codex is None:
+        note = "no Codex binary given (bench/run.py --codex PATH)"
+        for name in cases(calls):
             rows.append(
                 {"name": f"codex_turn_{name}", "value": None, "target": TARGET, "note": note}
             )
-            continue
-        runs = (2 if quick else 3) if name.startswith("session") else (3 if quick else 9)
-        rows.append(measure(name, case, codex, runs))
+        return rows
+    with tempfile.TemporaryDirectory(prefix="codex-bench-pyc-") as pycache:
+        for name, case in cases(calls).items():
+            runs = (2 if quick else 3) if name.startswith("session") else (3 if quick else 9)
+            rows.append(measure(name, case, codex, runs, Path(pycache)))
     return rows
 
 

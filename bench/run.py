@@ -73,8 +73,10 @@ F = TypeVar("F", bound=Callable[[Ctx], Any])
 
 
 def benchmark(name: str, target: str) -> Callable[[F], F]:
+    check_target(target)
+
     def register(fn: F) -> F:
-        BENCHMARKS.append(Benchmark(name, check_target(target), fn))
+        BENCHMARKS.append(Benchmark(name, target, fn))
         return fn
 
     return register
@@ -212,6 +214,16 @@ def bench_session_line(ctx: Ctx) -> Result:
         f"per line, median of interleaved runs; with an fsync each line {got['fsync']:.0f} us"
         " (so one fsync per turn, not per line)",
     )
+
+
+@benchmark("shell_snapshot_command", "<= 0.1")
+def bench_shell_snapshot(ctx: Ctx) -> Result:
+    """One ``echo`` sourcing the session's shell snapshot vs ``bash -lc`` rerunning a
+    profile that takes 0.3 s."""
+    from shell_snapshot_bench import PROFILE_SLEEP_S, snapshot_costs
+
+    got = snapshot_costs(ctx.pick(7, 3))
+    return paired(got["candidate"], got["baseline"], f"profile sleeps {PROFILE_SLEEP_S} s")
 
 
 def _rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, Result | None, str]]:
