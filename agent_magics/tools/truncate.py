@@ -41,9 +41,40 @@ class TruncationPolicy:
 DEFAULT_POLICY = TruncationPolicy.bytes(10_000)
 
 
+def utf8_len(text: str) -> int:
+    """Length of ``text`` in UTF-8 bytes (a lone surrogate counts its three bytes)."""
+    return len(text) if text.isascii() else len(_encode(text))
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
 def approx_token_count(text: str) -> int:
     """Tokens as Codex estimates them: ceil(UTF-8 bytes / 4)."""
-    return math.ceil(len(text.encode("utf-8")) / APPROX_BYTES_PER_TOKEN)
+    return tokens_for_bytes(utf8_len(text))
+
+
+def tokens_for_bytes(n: int) -> int:
+    """ceil(n / 4): the tokens Codex counts for ``n`` bytes."""
+    return -(-n // APPROX_BYTES_PER_TOKEN)
+
+
+def _is_continuation(data: bytes, i: int) -> bool:
+    return 0 < i < len(data) and data[i] & 0xC0 == 0x80
+
+
+def _split_bytes(data: bytes, prefix_bytes: int, suffix_bytes: int) -> tuple[int, int]:
+    """(head end, tail start) in ``data``, both on character boundaries: the head ends
+    at the last boundary within ``prefix_bytes``, the tail starts at the first boundary
+    at or after ``len - suffix_bytes`` that is not inside the head."""
+    head_end = min(max(prefix_bytes, 0), len(data))
+    while _is_continuation(data, head_end):
+        head_end -= 1
+    tail_start = max(len(data) - max(suffix_bytes, 0), head_end)
+    while _is_continuation(data, tail_start):
+        tail_start += 1
+    return head_end, tail_start
 
 
 def split_string(text: str, prefix_bytes: int, suffix_bytes: int) -> tuple[int, str, str]:
@@ -51,30 +82,23 @@ def split_string(text: str, prefix_bytes: int, suffix_bytes: int) -> tuple[int, 
 
     Returns (characters removed, head, tail). Cuts fall on character boundaries: the head
     takes the characters that end within its budget, the tail those that start at or
-    after ``len - suffix_bytes``.
+    after ``len - suffix_bytes``. The cuts are found on the UTF-8 bytes, so the cost is
+    one encoding of ``text`` (none for ASCII), not a walk over its characters.
     """
-    if not text:
-        return 0, "", ""
-    data_len = len(text.encode("utf-8"))
-    tail_start = max(data_len - suffix_bytes, 0)
-    head_end_char = 0
-    tail_start_char = len(text)
-    pos = 0
-    for i, ch in enumerate(text):
-        size = len(ch.encode("utf-8"))
-        if pos + size <= prefix_bytes:
-            head_end_char = i + 1
-        if pos >= tail_start and tail_start_char == len(text):
-            tail_start_char = i
-        pos += size
-    tail_start_char = max(tail_start_char, head_end_char)
-    removed = tail_start_char - head_end_char
-    return removed, text[:head_end_char], text[tail_start_char:]
+    if text.isascii():
+        head_end = min(max(prefix_bytes, 0), len(text))
+        tail_start = max(len(text) - max(suffix_bytes, 0), head_end)
+        return tail_start - head_end, text[:head_end], text[tail_start:]
+    data = _encode(text)
+    head_end, tail_start = _split_bytes(data, prefix_bytes, suffix_bytes)
+    head = data[:head_end].decode("utf-8", "surrogatepass")
+    tail = data[tail_start:].decode("utf-8", "surrogatepass")
+    return len(text) - len(head) - len(tail), head, tail
 
 
 def _marker(policy: TruncationPolicy, removed_chars: int, removed_bytes: int) -> str:
     if policy.mode == "tokens":
-        return f"…{math.ceil(removed_bytes / APPROX_BYTES_PER_TOKEN)} tokens truncated…"
+        return f"…{tokens_for_bytes(removed_bytes)} tokens truncated…"
     return f"…{removed_chars} chars truncated…"
 
 
@@ -83,7 +107,7 @@ def truncate_text(text: str, policy: TruncationPolicy) -> str:
     if not text:
         return ""
     budget = policy.byte_budget
-    size = len(text.encode("utf-8"))
+    size = utf8_len(text)
     if size <= budget:
         return text
     left = budget // 2
@@ -101,6 +125,6 @@ def line_count(text: str) -> int:
 
 def formatted_truncate_text(text: str, policy: TruncationPolicy) -> str:
     """Like :func:`truncate_text`, with a ``Total output lines`` header when it cuts."""
-    if len(text.encode("utf-8")) <= policy.byte_budget:
+    if utf8_len(text) <= policy.byte_budget:
         return text
     return f"Total output lines: {line_count(text)}\n\n{truncate_text(text, policy)}"

@@ -7,7 +7,25 @@ process (1 MiB) so a chatty command cannot grow memory without bound.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 OUTPUT_CAPACITY = 1024 * 1024
+
+
+def omission_marker(omitted: int) -> str:
+    """Codex's note for bytes the capacity dropped (a line of its own in the output)."""
+    return f"... {omitted} bytes omitted ..."
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What one wait gathered: ``data`` is the kept head and tail, with the omission
+    marker on a line between them when ``omitted`` bytes were dropped from the middle;
+    ``total`` counts every byte the command wrote in that time."""
+
+    data: bytes = b""
+    omitted: int = 0
+    total: int = 0
 
 
 class HeadTailBuffer:
@@ -19,6 +37,7 @@ class HeadTailBuffer:
         self._head = bytearray()
         self._tail = bytearray()
         self.dropped = 0
+        self.total = 0  # bytes pushed (dropped ones included)
 
     def __len__(self) -> int:
         return len(self._head) + len(self._tail)
@@ -28,6 +47,7 @@ class HeadTailBuffer:
         bytes fall out when it is over its room."""
         if not data:
             return
+        self.total += len(data)
         take = min(self._head_room - len(self._head), len(data))
         if take > 0:
             self._head += data[:take]
@@ -47,6 +67,24 @@ class HeadTailBuffer:
             del self._tail[:excess]
             self.dropped += excess
 
+    def push_drained(self, data: bytes, dropped: int) -> None:
+        """Append what another buffer drained, counting the bytes it had dropped."""
+        self.push(data)
+        self.dropped += dropped
+        self.total += dropped
+
+    def collected(self) -> Collected:
+        """The kept bytes with the omission marker between head and tail (when bytes
+        were dropped), as Codex hands them to the model; the buffer starts over."""
+        if self.dropped:
+            marker = f"\n{omission_marker(self.dropped)}\n".encode()
+            data = bytes(self._head) + marker + bytes(self._tail)
+        else:
+            data = self.snapshot()
+        out = Collected(data, self.dropped, self.total)
+        self.drain()
+        return out
+
     def snapshot(self) -> bytes:
         """The kept bytes (head then tail), leaving the buffer as it is."""
         return bytes(self._head) + bytes(self._tail)
@@ -57,4 +95,5 @@ class HeadTailBuffer:
         self._head = bytearray()
         self._tail = bytearray()
         self.dropped = 0
+        self.total = 0
         return out

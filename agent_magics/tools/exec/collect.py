@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from agent_magics.tools.exec.buffer import HeadTailBuffer
+from agent_magics.tools.exec.buffer import Collected, HeadTailBuffer
 from agent_magics.tools.exec.process import ExecProcess
 
 MIN_YIELD_MS = 250
@@ -23,18 +23,21 @@ AFTER_EXIT_S = 0.05  # after the exit, how long to wait for the output to close
 
 async def collect_output(
     process: ExecProcess, deadline: float, on_output: Callable[[bytes], None] | None = None
-) -> bytes:
+) -> Collected:
     """Output until ``deadline``, or until the process ended and its output closed
     (waiting at most :data:`AFTER_EXIT_S` for the close once it ended). ``on_output``
-    sees each piece as it arrives (for live display)."""
+    sees each piece as it arrives (for live display).
+
+    What one wait keeps is capped like Codex's (1 MiB, head and tail): the bytes dropped
+    are counted, and the answer says how many."""
     collected = HeadTailBuffer()
     close_deadline: float | None = None
     while True:
         fut = process.changed.arm()
-        chunk = process.drain()
-        if chunk:
+        chunk, dropped = process.drain_counted()
+        if chunk or dropped:
             process.changed.disarm(fut)
-            collected.push(chunk)
+            collected.push_drained(chunk, dropped)
             if on_output is not None:
                 on_output(chunk)
             if time.monotonic() >= deadline:
@@ -53,7 +56,7 @@ async def collect_output(
             continue
         if not await process.changed.wait(fut, remaining):
             break
-    return collected.drain()
+    return collected.collected()
 
 
 def clamp_yield(ms: int) -> int:

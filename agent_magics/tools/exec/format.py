@@ -1,7 +1,8 @@
 """The texts the model reads for command results, byte for byte as Codex writes them.
 
 * unified exec: ``Chunk ID`` / ``Wall time`` (4 decimals) / exit or session line /
-  ``Original token count`` / ``Output:`` and the output cut to the call's token budget;
+  ``Original token count`` / ``Output:`` and the output cut to the call's token budget
+  (or the turn's, when smaller), with the 1 MiB collection cap's omission marker;
 * one-shot exec: structured JSON (``shell``) or plain text (``shell_command``) with the
   duration shown as Rust shows a 1-decimal-rounded ``f32`` (``0``, ``0.1``, ``12.3``);
 * :func:`reserialize_shell_output`: the JSON form turned into the plain-text form.
@@ -18,12 +19,15 @@ from decimal import Decimal
 from typing import Any
 
 from agent_magics.tools.args import parse_json
+from agent_magics.tools.exec.buffer import Collected, omission_marker
 from agent_magics.tools.truncate import (
     TruncationPolicy,
     approx_token_count,
     formatted_truncate_text,
     line_count,
+    tokens_for_bytes,
     truncate_text,
+    utf8_len,
 )
 
 # -- numbers ------------------------------------------------------------------------------
@@ -94,14 +98,30 @@ def new_chunk_id() -> str:
     return secrets.token_hex(3)
 
 
-def budgeted_output(text: str, max_tokens: int) -> str:
-    """The output cut to ``max_tokens`` (head and tail kept), with the warning header
-    Codex puts in front of a cut output."""
-    policy = TruncationPolicy.tokens(max_tokens)
-    if len(text.encode("utf-8")) <= policy.byte_budget:
-        return text
-    warning = f"Warning: truncated output (original token count: {approx_token_count(text)})\n"
-    return warning + formatted_truncate_text(text, policy)
+def model_output(text: str, omitted: int, original_tokens: int, policy: TruncationPolicy) -> str:
+    """The output as the model reads it, cut to ``policy`` (head and tail kept) under
+    Codex's warning header. ``omitted`` bytes were dropped by the 1 MiB collection cap:
+    the text then carries Codex's omission marker, restated under the header when the
+    cut removed it."""
+    fits = utf8_len(text) <= policy.byte_budget
+    if not omitted:
+        if fits:
+            return text
+        warning = f"Warning: truncated output (original token count: {approx_token_count(text)})\n"
+        return warning + formatted_truncate_text(text, policy)
+    marker = omission_marker(omitted)
+    if fits:
+        return text if marker in text else f"{marker}\n{text}"
+    cut = truncate_text(text, policy)
+    notice = "" if marker in cut else f"{marker}\n"
+    return f"Warning: truncated output (original token count: {original_tokens})\n{notice}\n{cut}"
+
+
+def output_policy(max_output_tokens: int, turn_policy: TruncationPolicy) -> TruncationPolicy:
+    """The call's token budget, or the turn's when that one is smaller (Codex's
+    ``model_output_policy``)."""
+    requested = TruncationPolicy.tokens(max_output_tokens)
+    return requested if requested.byte_budget < turn_policy.byte_budget else turn_policy
 
 
 def unified_response(
@@ -110,18 +130,22 @@ def unified_response(
     wall_time: float,
     exit_code: int | None,
     session_id: int | None,
-    output: bytes,
-    max_tokens: int,
+    output: Collected,
+    policy: TruncationPolicy,
 ) -> str:
-    text = output.decode("utf-8", errors="replace")
+    """The answer to exec_command / write_stdin. ``Original token count`` counts the
+    bytes the command wrote (dropped and invalid UTF-8 bytes as they were), the text is
+    the kept bytes decoded with U+FFFD for what is not UTF-8."""
+    text = output.data.decode("utf-8", errors="replace")
+    original_tokens = tokens_for_bytes(output.total)
     lines = [f"Chunk ID: {chunk_id}", f"Wall time: {wall_time:.4f} seconds"]
     if exit_code is not None:
         lines.append(f"Process exited with code {exit_code}")
     if session_id is not None:
         lines.append(f"Process running with session ID {session_id}")
-    lines.append(f"Original token count: {approx_token_count(text)}")
+    lines.append(f"Original token count: {original_tokens}")
     lines.append("Output:")
-    lines.append(budgeted_output(text, max_tokens))
+    lines.append(model_output(text, output.omitted, original_tokens, policy))
     return "\n".join(lines)
 
 

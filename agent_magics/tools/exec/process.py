@@ -265,8 +265,13 @@ class ExecProcess:
 
     def drain(self) -> bytes:
         """Output gathered since the last drain (at most the buffer's capacity)."""
+        return self.drain_counted()[0]
+
+    def drain_counted(self) -> tuple[bytes, int]:
+        """Like :meth:`drain`, with the number of bytes the capacity dropped meanwhile."""
         with self._lock:
-            return self._buffer.drain()
+            dropped = self._buffer.dropped
+            return self._buffer.drain(), dropped
 
     def snapshot(self) -> bytes:
         with self._lock:
