@@ -260,6 +260,15 @@ def bench_stream(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
     return _rows(bench_streaming(ctx.quick))
 
 
+@benchmark("truncate_output", "")
+def bench_truncate(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
+    """A large command output cut to 10,000 tokens (Codex's header included) vs bare
+    UTF-8 byte slicing of its head and tail."""
+    from truncate_bench import bench_truncation
+
+    return _rows(bench_truncation(ctx.quick))
+
+
 @benchmark("codex_turns", "")
 def bench_codex_turns(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
     """Whole ``agent-magics exec`` turns vs ``codex exec`` on the same scripted cases;
