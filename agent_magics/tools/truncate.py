@@ -43,7 +43,8 @@ DEFAULT_POLICY = TruncationPolicy.bytes(10_000)
 
 def utf8_len(text: str) -> int:
     """Length of ``text`` in UTF-8 bytes (a lone surrogate counts its three bytes)."""
-    return len(text) if text.isascii() else len(_encode(text))
+    data = _utf8(text)
+    return len(text) if data is None else len(data)
 
 
 def _encode(text: str) -> bytes:
@@ -60,21 +61,27 @@ def tokens_for_bytes(n: int) -> int:
     return -(-n // APPROX_BYTES_PER_TOKEN)
 
 
-def _is_continuation(data: bytes, i: int) -> bool:
-    return 0 < i < len(data) and data[i] & 0xC0 == 0x80
+def _utf8(text: str) -> bytes | None:
+    """The UTF-8 bytes of ``text``, or None when it is ASCII (its characters are its bytes)."""
+    return None if text.isascii() else _encode(text)
 
 
-def _split_bytes(data: bytes, prefix_bytes: int, suffix_bytes: int) -> tuple[int, int]:
-    """(head end, tail start) in ``data``, both on character boundaries: the head ends
-    at the last boundary within ``prefix_bytes``, the tail starts at the first boundary
-    at or after ``len - suffix_bytes`` that is not inside the head."""
-    head_end = min(max(prefix_bytes, 0), len(data))
-    while _is_continuation(data, head_end):
+def _split(
+    text: str, data: bytes | None, prefix_bytes: int, suffix_bytes: int
+) -> tuple[int, str, str]:
+    size = len(text) if data is None else len(data)
+    head_end = min(max(prefix_bytes, 0), size)
+    if data is None:
+        tail_start = max(size - max(suffix_bytes, 0), head_end)
+        return tail_start - head_end, text[:head_end], text[tail_start:]
+    while 0 < head_end < size and data[head_end] & 0xC0 == 0x80:  # inside a character
         head_end -= 1
-    tail_start = max(len(data) - max(suffix_bytes, 0), head_end)
-    while _is_continuation(data, tail_start):
+    tail_start = max(size - max(suffix_bytes, 0), head_end)
+    while tail_start < size and data[tail_start] & 0xC0 == 0x80:
         tail_start += 1
-    return head_end, tail_start
+    head = data[:head_end].decode("utf-8", "surrogatepass")
+    tail = data[tail_start:].decode("utf-8", "surrogatepass")
+    return len(text) - len(head) - len(tail), head, tail
 
 
 def split_string(text: str, prefix_bytes: int, suffix_bytes: int) -> tuple[int, str, str]:
@@ -82,18 +89,10 @@ def split_string(text: str, prefix_bytes: int, suffix_bytes: int) -> tuple[int, 
 
     Returns (characters removed, head, tail). Cuts fall on character boundaries: the head
     takes the characters that end within its budget, the tail those that start at or
-    after ``len - suffix_bytes``. The cuts are found on the UTF-8 bytes, so the cost is
-    one encoding of ``text`` (none for ASCII), not a walk over its characters.
+    after ``len - suffix_bytes`` and are not in the head. The cuts are found on the UTF-8
+    bytes (one encoding of ``text``, none for ASCII), not by walking its characters.
     """
-    if text.isascii():
-        head_end = min(max(prefix_bytes, 0), len(text))
-        tail_start = max(len(text) - max(suffix_bytes, 0), head_end)
-        return tail_start - head_end, text[:head_end], text[tail_start:]
-    data = _encode(text)
-    head_end, tail_start = _split_bytes(data, prefix_bytes, suffix_bytes)
-    head = data[:head_end].decode("utf-8", "surrogatepass")
-    tail = data[tail_start:].decode("utf-8", "surrogatepass")
-    return len(text) - len(head) - len(tail), head, tail
+    return _split(text, _utf8(text), prefix_bytes, suffix_bytes)
 
 
 def _marker(policy: TruncationPolicy, removed_chars: int, removed_bytes: int) -> str:
@@ -102,17 +101,21 @@ def _marker(policy: TruncationPolicy, removed_chars: int, removed_bytes: int) ->
     return f"…{removed_chars} chars truncated…"
 
 
-def truncate_text(text: str, policy: TruncationPolicy) -> str:
-    """Head + marker + tail when ``text`` is over the policy's budget, else ``text``."""
+def _truncate(text: str, data: bytes | None, policy: TruncationPolicy) -> str:
     if not text:
         return ""
     budget = policy.byte_budget
-    size = utf8_len(text)
+    size = len(text) if data is None else len(data)
     if size <= budget:
         return text
     left = budget // 2
-    removed, head, tail = split_string(text, left, budget - left)
+    removed, head, tail = _split(text, data, left, budget - left)
     return f"{head}{_marker(policy, removed, size - budget)}{tail}"
+
+
+def truncate_text(text: str, policy: TruncationPolicy) -> str:
+    """Head + marker + tail when ``text`` is over the policy's budget, else ``text``."""
+    return _truncate(text, _utf8(text), policy)
 
 
 def line_count(text: str) -> int:
@@ -125,6 +128,7 @@ def line_count(text: str) -> int:
 
 def formatted_truncate_text(text: str, policy: TruncationPolicy) -> str:
     """Like :func:`truncate_text`, with a ``Total output lines`` header when it cuts."""
-    if utf8_len(text) <= policy.byte_budget:
+    data = _utf8(text)
+    if (len(text) if data is None else len(data)) <= policy.byte_budget:
         return text
-    return f"Total output lines: {line_count(text)}\n\n{truncate_text(text, policy)}"
+    return f"Total output lines: {line_count(text)}\n\n{_truncate(text, data, policy)}"
