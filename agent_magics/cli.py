@@ -15,25 +15,34 @@ from pathlib import Path
 from typing import Any
 
 from agent_magics.config import load_config
-from agent_magics.console import read_answer, report, say, stdin_approver
+from agent_magics.console import TerminalConsole, read_answer, say
 from agent_magics.errors import TurnAborted, UserError
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode, deny_all
+from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+EXEC_EPILOG = (
+    "Exit status: 0 when the turn finished, also when calls were denied (the model was "
+    "told and answered; a line on stderr counts the denied calls); 1 with one sentence when "
+    "a person must fix something; 130 when interrupted or aborted. With stdin not a "
+    "terminal nobody can answer approval questions, so calls that need one are denied: "
+    "pass -a never to run them without asking, inside the sandbox chosen with -s."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-magics", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("exec", help="run one turn headlessly in the current folder")
+    ex = sub.add_parser(
+        "exec", help="run one turn headlessly in the current folder", epilog=EXEC_EPILOG
+    )
     ex.add_argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
     ex.add_argument("-m", "--model", help="model name")
     ex.add_argument(
         "--provider",
         choices=["auto", "responses", "chat", "replay"],
-        help="wire protocol; auto (the default) plays the shipped offline recording "
-        "when neither an API key nor --base-url is set",
+        help="wire protocol; auto (the default) is the Responses API; replay plays the "
+        "offline demo recording",
     )
     ex.add_argument(
         "--record", type=Path, metavar="PATH", help="record the session to PATH (JSONL)"
@@ -105,6 +114,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
+    from agent_magics.providers import resolve_provider
     from agent_magics.session import Session
     from agent_magics.store.paths import sessions_folder
     from agent_magics.store.recorder import record_session
@@ -132,13 +142,15 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
             print(f"agent-magics: {note}", file=sys.stderr)
         given = {k: v for k, v in options.items() if v is not None and (k != "cwd" or args.cd)}
         config = load_config(options=resume.settings | given, overrides=args.config)
-    session = Session(config, approver=stdin_approver() if interactive else deny_all)
+    resolve_provider(config)  # with no model configured, say so before a session starts
+    console = TerminalConsole(interactive=interactive)
+    session = Session(config, approver=console.approve)
     if resume is not None:
         continue_in(session, resume)
     recorder = record_session(session, folder, turns=resume.turns if resume else 0)
     if recorder is not None:
         print(f"session: {recorder.id}", file=sys.stderr)
-    session.subscribe(report)
+    session.subscribe(console.report)
     try:
         result = await session.run_turn(prompt)
     except UserError as exc:
@@ -151,6 +163,8 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
             recorder.close()
     if result.final_text:
         say(session.redact.text(result.final_text), sys.stdout)
+    if denied := console.summary():
+        print(denied, file=sys.stderr)
     u = result.usage
     if u.total_tokens:
         print(

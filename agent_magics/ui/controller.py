@@ -23,7 +23,7 @@ from agent_magics.tools.build import ExtraTools
 from agent_magics.turn_record import TurnRecord, TurnRecorder, usage_since
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
-from agent_magics.ui.runner import SigintGuard, TurnView, turn_outcome
+from agent_magics.ui.runner import SigintGuard, SignalWakeup, TurnView, turn_outcome
 from agent_magics.ui.sessions import SessionFiles
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TranscriptView
@@ -63,6 +63,7 @@ class Controller:
         self.files = SessionFiles()  # the session's file, %agent sessions and resume
         self.tasks: list[asyncio.Task[None]] = []
         self._guard: SigintGuard | None = None
+        self._wakeup: SignalWakeup | None = None  # a stop reaches awaited cells at once
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._mcp_tasks: set[asyncio.Task[str]] = set()
@@ -110,6 +111,10 @@ class Controller:
         if self.session is not None:
             self.session.kill_processes()
 
+    def stop_call(self, call_id: str) -> bool:
+        """A card's Stop: end that one call (its command's process group is killed)."""
+        return self.session is not None and self.session.stop_call(call_id)
+
     def cancel(self) -> bool:
         """Stop the running and queued turns and kill their tool processes."""
         busy = [t for t in self.tasks if not t.done()]
@@ -140,7 +145,7 @@ class Controller:
             )
             return view, headless_approver(headless)
         approver = WidgetApprover(loop)
-        widgets = TranscriptView(loop_scheduler(loop), approver.decide)
+        widgets = TranscriptView(loop_scheduler(loop), approver.decide, on_stop=self.stop_call)
         widgets.handle = display(widgets.root, display_id=True)
         return widgets, approver
 
@@ -205,6 +210,9 @@ class Controller:
         task.add_done_callback(lambda _task: view.finish())  # the static transcript stays
         self.tasks.append(task)
         task.add_done_callback(self._turn_done)
+        if self._wakeup is None:
+            self._wakeup = SignalWakeup(loop)
+        self._wakeup.activate()
         if background:
             if self._guard is None:
                 self._guard = SigintGuard(self.kernel, loop, self.interrupt)
@@ -218,6 +226,8 @@ class Controller:
             task.exception()  # retrieved: run_turn already showed it
         if not self.tasks and self._guard is not None:
             self._guard.deactivate()
+        if not self.tasks and self._wakeup is not None:
+            self._wakeup.deactivate()
 
     @staticmethod
     async def wait(task: asyncio.Task[None] | None) -> None:
@@ -282,5 +292,7 @@ class Controller:
         self.end_session()
         if self._guard is not None:
             self._guard.deactivate()
+        if self._wakeup is not None:
+            self._wakeup.deactivate()
         if self._own_loop is not None and not self._own_loop.is_running():
             self._own_loop.close()

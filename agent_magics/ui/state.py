@@ -38,7 +38,9 @@ from agent_magics.events import (
 )
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 
-ToolStatus = Literal["queued", "running", "waiting", "done", "failed", "denied", "aborted"]
+ToolStatus = Literal[
+    "queued", "running", "waiting", "done", "failed", "denied", "aborted", "stopped"
+]
 TurnStatus = Literal["starting", "queued", "running", "waiting", "done", "failed", "aborted"]
 NoticeKind = Literal["reasoning", "retry", "info", "error"]
 
@@ -207,7 +209,9 @@ class Transcript:
             self.status, self.usage = "done", event.usage
             return None
         if isinstance(event, TurnFailed):
-            self.status, self.message, self.usage = "failed", event.message, event.usage
+            # a turn that failed before any token was counted gets no "Tokens: 0" line
+            usage = event.usage if event.usage.total_tokens else None
+            self.status, self.message, self.usage = "failed", event.message, usage
             self._close_open_tools()
             return None
         if isinstance(event, TurnAbortedEvent):
@@ -243,7 +247,9 @@ class Transcript:
         elif isinstance(event, ToolCallFinished):
             tool.output, tool.images = output_parts(event.output)
             tool.duration_s = event.duration_s
-            if tool.status not in ("denied", "aborted"):
+            if event.stopped:
+                tool.status = "stopped"
+            elif tool.status not in ("denied", "aborted"):
                 tool.status = "done" if event.success else "failed"
         return tool
 
