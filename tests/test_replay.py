@@ -20,7 +20,6 @@ from agent_magics.errors import ConfigError, ModelError
 from agent_magics.models import ReplayClient
 from agent_magics.models.replay import DEMO_FOLDER, LIVE_HINT, load_recording
 from agent_magics.models.secret import MIN_PIECE, Scrubber
-from agent_magics.protocol import Message
 from agent_magics.providers import NO_MODEL, create_client, resolve_provider
 from agent_magics.recordings import DEMO_FILES, DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
@@ -130,7 +129,7 @@ async def test_other_prompt_gets_one_sentence_and_history_stays(tmp_path: Path) 
         "This is the offline demo and this request does not match it "
         f"(it expects the prompt {DEMO_PROMPT!r} {DEMO_FOLDER}); {LIVE_HINT}"
     )
-    assert [type(i) for i in session.history] == [Message, Message]
+    assert session.history == []  # nothing answered: the prompt is not kept to be sent twice
     assert (tmp_path / "stats.py").read_text().endswith("+ 1\n")
 
 
