@@ -55,4 +55,4 @@ def test_matches_codex(rel: str, conformance: Path) -> None:
 
 
 def test_all_public_cases_are_collected(conformance: Path) -> None:
-    assert len(_goldens()) == 168
+    assert len(_goldens()) == 174

@@ -22,7 +22,6 @@ from agent_magics.tools.args import parse_json
 from agent_magics.tools.exec.buffer import Collected, omission_marker
 from agent_magics.tools.truncate import (
     TruncationPolicy,
-    approx_token_count,
     formatted_truncate_text,
     line_count,
     tokens_for_bytes,
@@ -103,11 +102,12 @@ def model_output(text: str, omitted: int, original_tokens: int, policy: Truncati
     Codex's warning header. ``omitted`` bytes were dropped by the 1 MiB collection cap:
     the text then carries Codex's omission marker, restated under the header when the
     cut removed it."""
-    fits = utf8_len(text) <= policy.byte_budget
+    size = utf8_len(text)
+    fits = size <= policy.byte_budget
     if not omitted:
         if fits:
             return text
-        warning = f"Warning: truncated output (original token count: {approx_token_count(text)})\n"
+        warning = f"Warning: truncated output (original token count: {tokens_for_bytes(size)})\n"
         return warning + formatted_truncate_text(text, policy)
     marker = omission_marker(omitted)
     if fits:
