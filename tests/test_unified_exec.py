@@ -168,10 +168,13 @@ async def test_output_beyond_a_mebibyte_keeps_head_and_tail(
 ) -> None:
     cmd = "printf START; head -c 3000000 /dev/zero | tr '\\0' x; printf END"
     text = await run(EXEC, {"cmd": cmd, "max_output_tokens": 400_000}, services, tmp_path)
-    assert "Original token count: 262144\n" in text
+    assert "Original token count: 750002\n" in text  # every byte written, as Codex counts
     out = body(text)
-    assert out.startswith("STARTxxx") and out.endswith("xxxEND")
-    assert len(out) == 1024 * 1024
+    # a budget above the turn's (10,000 tokens) gets the turn's; the cap's marker is restated
+    dropped = 3_000_008 - 1024 * 1024
+    head = "Warning: truncated output (original token count: 750002)\n"
+    assert out.startswith(f"{head}... {dropped} bytes omitted ...\n\nSTARTxxx")
+    assert out.endswith("xxxEND") and len(out) < 41_000
 
 
 # -- sessions -------------------------------------------------------------------------------
