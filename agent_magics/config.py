@@ -66,6 +66,8 @@ class SessionConfig(BaseModel):
     """Shell tool flavour; ``auto`` picks exec_command, or shell_command with the file tools."""
     allow_login_shell: bool = True
     """Whether commands may run in login shells."""
+    shell_snapshot: bool = True
+    """Read the login profile once per session and reuse it, instead of once per command."""
     instructions: str | None = None
     """Replaces the built-in system instructions when set."""
     tool_output_token_limit: int | None = None

@@ -43,6 +43,7 @@ from agent_magics.tools.exec.guard import looks_sandbox_denied
 from agent_magics.tools.exec.intercept import PatchCall, find_apply_patch
 from agent_magics.tools.exec.manager import ExecResult, StdinClosed, UnknownSession
 from agent_magics.tools.exec.process import ExecProcess
+from agent_magics.tools.exec.snapshot import snapshot_command
 from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
@@ -179,7 +180,8 @@ class ExecCommandHandler:
 
         async def attempt(sandbox: SandboxSpec) -> ExecProcess:
             try:
-                started = await manager.spawn(sandbox.wrap(argv), cwd, env, args.tty)
+                run, run_env = snapshot_command(inv.services, argv, env)
+                started = await manager.spawn(sandbox.wrap(run), cwd, run_env, args.tty)
             except OSError as exc:
                 raise RespondToModel(
                     f"Failed to create unified exec process: {rust_os_error(exc)}"
