@@ -29,7 +29,14 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.instructions import BASE_INSTRUCTIONS, environment_context, project_docs
+from agent_magics.instructions import (
+    BASE_INSTRUCTIONS,
+    environment_context,
+    environment_fields,
+    environment_update,
+    project_docs,
+    told_environment,
+)
 from agent_magics.models.base import ModelClient, ModelRequest
 from agent_magics.protocol import CustomToolCallOutput, FunctionCallOutput, Message
 from agent_magics.protocol.items import AnyItem
@@ -41,9 +48,11 @@ from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import ExtraTools, build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
 from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
+from agent_magics.tools.exec.snapshot import close_shell_snapshot, sync_shell_snapshot
 from agent_magics.tools.history import history_output, reserialized_input
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
+from agent_magics.tools.stopping import running_calls
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
@@ -96,7 +105,9 @@ class Session:
         """Called after items join the history (a session file writes them at once)."""
         self.usage = Usage()
         self.shell = ShellInfo.detect()
+        self._sync_shell_snapshot()
         self._sandbox_checked = False
+        self._held_notes: list[str] = []  # context of a turn taken back, for the next one
 
     # -- events -------------------------------------------------------------------------
 
@@ -208,6 +219,22 @@ class Session:
         )
         return items
 
+    def _environment_update(self, turn: TurnContext) -> list[AnyItem]:
+        """What changed in the environment since the model was last told (Codex sends it
+        before the prompt of a turn whose policy, sandbox or folder differ)."""
+        told = told_environment(
+            i.text for i in self.history if isinstance(i, Message) and i.role == "user"
+        )
+        now = environment_fields(
+            turn.cwd,
+            str(turn.approval_policy),  # StrEnum: its value
+            str(turn.sandbox_mode),
+            turn.network_access,
+            turn.shell.kind,
+        )
+        update = environment_update(told, now)
+        return [Message.user(update)] if update else []
+
     def request(self) -> ModelRequest:
         c = self.config
         tools = self.registry.wire_specs()
@@ -230,18 +257,24 @@ class Session:
         before the prompt (what happened around it, such as the cells that ran); their
         secrets are taken out like a tool output's. Raises UserError for problems a
         person must fix and TurnAborted when the person stopped it; the history stays
-        well-formed either way."""
+        well-formed either way, and as it was when the turn failed before the model
+        answered."""
         turn = self.turn_context()
+        self._sync_shell_snapshot()
         self._check_sandbox(turn)
+        start = len(self.history)
         if not self.history:
             self.history.extend(self._opening_messages(turn))
-        notes = [*self.changes.take_notes(), *context]
+        else:
+            self.history.extend(self._environment_update(turn))
+        notes, self._held_notes = [*self._held_notes, *self.changes.take_notes(), *context], []
         self.history.extend(Message.user(self.redact.text(text)) for text in notes)
         self.history.append(Message.user(prompt))
         self._emit(TurnStarted(prompt))
         self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id))
         usage = Usage()
         final_text = ""
+        answered = False
         try:
             await self.sync_mcp_servers()  # settings may have changed since the last turn
             if self._extra_tools is not None:
@@ -251,6 +284,7 @@ class Session:
                     self.client, self.request, self._emit, self.config.stream_max_retries
                 )
                 usage = usage + step_usage
+                answered = True
                 self.history.extend(items)
                 self._history_grew()
                 calls = [c for c in (tool_call_from_item(i.wire()) for i in items) if c]
@@ -270,6 +304,8 @@ class Session:
             )
             raise
         except Exception:
+            if not answered:
+                self._take_back(start, notes)
             self._emit_changes()
             raise
         self.usage = self.usage + usage
@@ -277,11 +313,31 @@ class Session:
         self._emit(TurnFinished(final_text, usage))
         return TurnResult(final_text, usage)
 
+    def _take_back(self, start: int, notes: list[str]) -> None:
+        """Forget a turn that failed before the model answered, so that asking again does
+        not send the prompt twice; its context notes wait for the next turn. (A turn the
+        model answered keeps what it did, as Codex keeps it.)"""
+        del self.history[start:]
+        self._held_notes = notes
+        self._history_grew()
+
     def _emit_changes(self) -> None:
         """Say which files the turn changed, with their diffs (before the turn's end)."""
         changes = self.changes.finish()
         if changes.changes:
             self._emit(TurnDiff(changes.turn, changes.files))
+
+    def _sync_shell_snapshot(self) -> None:
+        """Read the login profile once, in the background (``shell_snapshot`` setting)."""
+        c = self.config
+        sync_shell_snapshot(
+            self.services,
+            enabled=c.shell_snapshot and c.shell_type != "disabled",
+            shell=self.shell.path,
+            shell_kind=self.shell.kind,
+            cwd=c.cwd,
+            redact=self.redact.text,
+        )
 
     def _check_sandbox(self, turn: TurnContext) -> None:
         """Say once per session when no sandbox works here (commands then need approval),
@@ -345,10 +401,17 @@ class Session:
         button; safe to call from any thread."""
         kill_tool_processes(self.services)
 
+    def stop_call(self, call_id: str) -> bool:
+        """Stop one running tool call (a command's process group is killed); the model
+        reads it as aborted by the user and the turn goes on. Safe from any thread; False
+        when that call is not running."""
+        return running_calls(self.services).stop(call_id)
+
     async def aclose(self) -> None:
         """End the session: stop every process its tools started and every MCP server,
         close the client."""
         await close_tool_processes(self.services)
+        close_shell_snapshot(self.services)
         if self.mcp is not None:
             await self.mcp.aclose()
         if self._client is not None:
