@@ -2,33 +2,85 @@
 
 ``%load_ext agent_magics`` adds the ``%%agent`` magic; :class:`Session` is the same agent
 for plain Python and the ``agent-magics exec`` command.
+
+The public names load when first used (PEP 562): ``import agent_magics`` alone, which
+every kernel that loads the extension does, brings in none of pydantic, httpx or the
+tools.
 """
 
-from agent_magics.config import SessionConfig, load_config
-from agent_magics.errors import (
-    AgentMagicsError,
-    ArgumentError,
-    ConfigError,
-    ConnectionFailed,
-    Fatal,
-    ModelError,
-    RespondToModel,
-    TurnAborted,
-    UserError,
-)
-from agent_magics.session import Session, TurnResult
-from agent_magics.tools.approval import (
-    ApprovalPolicy,
-    ApprovalRequest,
-    Approver,
-    ReviewDecision,
-    SandboxMode,
-)
-from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.functions import registered_tools, tool
-from agent_magics.tools.registry import ToolHandler
+from __future__ import annotations
+
+from importlib import import_module
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+if TYPE_CHECKING:
+    from agent_magics.config import SessionConfig, load_config
+    from agent_magics.errors import (
+        AgentMagicsError,
+        ArgumentError,
+        ConfigError,
+        ConnectionFailed,
+        Fatal,
+        ModelError,
+        RespondToModel,
+        TurnAborted,
+        UserError,
+    )
+    from agent_magics.session import Session, TurnResult
+    from agent_magics.tools.approval import (
+        ApprovalPolicy,
+        ApprovalRequest,
+        Approver,
+        ReviewDecision,
+        SandboxMode,
+    )
+    from agent_magics.tools.context import ToolInvocation, ToolOutput
+    from agent_magics.tools.functions import registered_tools, tool
+    from agent_magics.tools.registry import ToolHandler
 
 __version__ = "0.1.0"
+
+_WHERE = {
+    "agent_magics.config": ("SessionConfig", "load_config"),
+    "agent_magics.errors": (
+        "AgentMagicsError",
+        "ArgumentError",
+        "ConfigError",
+        "ConnectionFailed",
+        "Fatal",
+        "ModelError",
+        "RespondToModel",
+        "TurnAborted",
+        "UserError",
+    ),
+    "agent_magics.session": ("Session", "TurnResult"),
+    "agent_magics.tools.approval": (
+        "ApprovalPolicy",
+        "ApprovalRequest",
+        "Approver",
+        "ReviewDecision",
+        "SandboxMode",
+    ),
+    "agent_magics.tools.context": ("ToolInvocation", "ToolOutput"),
+    "agent_magics.tools.functions": ("registered_tools", "tool"),
+    "agent_magics.tools.registry": ("ToolHandler",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module the first time it is asked for."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -1,4 +1,9 @@
-"""The ``%%agent`` cell magic and the ``%agent`` line magic (load with ``%load_ext``)."""
+"""The ``%%agent`` cell magic and the ``%agent`` line magic (load with ``%load_ext``).
+
+``%load_ext`` runs in every kernel that loads the extension, so this module imports only
+what registering the magics needs: the settings, the session, the widgets and the tools
+load with the first ``%%agent`` or ``%agent`` (see ``tests/test_layering.py``).
+"""
 
 from __future__ import annotations
 
@@ -8,32 +13,33 @@ import atexit
 import os
 import re
 import sys
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, List, Unicode
 
-from agent_magics.config import SessionConfig, load_config
 from agent_magics.errors import UserError
 from agent_magics.kernel.cell_log import CellLog
-from agent_magics.kernel.notebook_context import NotebookContext
-from agent_magics.kernel.tools import KernelTools
-from agent_magics.session import Session
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.ui.approver import HeadlessMode
-from agent_magics.ui.controller import Controller
-from agent_magics.ui.headless import request_allows_stdin
-from agent_magics.ui.line_commands import LineCommands
 from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
-from agent_magics.ui.runner import can_block, ipykernel_version
-from agent_magics.ui.terminal import run_in_terminal
-from agent_magics.ui.trust_question import ProjectTrust
+
+if TYPE_CHECKING:
+    from agent_magics.config import SessionConfig
+    from agent_magics.kernel.notebook_context import NotebookContext
+    from agent_magics.kernel.tools import KernelTools
+    from agent_magics.session import Session
+    from agent_magics.ui.approver import HeadlessMode
+    from agent_magics.ui.controller import Controller
+    from agent_magics.ui.line_commands import LineCommands
+    from agent_magics.ui.trust_question import ProjectTrust
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
-PROVIDERS = list(get_args(SessionConfig.model_fields["provider"].annotation))
+PROVIDERS = ["auto", "responses", "chat", "replay"]
+"""``SessionConfig.provider``'s values, written out so that ``%load_ext`` need not build
+the settings model (a test checks that the two agree)."""
 
 
 @magics_class
@@ -69,19 +75,51 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.kernel_tools = KernelTools(shell)
-        self.notebook = NotebookContext(CellLog(shell))
-        self.agent = Controller(
-            getattr(shell, "kernel", None), tools=self.kernel_tools, context=self.notebook.take
-        )
+        self.cell_log = CellLog(shell)  # records cells from now on, for the first turn
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
-        self.trust = ProjectTrust()
-        self.commands = LineCommands(self)
+
+    # The parts a turn needs, built when the first %%agent or %agent uses them.
+
+    @cached_property
+    def kernel_tools(self) -> KernelTools:
+        from agent_magics.kernel.tools import KernelTools
+
+        return KernelTools(self.shell)
+
+    @cached_property
+    def notebook(self) -> NotebookContext:
+        from agent_magics.kernel.notebook_context import NotebookContext
+
+        return NotebookContext(self.cell_log)
+
+    @cached_property
+    def agent(self) -> Controller:
+        from agent_magics.ui.controller import Controller
+
+        kernel = getattr(self.shell, "kernel", None)
+        return Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
+
+    @cached_property
+    def trust(self) -> ProjectTrust:
+        from agent_magics.ui.trust_question import ProjectTrust
+
+        return ProjectTrust()
+
+    @cached_property
+    def commands(self) -> LineCommands:
+        from agent_magics.ui.line_commands import LineCommands
+
+        return LineCommands(self)
+
+    def kill_processes(self) -> None:
+        """Kill the processes the turns started (at exit); none if no turn ran."""
+        if "agent" in self.__dict__:
+            self.agent.kill_processes()
 
     @property
     def session(self) -> Session | None:
-        return self.agent.session
+        return self.agent.session if "agent" in self.__dict__ else None
 
     # -- settings --------------------------------------------------------------------------
 
@@ -95,6 +133,8 @@ class AgentMagics(Magics):
         }
 
     def build_config(self, sticky: dict[str, Any], overrides: list[str]) -> SessionConfig:
+        from agent_magics.config import load_config
+
         options = {k: v for k, v in self._trait_options().items() if v} | sticky
         return load_config(options=options, overrides=[*self.overrides, *overrides])
 
@@ -124,6 +164,8 @@ class AgentMagics(Magics):
     def _headless_now(self) -> bool:
         if self.headless != "auto":
             return bool(self.headless == "always")
+        from agent_magics.ui.headless import request_allows_stdin
+
         return request_allows_stdin(self.shell) is False
 
     def headless_mode(self) -> HeadlessMode:
@@ -172,6 +214,8 @@ class AgentMagics(Magics):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            from agent_magics.ui.terminal import run_in_terminal
+
             if project is not None:
                 config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
             run_in_terminal(self.agent, config, prompt, headless)
@@ -186,6 +230,8 @@ class AgentMagics(Magics):
             if headless:
                 view.note("Headless, but this cell could not wait: the turn runs on its own.")
             elif args.block or self.block:
+                from agent_magics.ui.runner import ipykernel_version
+
                 version = ".".join(map(str, ipykernel_version() or ())) or "unknown"
                 view.note(f"--block needs ipykernel 7.4 or newer (found {version}).")
         background = not args._awaited
@@ -202,6 +248,8 @@ class AgentMagics(Magics):
         kernel = getattr(self.shell, "kernel", None)
         if kernel is None:
             return lines
+        from agent_magics.ui.runner import can_block
+
         try:
             args = parse_argstring(self.agent_cell, line)
         except Exception:
@@ -240,8 +288,8 @@ def load(ip: Any) -> AgentMagics:
     magics = _LOADED[id(ip)] = AgentMagics(ip)
     ip.register_magics(magics)
     ip.input_transformers_cleanup.append(magics.transform)
-    magics.notebook.log.register()
-    atexit.register(magics.agent.kill_processes)  # the kernel is shutting down
+    magics.cell_log.register()
+    atexit.register(magics.kill_processes)  # the kernel is shutting down
     return magics
 
 
@@ -250,9 +298,10 @@ def unload(ip: Any) -> None:
     magics = _LOADED.pop(id(ip), None)
     if magics is None:
         return
-    magics.agent.shutdown()
-    magics.notebook.log.unregister()
-    atexit.unregister(magics.agent.kill_processes)
+    if "agent" in magics.__dict__:
+        magics.agent.shutdown()
+    magics.cell_log.unregister()
+    atexit.unregister(magics.kill_processes)
     if magics.transform in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(magics.transform)
     manager = ip.magics_manager
