@@ -146,7 +146,8 @@ def test_config_traits_and_line_commands(kernel: Kernel) -> None:
     assert "turn:            idle" in status
     assert "exec_command" in kernel.outputs_text(kernel.run("%agent tools"))
     history = kernel.outputs_text(kernel.run("%agent history"))
-    assert "user: say hello" in history and "assistant: hello there" in history
+    assert "you: say hello" in history and "agent: hello there" in history
+    assert "<environment_context>" not in history  # a line about it, not the block
     assert "Ask the coding agent" in kernel.outputs_text(kernel.run("%agent help"))
     assert "no turn is running" in kernel.outputs_text(kernel.run("%agent cancel"))
     assert "reset" in kernel.outputs_text(kernel.run("%agent reset"))
