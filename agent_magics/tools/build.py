@@ -3,55 +3,72 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.registry import ToolHandler, ToolRegistry
+from agent_magics.tools.registry import LazyHandler, ToolHandler, ToolRegistry
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.command import (
+    exec_command_spec,
+    shell_command_spec,
+    shell_spec,
+    write_stdin_spec,
+)
+from agent_magics.tools.specs.files import (
+    grep_files_spec,
+    list_dir_spec,
+    read_file_spec,
+    view_image_spec,
+)
+from agent_magics.tools.specs.notebook import edit_notebook_spec, read_notebook_spec
+from agent_magics.tools.specs.patch import apply_patch_spec
+from agent_magics.tools.specs.talk import request_user_input_spec, update_plan_spec
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager
 
 
+_HANDLERS = "agent_magics.tools.handlers."
+
+
+def _lazy(name: str, target: str, spec: ToolSpec, parallel: bool) -> ToolHandler:
+    return LazyHandler(name, _HANDLERS + target, spec, parallel=parallel)
+
+
 def _shell_handlers(config: ToolsConfig) -> list[ToolHandler]:
     if config.shell_type == "unified_exec":
-        from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
-
-        return [ExecCommandHandler(), WriteStdinHandler()]
+        return [
+            _lazy(
+                "exec_command", "unified_exec:ExecCommandHandler", exec_command_spec(config), True
+            ),
+            _lazy("write_stdin", "unified_exec:WriteStdinHandler", write_stdin_spec(config), False),
+        ]
     if config.shell_type == "shell_command":
-        from agent_magics.tools.handlers.shell import ShellCommandHandler
-
-        return [ShellCommandHandler()]
+        return [
+            _lazy("shell_command", "shell:ShellCommandHandler", shell_command_spec(config), True)
+        ]
     if config.shell_type == "shell":
-        from agent_magics.tools.handlers.shell import ShellHandler
-
-        return [ShellHandler()]
+        return [_lazy("shell", "shell:ShellHandler", shell_spec(config), True)]
     return []
+
+
+_FILE_TOOLS = (
+    ("grep_files", "grep_files:GrepFilesHandler", grep_files_spec, True),
+    ("read_file", "read_file:ReadFileHandler", read_file_spec, True),
+    ("list_dir", "list_dir:ListDirHandler", list_dir_spec, True),
+    ("read_notebook", "read_notebook:ReadNotebookHandler", read_notebook_spec, True),
+    ("edit_notebook", "edit_notebook:EditNotebookHandler", edit_notebook_spec, False),
+)
+"""The opt-in file tools (``experimental_supported_tools``), in the order offered."""
 
 
 def _file_handlers(config: ToolsConfig) -> list[ToolHandler]:
     wanted = config.experimental_supported_tools
-    out: list[ToolHandler] = []
-    if "grep_files" in wanted:
-        from agent_magics.tools.handlers.grep_files import GrepFilesHandler
-
-        out.append(GrepFilesHandler())
-    if "read_file" in wanted:
-        from agent_magics.tools.handlers.read_file import ReadFileHandler
-
-        out.append(ReadFileHandler())
-    if "list_dir" in wanted:
-        from agent_magics.tools.handlers.list_dir import ListDirHandler
-
-        out.append(ListDirHandler())
-    if "read_notebook" in wanted:
-        from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
-
-        out.append(ReadNotebookHandler())
-    if "edit_notebook" in wanted:
-        from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
-
-        out.append(EditNotebookHandler())
-    return out
+    return [
+        _lazy(name, target, spec(config), parallel)
+        for name, target, spec, parallel in _FILE_TOOLS
+        if name in wanted
+    ]
 
 
 def _resource_handlers(mcp: McpManager | None) -> list[ToolHandler]:
@@ -63,11 +80,11 @@ def _resource_handlers(mcp: McpManager | None) -> list[ToolHandler]:
 
 
 def _mcp_handlers(mcp: McpManager | None) -> list[ToolHandler]:
-    if mcp is None:
+    tools = sorted(mcp.tools(), key=lambda t: t.qualified_name) if mcp is not None else []
+    if mcp is None or not tools:
         return []
     from agent_magics.tools.handlers.mcp import McpToolHandler
 
-    tools = sorted(mcp.tools(), key=lambda t: t.qualified_name)
     return [McpToolHandler(t, mcp, mcp.approval_mode(t.server)) for t in tools]
 
 
@@ -85,20 +102,34 @@ def build_registry(
     come last, as Codex's dynamic tools do, except that one named like a tool above takes
     its place (the kernel's notebook tools, which reach the open notebook, stand in for
     the plain ones a setting may have asked for)."""
-    from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
-    from agent_magics.tools.handlers.plan import UpdatePlanHandler
-    from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
-    from agent_magics.tools.handlers.view_image import ViewImageHandler
-
     handlers = _shell_handlers(config) + _resource_handlers(mcp)
     if config.update_plan:
-        handlers.append(UpdatePlanHandler())
+        handlers.append(
+            _lazy("update_plan", "plan:UpdatePlanHandler", update_plan_spec(config), False)
+        )
     if config.request_user_input:
-        handlers.append(RequestUserInputHandler())
-    if config.apply_patch_tool_type is not None:
-        handlers.append(ApplyPatchHandler(config.apply_patch_tool_type))
+        spec = request_user_input_spec(config)
+        handlers.append(
+            _lazy("request_user_input", "request_user_input:RequestUserInputHandler", spec, False)
+        )
+    patch = config.apply_patch_tool_type
+    if patch is not None:
+        kind: Literal["function", "custom"] = "custom" if patch == "freeform" else "function"
+        target = _HANDLERS + "apply_patch:ApplyPatchHandler"
+        handlers.append(
+            LazyHandler(
+                "apply_patch",
+                target,
+                apply_patch_spec(patch),
+                parallel=False,
+                payload_kind=kind,
+                args=(patch,),
+            )
+        )
     handlers += _file_handlers(config)
-    handlers.append(ViewImageHandler())
+    handlers.append(
+        _lazy("view_image", "view_image:ViewImageHandler", view_image_spec(config), True)
+    )
     handlers += _mcp_handlers(mcp)
     added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()

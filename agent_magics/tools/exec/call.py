@@ -1,6 +1,7 @@
 """What a call of ``shell``, ``shell_command`` or ``exec_command`` goes through, shared:
-decoding its arguments, the arguments with which it asks to leave the sandbox (and their
-schema), and the approved, possibly escalated run.
+decoding its arguments, the arguments with which it asks to leave the sandbox (their
+schema is :func:`agent_magics.tools.specs.command.command_props`), and the approved,
+possibly escalated run.
 
 Each tool's arguments model names :class:`EscalationArgs` as its first base, so that the
 escalation fields come after the tool's own (pydantic orders inherited fields from the
@@ -30,7 +31,6 @@ from agent_magics.tools.exec.guard import (
 from agent_magics.tools.orchestrator import GuardedCall, Ran, run_guarded
 from agent_magics.tools.policy import can_retry_unsandboxed, command_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.spec import JsonSchema, array, boolean, string
 
 T = TypeVar("T")
 
@@ -52,29 +52,6 @@ class EscalationArgs(BaseModel):
         permissions = SandboxPermissions(self.sandbox_permissions)
         check_permissions(inv.turn.approval_policy, permissions, self.additional_permissions, tool)
         return permissions
-
-
-def command_props(sandbox_permissions: JsonSchema, *, login: bool) -> dict[str, JsonSchema]:
-    """The properties the command tools share: ``workdir``, those of
-    :class:`EscalationArgs` (each tool words ``sandbox_permissions`` its own way) and,
-    when ``login`` is offered, ``login``."""
-    props = {
-        "workdir": string("Folder to run in; the turn's working folder when omitted."),
-        "sandbox_permissions": sandbox_permissions,
-        "justification": string(
-            "Only with `require_escalated`: the question to show the user when asking."
-        ),
-        "prefix_rule": array(
-            string(),
-            "Only with `require_escalated`: a command prefix the user may approve for later "
-            'calls too, e.g. ["git", "pull"].',
-        ),
-    }
-    if login:
-        props["login"] = boolean(
-            "Run the shell as a login shell (true, the default) or not (false)."
-        )
-    return props
 
 
 def check_command_text(fields: Mapping[str, str | Sequence[str] | None]) -> None:

@@ -16,7 +16,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from agent_magics.apply_patch import (
-    LARK_GRAMMAR,
     PatchApplyError,
     PatchVerificationError,
     VerifiedPatch,
@@ -34,40 +33,10 @@ from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import confined_files, is_writable, writable_roots
-from agent_magics.tools.spec import FreeformSpec, FunctionSpec, ToolSpec, obj, string
-
-FREEFORM_DESCRIPTION = (
-    "Edit files by sending a patch in the apply_patch format as raw text (not JSON)."
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.patch import (
+    apply_patch_spec,
 )
-
-FUNCTION_DESCRIPTION = """\
-Edit files with a patch. Put the whole patch in `input`.
-
-A patch is framed by `*** Begin Patch` and `*** End Patch`. Between them come file
-operations, each starting with a header line:
-- `*** Add File: <path>` followed by the new file's lines, each prefixed with `+`.
-- `*** Delete File: <path>` with nothing after it.
-- `*** Update File: <path>`, optionally followed by `*** Move to: <new path>`, then one
-  or more change blocks.
-
-A change block starts with `@@` (optionally followed by a line that locates the change,
-such as a class or function header) and lists lines prefixed with ` ` (unchanged
-context), `-` (removed) or `+` (added). Give about three lines of context above and
-below each change so the place is unambiguous. `*** End of File` after a block anchors
-it at the end of the file.
-
-Paths are relative to the working folder. Example:
-
-*** Begin Patch
-*** Add File: notes/todo.txt
-+first item
-*** Update File: src/app.py
-@@ def main():
--    print("hi")
-+    print("hello")
-*** Delete File: old.txt
-*** End Patch
-"""
 
 REJECTED_BY_USER = "patch rejected by user"
 EMPTY_PATCH = "patch rejected: empty patch"
@@ -146,12 +115,7 @@ class ApplyPatchHandler:
         )
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        if self.tool_type == "freeform":
-            return FreeformSpec(self.name, FREEFORM_DESCRIPTION, "lark", LARK_GRAMMAR)
-        params = obj(
-            {"input": string("The whole patch, from *** Begin Patch to *** End Patch.")}, ["input"]
-        )
-        return FunctionSpec(self.name, FUNCTION_DESCRIPTION, params)
+        return apply_patch_spec(self.tool_type)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if isinstance(inv.payload, CustomPayload):

@@ -49,17 +49,10 @@ from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import confined_files, is_writable, writable_roots
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.notebook import edit_notebook_spec
 
 REJECTED_BY_USER = "notebook edit rejected by user"
-
-DESCRIPTION = (
-    "Change one cell of a Jupyter notebook file (.ipynb). edit_mode `replace` (the "
-    "default) sets the source of the cell `cell_id` (and its type, if given), `insert` adds "
-    "a new cell after `cell_id` (at the top when cell_id is omitted; cell_type is then "
-    "required), `delete` removes the cell `cell_id`. Cell ids are shown by read_notebook. "
-    "The notebook stays valid; a replaced code cell loses its stale outputs."
-)
 
 
 class EditNotebookArgs(BaseModel):
@@ -156,17 +149,7 @@ class EditNotebookHandler:
         self.live = live
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        params = obj(
-            {
-                "path": string("The notebook file, absolute or relative to the working folder."),
-                "cell_id": string("Id of the cell to change, or to insert after."),
-                "new_source": string("The cell's new source (not used by delete)."),
-                "cell_type": string("code, markdown or raw; required by insert."),
-                "edit_mode": string("replace (default), insert or delete."),
-            },
-            ["path"],
-        )
-        return FunctionSpec(self.name, DESCRIPTION, params)
+        return edit_notebook_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(EditNotebookArgs, inv)

@@ -32,7 +32,8 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.rg import find_rg
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.files import grep_files_spec
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 2000
@@ -213,12 +214,6 @@ async def run_rg(argv: list[str], cwd: str, timeout: float = TIMEOUT_SECONDS) ->
     return code, stdout
 
 
-_DESCRIPTION = (
-    "Search file contents with a regular expression (ripgrep syntax) and get back the "
-    "paths of the files that contain a match, most recently modified first."
-)
-
-
 class GrepFilesHandler:
     """The ``grep_files`` tool."""
 
@@ -227,21 +222,7 @@ class GrepFilesHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        params = obj(
-            {
-                "pattern": string("Regular expression to look for in file contents."),
-                "include": string(
-                    'Glob restricting which files are searched, such as "*.py" or "*.{js,jsx}".'
-                ),
-                "path": string(
-                    "File or folder to search; relative paths start at the working directory, "
-                    "which is also the default."
-                ),
-                "limit": number("Largest number of paths to return (100 when omitted)."),
-            },
-            ["pattern"],
-        )
-        return FunctionSpec(self.name, _DESCRIPTION, params)
+        return grep_files_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(GrepFilesArgs, inv)

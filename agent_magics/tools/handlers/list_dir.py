@@ -21,7 +21,8 @@ from agent_magics.rust_text import U64_MAX, cut_at_char_boundary, io_error_text
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.files import list_dir_spec
 
 DEFAULT_OFFSET = 1
 DEFAULT_LIMIT = 25
@@ -109,14 +110,6 @@ def page(entries: list[Entry], offset: int, limit: int) -> list[str]:
     return lines
 
 
-_DESCRIPTION = (
-    "List what a local folder contains, recursing a few levels. Output starts with the "
-    "folder's absolute path, then one entry per line, indented two spaces per level; "
-    "folders end in `/`, symbolic links in `@`, other special files in `?`. Use `offset` "
-    "and `limit` to page through long listings."
-)
-
-
 class ListDirHandler:
     """The ``list_dir`` tool."""
 
@@ -125,16 +118,7 @@ class ListDirHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        params = obj(
-            {
-                "dir_path": string("Absolute path of the folder to list."),
-                "offset": number("1-based number of the first entry to show (at least 1)."),
-                "limit": number("Largest number of entries to show."),
-                "depth": number("How many levels to descend; 1 lists only direct children."),
-            },
-            ["dir_path"],
-        )
-        return FunctionSpec(self.name, _DESCRIPTION, params)
+        return list_dir_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ListDirArgs, inv)

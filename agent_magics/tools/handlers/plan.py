@@ -16,16 +16,10 @@ from agent_magics.events import PlanStep, PlanUpdated
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, array, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.talk import update_plan_spec
 
 PLAN_UPDATED = "Plan updated"
-STATUSES = ("pending", "in_progress", "completed")
-
-DESCRIPTION = """\
-Record or revise your working plan for the task.
-Send the whole list of steps each time, every step with its status, plus an optional note \
-on what changed. Keep no more than one step in_progress at any moment.
-"""
 
 
 class PlanItem(BaseModel):
@@ -42,19 +36,6 @@ class UpdatePlanArgs(BaseModel):
     plan: list[PlanItem]
 
 
-def _parameters() -> JsonSchema:
-    status = string("pending, in_progress or completed.")
-    status["enum"] = list(STATUSES)
-    item = obj({"step": string("What this step does."), "status": status}, ["step", "status"])
-    return obj(
-        {
-            "explanation": string("Why the plan changed (optional)."),
-            "plan": array(item, "Every step of the plan, in order."),
-        },
-        ["plan"],
-    )
-
-
 class UpdatePlanHandler:
     """Takes the model's plan, reports it as a :class:`PlanUpdated` event."""
 
@@ -63,7 +44,7 @@ class UpdatePlanHandler:
     supports_parallel = False
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        return FunctionSpec(self.name, DESCRIPTION, _parameters())
+        return update_plan_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):

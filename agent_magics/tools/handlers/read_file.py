@@ -21,14 +21,9 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.spec import (
-    FunctionSpec,
-    JsonSchema,
     ToolSpec,
-    boolean,
-    number,
-    obj,
-    string,
 )
+from agent_magics.tools.specs.files import read_file_spec
 
 DEFAULT_OFFSET = 1
 DEFAULT_LIMIT = 2000
@@ -220,45 +215,6 @@ def read_block(path: str, offset: int, limit: int, options: IndentationOptions) 
     return [f"L{i + 1}: {cut_at_char_boundary(texts[i], MAX_LINE_BYTES)}" for i in window]
 
 
-_DESCRIPTION = (
-    "Show lines of a local text file, each prefixed with its 1-based line number "
-    "(`L<n>: `). In the default slice mode you get `limit` lines starting at `offset`; "
-    "indentation mode instead returns the code block around an anchor line, widening "
-    "to enclosing blocks as configured."
-)
-
-
-def _parameters() -> JsonSchema:
-    indentation = obj(
-        {
-            "anchor_line": number("Line to build the block around; `offset` when omitted."),
-            "max_levels": number(
-                "Number of enclosing (less indented) levels to include; 0 means no limit."
-            ),
-            "include_siblings": boolean(
-                "Also return neighbouring blocks indented like the anchor's block."
-            ),
-            "include_header": boolean(
-                "Keep comment lines (doc comments, attributes) right above the block."
-            ),
-            "max_lines": number("Upper bound on the lines returned in indentation mode."),
-        }
-    )
-    return obj(
-        {
-            "file_path": string("Absolute path of the file to read."),
-            "offset": number("1-based number of the first line to return (at least 1)."),
-            "limit": number("Largest number of lines to return."),
-            "mode": string(
-                'Either "slice" (a plain line range, the default) or "indentation" '
-                "(the block around an anchor line)."
-            ),
-            "indentation": indentation,
-        },
-        ["file_path"],
-    )
-
-
 class ReadFileHandler:
     """The ``read_file`` tool."""
 
@@ -267,7 +223,7 @@ class ReadFileHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        return FunctionSpec(self.name, _DESCRIPTION, _parameters())
+        return read_file_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ReadFileArgs, inv)

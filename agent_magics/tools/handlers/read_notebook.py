@@ -29,18 +29,12 @@ from agent_magics.tools.notebook_doc import (
     read_notebook_file,
     render,
 )
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.notebook import read_notebook_spec
 
 MAX_IMAGES = 8
 """Output images attached to one read_notebook answer."""
 MAX_CELL_NUMBER = 1 << 31
-
-DESCRIPTION = (
-    "Show a Jupyter notebook (.ipynb) as numbered cells: each cell's id (what edit_notebook "
-    "takes), type, execution count and source, then its outputs as text. Use it instead of "
-    "reading the notebook's JSON. Images in outputs are listed; ask for them with "
-    "include_images to see them."
-)
 
 
 class ReadNotebookArgs(BaseModel):
@@ -92,17 +86,7 @@ class ReadNotebookHandler:
         self.live = live
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        params = obj(
-            {
-                "path": string("The notebook file, absolute or relative to the working folder."),
-                "start_cell": number("Number of the first cell to show, counted from 1."),
-                "end_cell": number("Number of the last cell to show; the last cell if omitted."),
-                "include_outputs": boolean("Show the cells' outputs (true by default)."),
-                "include_images": boolean("Attach the images found in the outputs shown."),
-            },
-            ["path"],
-        )
-        return FunctionSpec(self.name, DESCRIPTION, params)
+        return read_notebook_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ReadNotebookArgs, inv)

@@ -13,47 +13,15 @@ from typing import Literal
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, array, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.talk import request_user_input_spec
 
 DEFAULT_MODE = "Default"
-
-DESCRIPTION = (
-    "Ask the person one to three short multiple-choice questions and wait for their "
-    "answers. Works only while the session is in Plan mode."
-)
 
 
 def unavailable_message(mode: str) -> str:
     """The refusal for a collaboration mode that does not allow questions."""
     return f"request_user_input is unavailable in {mode} mode"
-
-
-def _parameters() -> JsonSchema:
-    option = obj(
-        {
-            "label": string("The choice as the person sees it, a few words."),
-            "description": string("One sentence on what picking this choice implies."),
-        },
-        ["label", "description"],
-    )
-    question = obj(
-        {
-            "id": string("A stable snake_case key the answer is reported under."),
-            "header": string("A very short title for the question (at most 12 characters)."),
-            "question": string("The question itself, in one sentence."),
-            "options": array(
-                option,
-                "Two or three choices that exclude each other, the one you recommend first "
-                'with "(Recommended)" after its label. Leave out any "Other" choice: one is '
-                "added for free-form answers.",
-            ),
-        },
-        ["id", "header", "question", "options"],
-    )
-    return obj(
-        {"questions": array(question, "The questions, ideally one and never more than three.")},
-        ["questions"],
-    )
 
 
 class RequestUserInputHandler:
@@ -64,7 +32,7 @@ class RequestUserInputHandler:
     supports_parallel = False
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        return FunctionSpec(self.name, DESCRIPTION, _parameters())
+        return request_user_input_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         raise RespondToModel(unavailable_message(DEFAULT_MODE))

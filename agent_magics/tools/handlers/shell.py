@@ -21,7 +21,6 @@ from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.call import (
     EscalationArgs,
     check_command_text,
-    command_props,
     run_approved,
 )
 from agent_magics.tools.exec.command import command_env, shell_argv, use_login
@@ -39,23 +38,11 @@ from agent_magics.tools.exec.snapshot import snapshot_command
 from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import (
-    FunctionSpec,
-    JsonSchema,
     ToolSpec,
-    array,
-    number,
-    obj,
-    string,
 )
-
-SHELL_DESCRIPTION = (
-    "Run a command and return its output.\n"
-    '- `command` is an argv handed to execvp(); wrap shell syntax as ["bash", "-lc", "..."].\n'
-    "- Set `workdir` rather than using `cd`, unless there is no other way."
-)
-SHELL_COMMAND_DESCRIPTION = (
-    "Run a shell script in the user's shell and return its output.\n"
-    "- Set `workdir` rather than using `cd`, unless there is no other way."
+from agent_magics.tools.specs.command import (
+    shell_command_spec,
+    shell_spec,
 )
 
 
@@ -78,17 +65,6 @@ class ShellArgs(_CommonArgs):
 class ShellCommandArgs(_CommonArgs):
     command: str
     login: bool | None = None
-
-
-def _common_props(login: bool) -> dict[str, JsonSchema]:
-    sandbox_permissions = string(
-        'Set to "require_escalated" to ask for running outside the sandbox; the default '
-        'is "use_default".'
-    )
-    return {
-        **command_props(sandbox_permissions, login=login),
-        "timeout_ms": number("Stop the command after this many milliseconds (default 10000)."),
-    }
 
 
 def _user_shell_argv(turn: TurnContext, script: str, login: bool) -> list[str]:
@@ -132,9 +108,7 @@ class ShellHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        props = _common_props(login=False)
-        props["command"] = array(string(), "The command and its arguments.")
-        return FunctionSpec(self.name, SHELL_DESCRIPTION, obj(props, ["command"]))
+        return shell_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ShellArgs, inv)
@@ -147,9 +121,7 @@ class ShellCommandHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        props = _common_props(login=config.allow_login_shell)
-        props["command"] = string("The script to run in the user's shell.")
-        return FunctionSpec(self.name, SHELL_COMMAND_DESCRIPTION, obj(props, ["command"]))
+        return shell_command_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ShellCommandArgs, inv)

@@ -26,7 +26,6 @@ from agent_magics.tools.exec import manager_for
 from agent_magics.tools.exec.call import (
     EscalationArgs,
     check_command_text,
-    command_props,
     run_approved,
 )
 from agent_magics.tools.exec.command import command_env, resolve_shell, shell_argv, use_login
@@ -46,19 +45,14 @@ from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.exec.snapshot import snapshot_command
 from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.command import (
+    exec_command_spec,
+    write_stdin_spec,
+)
 from agent_magics.tools.stopping import on_stop
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
-
-EXEC_DESCRIPTION = (
-    "Run a shell command in a terminal-like session. Returns its output, or a session ID "
-    "to keep talking to it when it is still running."
-)
-STDIN_DESCRIPTION = (
-    "Send characters to a running exec_command session and return the output it produced."
-)
-BUDGET = "Most tokens of output to return (default 10000)."
 
 
 class _ExecFields(BaseModel):
@@ -123,28 +117,7 @@ class ExecCommandHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        props = {
-            "cmd": string("The shell command to run."),
-            "shell": string("Shell program to run the command with; the user's shell by default."),
-            "tty": boolean(
-                "Give the command a pseudo-terminal (needed for interactive input); "
-                "plain pipes when false or omitted."
-            ),
-            "yield_time_ms": number(
-                "How long to wait for output before returning (default 10000 ms; 250-30000)."
-            ),
-            "max_output_tokens": number(BUDGET),
-        }
-        sandbox_permissions = {
-            "type": "string",
-            "description": (
-                "`use_default` (the default) runs in the sandbox; `require_escalated` asks to "
-                "run outside it."
-            ),
-            "enum": ["use_default", "require_escalated"],
-        }
-        props.update(command_props(sandbox_permissions, login=config.allow_login_shell))
-        return FunctionSpec(self.name, EXEC_DESCRIPTION, obj(props, ["cmd"]))
+        return exec_command_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ExecCommandArgs, inv)
@@ -242,16 +215,7 @@ class WriteStdinHandler:
     supports_parallel = False
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        props = {
-            "session_id": number("The session ID exec_command returned."),
-            "chars": string("Characters to type into the session; empty (default) just polls."),
-            "yield_time_ms": number(
-                "How long to wait for output: 250 ms by default for input (at most 30000); "
-                "an empty poll waits 5000-300000 ms."
-            ),
-            "max_output_tokens": number(BUDGET),
-        }
-        return FunctionSpec(self.name, STDIN_DESCRIPTION, obj(props, ["session_id"]))
+        return write_stdin_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(WriteStdinArgs, inv)

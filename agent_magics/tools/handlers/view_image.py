@@ -29,7 +29,8 @@ from agent_magics.rust_text import io_error_text
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.files import view_image_spec
 
 MAX_WIDTH = 2048
 MAX_HEIGHT = 768
@@ -38,11 +39,6 @@ IMAGE_DETAIL = "high"
 
 NO_IMAGE_INPUT = "view_image is not allowed because you do not support image inputs"
 UNREADABLE_IMAGE = "unable to process image: invalid or unsupported image data"
-
-DESCRIPTION = (
-    "Look at an image file on this machine: it is attached to the conversation so you can "
-    "see it. Use it when you need to inspect a picture that exists on disk."
-)
 
 # Formats sent unchanged when small enough (Pillow format name -> MIME type).
 _KEPT_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
@@ -160,8 +156,7 @@ class ViewImageHandler:
     supports_parallel = True
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
-        path = string("Path of the image file on the local filesystem.")
-        return FunctionSpec(self.name, DESCRIPTION, obj({"path": path}, ["path"]))
+        return view_image_spec(config)
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not inv.turn.supports_images:
