@@ -28,6 +28,7 @@ from agent_magics.models.base import (
     ReasoningDelta,
     StreamFailed,
 )
+from agent_magics.models.pool import shared_client
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
 from agent_magics.models.stream import Decoder, StreamReader
@@ -45,7 +46,9 @@ class Recorder(Protocol):
 
 
 class SseClient:
-    """One pooled ``httpx.AsyncClient``; subclasses say where to POST and how to read."""
+    """Posts through the ``httpx.AsyncClient`` it was given, or else through the process's
+    shared client for the server (:mod:`agent_magics.models.pool`); subclasses say where
+    to POST and how to read."""
 
     endpoint: ClassVar[str] = ""
     provider: ClassVar[str] = ""
@@ -66,9 +69,7 @@ class SseClient:
         self.redact = Scrubber(api_key)
         self.request_max_retries = request_max_retries
         self.stream_idle_timeout_s = stream_idle_timeout_s
-        self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=10.0, read=stream_idle_timeout_s, write=30.0, pool=30.0)
-        )
+        self._given_http = http  # closed by aclose; the shared client is not
         self.on_retry = on_retry
         self.recorder = recorder
 
@@ -83,7 +84,13 @@ class SseClient:
     # -- shared ------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._given_http is not None:
+            await self._given_http.aclose()
+
+    async def _http(self) -> httpx.AsyncClient:
+        if self._given_http is not None:
+            return self._given_http
+        return await shared_client(self.base_url, self.stream_idle_timeout_s)
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -95,11 +102,12 @@ class SseClient:
         url = f"{self.base_url}/{self.endpoint}"
         body = self.body(request)
         payload = json.dumps(body).encode()
+        http = await self._http()
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with self._http.stream(
+                async with http.stream(
                     "POST", url, content=payload, headers=self._headers()
                 ) as response:
                     if response.status_code >= 400:
