@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent_magics.config import load_config
-from agent_magics.console import TerminalConsole, read_answer, say
 from agent_magics.errors import TurnAborted, UserError
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
@@ -78,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 async def settle_trust(folder: Path, interactive: bool) -> None:
     """Ask whether to trust the folder's untrusted project config (a terminal), or say in
     one line that it is ignored (no terminal); :func:`load_config` then takes it or not."""
+    from agent_magics.console import read_answer
+
     project = project_config(folder)
     if project is None or project.trusted:
         return
@@ -101,6 +101,7 @@ def run_trust(folder: Path) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from agent_magics.config import load_config
     from agent_magics.store.export import export_session
 
     cwd = str(args.cd.resolve()) if args.cd else os.getcwd()
@@ -114,6 +115,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
+    from agent_magics.config import load_config
+    from agent_magics.console import TerminalConsole, say
     from agent_magics.providers import resolve_provider
     from agent_magics.session import Session
     from agent_magics.store.paths import sessions_folder
@@ -198,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     if not prompt.strip():
         print("agent-magics: the prompt is empty.", file=sys.stderr)
         return EXIT_USER_ERROR
+    from agent_magics.console import say  # the settings, session and tools load in run_exec
+
     try:
         return asyncio.run(run_exec(args, prompt))
     except UserError as exc:

@@ -141,6 +141,83 @@ NOT_AT_LOAD = [
     "agent_magics.tools.handlers.edit_notebook",
     "agent_magics.tools.handlers.python_function",
 ]
+HEAVY = ("pydantic", "httpx", "ipywidgets", "PIL", "certifi")
+"""Packages a kernel that only loaded the extension, or a ``--help``, never needs."""
+FIRST_USE = ("agent_magics.session", "agent_magics.config", "agent_magics.tools.handlers")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    import subprocess
+    import sys
+
+    script = f"import sys\n{code}\nprint('\\n' + ' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return set(out.stdout.splitlines()[-1].split())  # after what ``code`` printed
+
+
+def _heavy(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded if _inside(m, HEAVY) or _inside(m, FIRST_USE))
+
+
+def test_importing_the_package_imports_none_of_its_parts() -> None:
+    """``import agent_magics`` (every kernel that loads the extension does it) defers
+    each public name to its first use, which still works."""
+    loaded = _modules_after("import agent_magics")
+    assert sorted(m for m in loaded if m.startswith("agent_magics.")) == []
+    assert _heavy(loaded) == []
+    names = _modules_after("import agent_magics\nagent_magics.Session, agent_magics.tool")
+    assert {"agent_magics.session", "agent_magics.tools.functions"} <= names
+
+
+def test_loading_the_extension_imports_nothing_heavy() -> None:
+    """``%load_ext`` in a real IPython shell: the settings, session, widgets, HTTP
+    client and tools wait for the first ``%%agent``."""
+    loaded = _modules_after(LOAD_EXT.replace("import sys", ""))
+    assert "agent_magics.magics" in loaded
+    assert _heavy(loaded) == []
+
+
+def test_tool_specs_come_without_any_handler_module() -> None:
+    """A session's tool list (sent with every request) is built from the spec modules;
+    a handler module is imported when its tool is called."""
+    build = (
+        "from agent_magics.tools.build import build_registry\n"
+        "from agent_magics.tools.config import ToolsConfig\n"
+        "tools = frozenset({'grep_files', 'read_file', 'list_dir', 'read_notebook',"
+        " 'edit_notebook'})\n"
+        "for shell in ('unified_exec', 'shell', 'shell_command'):\n"
+        "    for patch in ('freeform', 'function'):\n"
+        "        config = ToolsConfig(shell_type=shell, apply_patch_tool_type=patch,"
+        " experimental_supported_tools=tools)\n"
+        "        registry = build_registry(config)\n"
+        "        assert len(registry.wire_specs()) >= 9, registry.wire_specs()\n"
+    )
+    loaded = _modules_after(build)
+    assert [m for m in loaded if _inside(m, ("agent_magics.tools.handlers", "PIL"))] == []
+    called = _modules_after(build + "registry.get('view_image').handler.handler")
+    assert {"agent_magics.tools.handlers.view_image", "PIL"} <= called
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["exec", "--help"]])
+def test_the_cli_help_imports_nothing_heavy(argv: list[str]) -> None:
+    code = (
+        "from agent_magics.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+    )
+    assert _heavy(_modules_after(code)) == []
+
+
+def test_the_magic_offers_the_providers_the_settings_know() -> None:
+    """``PROVIDERS`` is written out so that ``%load_ext`` need not build the settings
+    model; it must stay the settings' list."""
+    from typing import get_args
+
+    from agent_magics.config import SessionConfig
+    from agent_magics.magics import PROVIDERS
+
+    settings = list(get_args(SessionConfig.model_fields["provider"].annotation))
+    assert settings == PROVIDERS
 
 
 def test_loading_the_extension_leaves_the_tools_for_the_first_turn() -> None:
