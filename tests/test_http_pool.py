@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agent_magics.config import SessionConfig
 from agent_magics.models.pool import shared_client, tls_context
@@ -41,7 +42,7 @@ def test_https_gets_one_verified_context_per_process() -> None:
     assert tls_context("https://other.example.com/v1") is first
 
 
-def test_http_through_an_https_proxy_keeps_verification(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_http_through_an_https_proxy_keeps_verification(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "https://proxy.example.com:3128")
     assert tls_context("http://127.0.0.1:8000/v1").cert_store_stats()["x509_ca"] > 0
 
