@@ -227,6 +227,37 @@ def bench_shell_snapshot(ctx: Ctx) -> Result:
     return paired(got["candidate"], got["baseline"], f"profile sleeps {PROFILE_SLEEP_S} s")
 
 
+@benchmark("import_agent_magics", "<= 4.0")
+def bench_import(ctx: Ctx) -> Result:
+    """``python -c "import agent_magics"`` vs ``python -c pass``."""
+    from import_bench import import_costs
+
+    got = import_costs(ctx.pick(9, 3))
+    return paired(got["candidate"], got["baseline"], "whole interpreter runs")
+
+
+@benchmark("load_ext_kernel", "<= 120 ms")
+def bench_load_ext(ctx: Ctx) -> Result:
+    """An execute of ``%load_ext agent_magics`` in a fresh real kernel (jupyter_client)
+    vs an execute of ``pass`` in the same kernel; the value is the difference."""
+    from import_bench import load_ext_costs
+
+    got = load_ext_costs(ctx.pick(7, 3))
+    row = paired(got["candidate"], got["baseline"], "fresh kernel per run")
+    added = median(c - b for c, b in zip(got["candidate"], got["baseline"], strict=True))
+    return Result(added * 1e3, "ms", row.ratio, row.baseline, f"added by the load; {row.note}")
+
+
+@benchmark("first_turn_request", "<= 80 ms")
+def bench_first_turn(ctx: Ctx) -> Result:
+    """``Session.run_turn`` to its request reaching the scripted server: the first turn
+    of a fresh process vs a later turn of the same session."""
+    from import_bench import first_turn_costs
+
+    got = first_turn_costs(ctx.pick(7, 3))
+    return paired(got["candidate"], got["baseline"], "first turn vs third turn")
+
+
 def _rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, Result | None, str]]:
     """Rows of a benchmark module that measures several things at once."""
     out: list[tuple[str, str, Result | None, str]] = []
