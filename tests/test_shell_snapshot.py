@@ -300,3 +300,23 @@ def test_a_symlinked_folder_is_refused(home: Path, work: Path, tmp_path: Path) -
     assert not snapshot.wait(20)
     assert snapshot.state == "failed" and list(elsewhere.iterdir()) == []
     assert snapshot.command(["/bin/bash", "-lc", "true"], {}) is None
+
+
+async def test_closing_during_the_profile_lets_its_exit_trap_run(home: Path, work: Path) -> None:
+    """A profile can hold a lock only its exit trap releases (pyenv's rehash lock: left
+    behind, every later login shell waits 60 s for it). A session closed while the
+    profile runs asks the login shell to stop, so the trap runs."""
+    lock = home / "lock"
+    profile(home, first=f"touch {lock}; trap 'rm -f {lock}' EXIT; sleep 30\n")
+    session = new_session("http://127.0.0.1:9/v1", work)
+    for _ in range(200):
+        if lock.exists():
+            break
+        await asyncio.sleep(0.02)
+    assert lock.exists()
+    await session.aclose()
+    for _ in range(200):
+        if not lock.exists():
+            break
+        await asyncio.sleep(0.02)
+    assert not lock.exists(), "the profile was killed before its exit trap could run"

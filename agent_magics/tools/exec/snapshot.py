@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import threading
@@ -39,7 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agent_magics.tools.exec.command import command_env
-from agent_magics.tools.exec.snapshot_capture import SnapshotFailed, capture, kill_group, render
+from agent_magics.tools.exec.snapshot_capture import (
+    SnapshotFailed,
+    capture,
+    render,
+    signal_group,
+)
 
 if TYPE_CHECKING:
     from agent_magics.tools.context import SessionServices
@@ -156,12 +162,12 @@ class ShellSnapshot:
             start_new_session=True,
         )
         if not self._started(proc):
-            kill_group(proc.pid)
+            signal_group(proc.pid)
             raise SnapshotFailed("the session closed")
         try:
             out, _ = proc.communicate(timeout=CHECK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
+            signal_group(proc.pid)
             raise SnapshotFailed("sourcing the snapshot did not finish") from None
         if proc.returncode != 0 or out:
             raise SnapshotFailed(f"sourcing the snapshot failed ({proc.returncode}): {out[:200]!r}")
@@ -195,12 +201,15 @@ class ShellSnapshot:
         return [argv[0], "-c", argv[2]], {**env, "BASH_ENV": str(path)}
 
     def close(self) -> None:
-        """Stop a build still running and remove the file."""
+        """Stop a build still running and remove the file. The login shell is asked to
+        stop (SIGTERM, so the profile's exit traps run); the build's thread kills it if
+        it is still there after a grace period. Never blocks."""
         with self._lock:
             self.state = "closed"
             running = list(self._process)
         for proc in running:
-            kill_group(proc.pid)
+            if proc.poll() is None:
+                signal_group(proc.pid, signal.SIGTERM)
         self._remove()
         _live.discard(self)
 

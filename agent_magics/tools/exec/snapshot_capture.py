@@ -27,6 +27,10 @@ from agent_magics.tools.exec.command import HIDDEN_FROM_TOOLS
 
 READ_SIZE = 65536
 POLL_S = 0.05
+STOP_GRACE_S = 1.0
+"""How long a login shell told to stop (SIGTERM) may run its exit traps before it is
+killed: a profile can hold a lock that only its trap releases (pyenv's rehash lock,
+left behind by a SIGKILL, makes every later login shell wait 60 s)."""
 SKIPPED_VARS = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", *HIDDEN_FROM_TOOLS})
 """Variables the snapshot never sets: each shell sets its own, or they are ours."""
 FIXED_SHOPTS = frozenset({"login_shell", "restricted_shell"})
@@ -94,9 +98,7 @@ def capture(
         data = _read(read_fd, proc, time.monotonic() + timeout)
     finally:
         os.close(read_fd)
-        if proc.poll() is None:
-            kill_group(proc.pid)
-        proc.wait()
+        stop_group(proc)
     end = f"e\0{mark}\0".encode()
     if not data.endswith(end):
         raise SnapshotFailed(
@@ -151,9 +153,21 @@ def parse(data: bytes) -> Capture:
     return found
 
 
-def kill_group(pid: int) -> None:
+def signal_group(pid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, sig)
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """End a login shell that is still running: SIGTERM to its group first, so the
+    profile's exit traps run, SIGKILL after :data:`STOP_GRACE_S`. Blocks up to that."""
+    if proc.poll() is None:
+        signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def render(found: Capture, base: Mapping[str, str], redact: Callable[[str], str]) -> bytes:
