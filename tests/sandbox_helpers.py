@@ -167,8 +167,10 @@ def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str, **extra: Any) -> 
     with ScriptedResponsesServer(script) as server:
         argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
         argv += ["--base-url", server.base_url, "-m", "m", "-s", mode, "-a", "never"]
-        # the escape tests compare every file in and around the workspace: no session file
-        argv += ["-c", "sessions_dir=false", "-C", str(arena.ws), "try it"]
+        # the escape tests compare every file in and around the workspace (the home
+        # included): no session file, no shell snapshot under the home
+        argv += ["-c", "sessions_dir=false", "-c", "shell_snapshot=false"]
+        argv += ["-C", str(arena.ws), "try it"]
         done = subprocess.run(
             argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
             stdin=subprocess.DEVNULL,

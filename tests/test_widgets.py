@@ -320,8 +320,13 @@ async def test_stop_ends_that_command_and_the_turn_goes_on(
     assert card.stop_row.children == (card.stop_button,)
     assert card.output.layout.display == "none"  # the output box waits for the end
     manager = manager_for(rig.session.services)
-    pids = [p.pid for sid in manager.session_ids if (p := manager.process_of(sid))]
-    assert len(pids) == 2 and all(group_members(pid) for pid in pids)
+
+    def running() -> list[int]:
+        return [p.pid for sid in manager.session_ids if (p := manager.process_of(sid))]
+
+    await until(lambda: len(running()) == 2)  # the two calls start side by side
+    pids = running()
+    assert all(group_members(pid) for pid in pids)
     sleeper, other = sorted(pids, key=lambda pid: "other-done" in cmdline(pid))
     card.stop_button.click()
     assert card.stop_button.disabled and card.stop_button.description == "Stopping…"
