@@ -20,6 +20,7 @@ from _gen import NEEDLE, TextFile, Tree
 from _handlers import NoopHandler, SleepHandler
 
 from agent_magics.protocol import FunctionCallOutput
+from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,
@@ -60,18 +61,23 @@ def _interleaved(runs: int, *fns: Callable[[], object]) -> list[float]:
 # -- no-op call overhead -----------------------------------------------------------------
 
 
-def noop_overhead(cwd: Path, calls: int, batches: int) -> tuple[float, float]:
-    """(µs per call through parse + router + runtime + orchestrator, µs per direct await)."""
-    return asyncio.run(_noop_overhead(cwd, calls, batches))
+def noop_overhead(
+    cwd: Path, calls: int, batches: int, mode: SandboxMode = SandboxMode.DANGER_FULL_ACCESS
+) -> tuple[float, float]:
+    """(µs per call through parse + router + runtime + orchestrator, µs per direct await).
+    Under ``workspace-write`` each call also works out its sandbox (roots and protected
+    paths: a few ``stat`` calls)."""
+    return asyncio.run(_noop_overhead(cwd, calls, batches, mode))
 
 
-async def _noop_overhead(cwd: Path, calls: int, batches: int) -> tuple[float, float]:
+async def _noop_overhead(
+    cwd: Path, calls: int, batches: int, mode: SandboxMode
+) -> tuple[float, float]:
     handler = NoopHandler()
     registry = ToolRegistry()
     registry.register(handler.name, handler, handler.spec(ToolsConfig()))
     router = ToolRouter(registry, SessionServices())
-    # TurnContext's default sandbox mode is danger-full-access: Skip() runs unconfined.
-    turn = TurnContext(cwd=cwd)
+    turn = TurnContext(cwd=cwd, sandbox_mode=mode)
     item = {
         "type": "function_call",
         "call_id": "call_bench",

@@ -37,6 +37,8 @@ import _cases
 import _gen
 from _report import Result, check_target, header, report, spread
 
+from agent_magics.tools.approval import SandboxMode
+
 T = TypeVar("T")
 
 
@@ -92,12 +94,15 @@ def bench_noop(ctx: Ctx) -> Result:
     at once, vs awaiting the handler's attempt coroutine directly."""
     calls, batches = ctx.pick((20_000, 7), (2_000, 3))
     full_us, direct_us = _cases.noop_overhead(ctx.tmp, calls, batches)
+    confined_us, _ = _cases.noop_overhead(ctx.tmp, calls // 4, batches, SandboxMode.WORKSPACE_WRITE)
     return Result(
         full_us - direct_us,
         "us",
         _ratio(full_us, direct_us),
         direct_us,
-        f"{full_us:.1f} us per call through the stack",
+        f"{full_us:.1f} us per call through the stack, unconfined;"
+        f" {confined_us - direct_us:.1f} us added under workspace-write (the call's sandbox"
+        " roots and protected paths are worked out each call)",
     )
 
 
