@@ -281,3 +281,20 @@ def test_the_manuals_read_as_plain_text() -> None:
         assert "<{" not in text and "<KEY=VALUE>" not in text
     assert "-c KEY=VALUE, --config KEY=VALUE" in cell
     assert all(f"\n{word} " in "\n" + line.split("\n\n", 1)[1] for word in COMMANDS)
+
+
+def test_unloading_closes_the_terminal_loops_http_client(ip: Any) -> None:
+    """Without a kernel the turns run on a loop of the extension's own; unloading ends
+    it with its async generators finalized, so the shared HTTP client (and its kept-alive
+    connection) is closed rather than left for the garbage collector."""
+    from agent_magics.models import pool
+
+    with ScriptedResponsesServer([[message("hi")]]) as server:
+        ip.run_cell(f"%%agent --base-url {server.base_url} {OPTS}\nsay hello")
+        loop = magics(ip).agent.own_loop()
+        clients = list(pool._BY_LOOP[loop].clients.values())
+        assert clients and not any(c.is_closed for c in clients)
+        ip.run_cell("%unload_ext agent_magics")
+        assert loop.is_closed()
+        assert all(c.is_closed for c in clients)
+    ip.run_cell("%load_ext agent_magics")  # the fixture unloads it again

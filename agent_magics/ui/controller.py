@@ -294,5 +294,8 @@ class Controller:
             self._guard.deactivate()
         if self._wakeup is not None:
             self._wakeup.deactivate()
-        if self._own_loop is not None and not self._own_loop.is_running():
-            self._own_loop.close()
+        loop = self._own_loop
+        if loop is not None and not loop.is_running() and not loop.is_closed():
+            # finalizes the loop's async generators, which closes its shared HTTP clients
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()

@@ -163,11 +163,13 @@ class ShellSnapshot:
         )
         if not self._started(proc):
             signal_group(proc.pid)
+            proc.communicate()  # reaped, its pipe closed
             raise SnapshotFailed("the session closed")
         try:
             out, _ = proc.communicate(timeout=CHECK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             signal_group(proc.pid)
+            proc.communicate()
             raise SnapshotFailed("sourcing the snapshot did not finish") from None
         if proc.returncode != 0 or out:
             raise SnapshotFailed(f"sourcing the snapshot failed ({proc.returncode}): {out[:200]!r}")
