@@ -302,21 +302,24 @@ def test_a_symlinked_folder_is_refused(home: Path, work: Path, tmp_path: Path) -
     assert snapshot.command(["/bin/bash", "-lc", "true"], {}) is None
 
 
-async def test_closing_during_the_profile_lets_its_exit_trap_run(home: Path, work: Path) -> None:
-    """A profile can hold a lock only its exit trap releases (pyenv's rehash lock: left
-    behind, every later login shell waits 60 s for it). A session closed while the
-    profile runs asks the login shell to stop, so the trap runs."""
-    lock = home / "lock"
-    profile(home, first=f"touch {lock}; trap 'rm -f {lock}' EXIT; sleep 30\n")
+async def test_closing_during_the_profile_lets_the_profile_finish(home: Path, work: Path) -> None:
+    """A profile can take a lock before it sets the trap that releases it (pyenv's rehash
+    lock: left behind, every later login shell waits 60 s for it). A session closed while
+    the profile runs leaves the login shell to finish it rather than stopping it."""
+    started, finished = home / "started", home / "finished"
+    profile(home, first=f"touch {started}; sleep 1; touch {finished}\n")
     session = new_session("http://127.0.0.1:9/v1", work)
-    for _ in range(200):
-        if lock.exists():
+    for _ in range(500):
+        if started.exists():
             break
         await asyncio.sleep(0.02)
-    assert lock.exists()
+    assert started.exists()
     await session.aclose()
-    for _ in range(200):
-        if not lock.exists():
+    assert not finished.exists()
+    folder = home / ".agent_magics" / "shell_snapshots"
+    for _ in range(500):
+        if finished.exists() and not any(folder.iterdir()):
             break
         await asyncio.sleep(0.02)
-    assert not lock.exists(), "the profile was killed before its exit trap could run"
+    assert finished.exists(), "the profile was stopped half-way"
+    assert list(folder.iterdir()) == []  # its result was thrown away

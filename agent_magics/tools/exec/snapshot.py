@@ -30,7 +30,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import stat
 import subprocess
 import threading
@@ -89,7 +88,6 @@ class ShellSnapshot:
         self._shell_real = os.path.realpath(shutil.which(shell) or shell)
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._process: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> ShellSnapshot:
         if not _live:
@@ -127,7 +125,6 @@ class ShellSnapshot:
     def _started(self, process: subprocess.Popen[bytes]) -> bool:
         """Told of each process the build starts; False when the session closed."""
         with self._lock:
-            self._process[:] = [process]
             return self.state != "closed"
 
     def _write(self, dir_fd: int, text: bytes) -> None:
@@ -203,15 +200,13 @@ class ShellSnapshot:
         return [argv[0], "-c", argv[2]], {**env, "BASH_ENV": str(path)}
 
     def close(self) -> None:
-        """Stop a build still running and remove the file. The login shell is asked to
-        stop (SIGTERM, so the profile's exit traps run); the build's thread kills it if
-        it is still there after a grace period. Never blocks."""
+        """Drop the snapshot and remove the file; never blocks. A login shell still
+        running the profile is left to finish it (its result is thrown away): a profile
+        stopped half-way can leave a lock behind (pyenv's rehash lock, taken before its
+        exit trap is set, makes every later login shell wait 60 s). Only a profile that
+        runs past :data:`CAPTURE_TIMEOUT_S` is stopped."""
         with self._lock:
             self.state = "closed"
-            running = list(self._process)
-        for proc in running:
-            if proc.poll() is None:
-                signal_group(proc.pid, signal.SIGTERM)
         self._remove()
         _live.discard(self)
 
