@@ -58,13 +58,6 @@ def environment_xml(fields: Mapping[str, str]) -> str:
     return "\n".join([ENVIRONMENT_OPEN, *lines, ENVIRONMENT_CLOSE])
 
 
-def environment_context(
-    cwd: Path, approval_policy: str, sandbox_mode: str, network: bool, shell: str
-) -> str:
-    """The first user-role message of a conversation: where and how the agent runs."""
-    return environment_xml(environment_fields(cwd, approval_policy, sandbox_mode, network, shell))
-
-
 def told_environment(user_texts: Iterable[str]) -> dict[str, str]:
     """What the conversation's ``<environment_context>`` messages told the model, the later
     ones over the earlier (an update names only what changed)."""

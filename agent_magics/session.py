@@ -29,14 +29,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.instructions import (
-    BASE_INSTRUCTIONS,
-    environment_context,
-    environment_fields,
-    environment_update,
-    project_docs,
-    told_environment,
-)
+from agent_magics.instructions import BASE_INSTRUCTIONS
 from agent_magics.models.base import ModelClient, ModelRequest
 from agent_magics.protocol import CustomToolCallOutput, FunctionCallOutput, Message
 from agent_magics.protocol.items import AnyItem
@@ -53,6 +46,7 @@ from agent_magics.tools.history import history_output, reserialized_input
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 from agent_magics.tools.stopping import running_calls
+from agent_magics.turn_messages import environment_changes, opening_messages
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
@@ -201,40 +195,6 @@ class Session:
             thread_id=self.thread_id,
         )
 
-    def _opening_messages(self, turn: TurnContext) -> list[AnyItem]:
-        items: list[AnyItem] = []
-        docs = project_docs(turn.cwd)
-        if docs:
-            items.append(Message.user(docs))
-        items.append(
-            Message.user(
-                environment_context(
-                    turn.cwd,
-                    turn.approval_policy.value,
-                    turn.sandbox_mode.value,
-                    turn.network_access,
-                    turn.shell.kind,
-                )
-            )
-        )
-        return items
-
-    def _environment_update(self, turn: TurnContext) -> list[AnyItem]:
-        """What changed in the environment since the model was last told (Codex sends it
-        before the prompt of a turn whose policy, sandbox or folder differ)."""
-        told = told_environment(
-            i.text for i in self.history if isinstance(i, Message) and i.role == "user"
-        )
-        now = environment_fields(
-            turn.cwd,
-            str(turn.approval_policy),  # StrEnum: its value
-            str(turn.sandbox_mode),
-            turn.network_access,
-            turn.shell.kind,
-        )
-        update = environment_update(told, now)
-        return [Message.user(update)] if update else []
-
     def request(self) -> ModelRequest:
         c = self.config
         tools = self.registry.wire_specs()
@@ -264,9 +224,9 @@ class Session:
         self._check_sandbox(turn)
         start = len(self.history)
         if not self.history:
-            self.history.extend(self._opening_messages(turn))
+            self.history.extend(opening_messages(turn))
         else:
-            self.history.extend(self._environment_update(turn))
+            self.history.extend(environment_changes(self.history, turn))
         notes, self._held_notes = [*self._held_notes, *self.changes.take_notes(), *context], []
         self.history.extend(Message.user(self.redact.text(text)) for text in notes)
         self.history.append(Message.user(prompt))
