@@ -11,12 +11,19 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from agent_magics.errors import ConfigError
-from agent_magics.mcp.config import McpServerConfig
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig
 from agent_magics.tools.truncate import TruncationPolicy
@@ -35,6 +42,24 @@ ENV_VARS = {
     "AGENT_MAGICS_APPROVAL_POLICY": "approval_policy",
     "AGENT_MAGICS_SANDBOX": "sandbox_mode",
 }
+
+
+def _mcp_servers(value: Any) -> Any:
+    """``[mcp_servers]`` checked as servers; the MCP settings model is built only when
+    a server is configured."""
+    if isinstance(value, dict) and not value:
+        return value
+    from agent_magics.mcp.config import validate_servers
+
+    return validate_servers(value)
+
+
+if TYPE_CHECKING:
+    from agent_magics.mcp.config import McpServerConfig
+
+    McpServers = dict[str, McpServerConfig]
+else:
+    McpServers = Annotated[dict[str, Any], BeforeValidator(_mcp_servers)]
 
 
 class SessionConfig(BaseModel):
@@ -88,7 +113,7 @@ class SessionConfig(BaseModel):
     """Record the live session's requests and responses to this JSONL file (no API key)."""
     replay_path: Path | None = None
     """The recording the ``replay`` provider plays (default: the shipped demo)."""
-    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers whose tools the agent gets (``[mcp_servers.NAME]`` tables)."""
     log_dir: Path | None = None
     """Where MCP servers' stderr logs go (default: ``~/.agent_magics/logs``)."""

@@ -30,13 +30,15 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_magics.config import SessionConfig
 from agent_magics.events import Event, ToolCallFinished
-from agent_magics.mcp.config import McpServerConfig
 from agent_magics.models.secret import Scrubber
 from agent_magics.tools.context import ContentItem, ToolOutput
+
+if TYPE_CHECKING:
+    from agent_magics.mcp.config import McpServerConfig
 
 MIN_SECRET_LENGTH = 8
 PATH_STARTS = ("/", "~", "./", "../")  # environment values like these are paths

@@ -11,9 +11,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-# Importing this package must stay cheap: agent_magics.config reads mcp.config for every
-# session, while the SDK (~0.65 s) is needed only once a server is configured. The names
-# below are loaded on first use.
+# Importing this package must stay cheap: the SDK (~0.65 s), and even the settings model
+# of a server, are needed only once a server is configured. The names below are loaded
+# on first use.
 _EXPORTS = {
     "McpError": "manager",
     "McpManager": "manager",

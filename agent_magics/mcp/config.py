@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 DEFAULT_STARTUP_TIMEOUT_S = 10.0
 DEFAULT_TOOL_TIMEOUT_S = 120.0
@@ -111,6 +112,16 @@ class McpServerConfig(BaseModel):
         if self.url is not None:
             return safe_url(self.url)
         return " ".join([self.command or "", *self.args])
+
+
+@cache
+def _servers_adapter() -> TypeAdapter[dict[str, McpServerConfig]]:
+    return TypeAdapter(dict[str, McpServerConfig])
+
+
+def validate_servers(value: Any) -> dict[str, McpServerConfig]:
+    """The ``[mcp_servers]`` tables of the settings, each checked as a server."""
+    return _servers_adapter().validate_python(value)
 
 
 def server_env(config: McpServerConfig, environ: Mapping[str, str] | None = None) -> dict[str, str]:

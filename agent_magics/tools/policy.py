@@ -11,9 +11,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from agent_magics.mcp.config import ApprovalMode
 from agent_magics.tools.approval import (
     ApprovalPolicy,
     ApprovalRequirement,
@@ -24,6 +23,9 @@ from agent_magics.tools.approval import (
     Skip,
 )
 from agent_magics.tools.safety import all_known_safe, exec_policy_commands, is_dangerous_command
+
+if TYPE_CHECKING:
+    from agent_magics.mcp.config import ApprovalMode
 
 
 def exec_approval_requirement(
