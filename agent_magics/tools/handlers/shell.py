@@ -35,7 +35,6 @@ from agent_magics.tools.exec.shell_exec import (
     spawn_error_text,
 )
 from agent_magics.tools.exec.snapshot import snapshot_command
-from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import (
     ToolSpec,
@@ -81,6 +80,9 @@ async def run_shell_call(
     cwd: Path = inv.resolve(args.workdir) if args.workdir else turn.cwd
     found = find_apply_patch(argv, cwd)
     if found is not None:
+        # The appliers load with the first patch found in a command, not with every turn.
+        from agent_magics.tools.handlers.apply_patch import run_apply_patch
+
         return await run_apply_patch(inv, found.patch, found.cwd)
     manager = manager_for(inv.services)
     env = command_env(turn.thread_id)

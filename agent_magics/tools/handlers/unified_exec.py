@@ -43,7 +43,6 @@ from agent_magics.tools.exec.intercept import PatchCall, find_apply_patch
 from agent_magics.tools.exec.manager import ExecResult, StdinClosed, UnknownSession
 from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.exec.snapshot import snapshot_command
-from agent_magics.tools.handlers.apply_patch import run_apply_patch
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import ToolSpec
 from agent_magics.tools.specs.command import (
@@ -132,6 +131,9 @@ class ExecCommandHandler:
         return await self._exec(inv, args, argv, cwd, permissions)
 
     async def _apply_patch(self, inv: ToolInvocation, call: PatchCall) -> ToolOutput:
+        # The appliers load with the first patch found in a command, not with every turn.
+        from agent_magics.tools.handlers.apply_patch import run_apply_patch
+
         started = time.monotonic()
         result = await run_apply_patch(inv, call.patch, call.cwd)
         inner = reserialize_shell_output(result.text)
