@@ -164,7 +164,6 @@ async def _start_exec(
     from agent_magics.session import Session
     from agent_magics.store.paths import sessions_folder
     from agent_magics.store.recorder import record_session
-    from agent_magics.store.resume import continue_in, load_resume
 
     options: dict[str, Any] = {
         "base_url": args.base_url,
@@ -183,6 +182,8 @@ async def _start_exec(
     if args.resume:
         if folder is None:
             raise UserError("Sessions are not saved here (sessions_dir), so none can resume.")
+        from agent_magics.store.resume import load_resume  # only when resuming
+
         resume = load_resume(folder, args.resume)
         for note in resume.notes:
             print(f"agent-magics: {note}", file=sys.stderr)
@@ -192,6 +193,8 @@ async def _start_exec(
     console = TerminalConsole(interactive=interactive)
     session = Session(config, approver=console.approve)
     if resume is not None:
+        from agent_magics.store.resume import continue_in
+
         continue_in(session, resume)
     recorder = record_session(session, folder, turns=resume.turns if resume else 0)
     if recorder is not None:
