@@ -50,27 +50,37 @@ class McpServerFailed:
 
 @dataclass(frozen=True)
 class TurnStarted:
+    """A turn began with this prompt."""
+
     prompt: str
 
 
 @dataclass(frozen=True)
 class TextDelta:
+    """A piece of the assistant message being streamed (``item_id`` names the message)."""
+
     item_id: str
     delta: str
 
 
 @dataclass(frozen=True)
 class AssistantMessage:
+    """The model finished an assistant message."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningSummary:
+    """The model finished a summary of its reasoning."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ToolCallProposed:
+    """The model asked for a tool call; ``arguments`` as it sent them."""
+
     call_id: str
     tool_name: str
     arguments: str
@@ -82,11 +92,15 @@ class ToolCallProposed:
 
 @dataclass(frozen=True)
 class ApprovalRequested:
+    """A tool call waits for a person's decision."""
+
     request: ApprovalRequest
 
 
 @dataclass(frozen=True)
 class ApprovalDecided:
+    """A person (or, when ``cached``, an earlier "for the session") decided a call."""
+
     call_id: str
     decision: ReviewDecision
     cached: bool = False
@@ -94,18 +108,24 @@ class ApprovalDecided:
 
 @dataclass(frozen=True)
 class ToolCallStarted:
+    """A tool call began to run."""
+
     call_id: str
     tool_name: str
 
 
 @dataclass(frozen=True)
 class ToolOutputDelta:
+    """A piece of a running call's output, as it arrived."""
+
     call_id: str
     chunk: str
 
 
 @dataclass(frozen=True)
 class ToolCallFinished:
+    """A tool call ended; ``output`` is what the model gets back."""
+
     call_id: str
     tool_name: str
     output: Any
@@ -117,12 +137,16 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class PlanStep:
+    """One step of the plan and its status."""
+
     step: str
     status: str
 
 
 @dataclass(frozen=True)
 class PlanUpdated:
+    """The model set its plan (update_plan)."""
+
     call_id: str
     explanation: str | None
     plan: Sequence[PlanStep]
@@ -130,6 +154,8 @@ class PlanUpdated:
 
 @dataclass(frozen=True)
 class ImageViewed:
+    """The model looked at an image (view_image); ``data_url`` is what it was sent."""
+
     call_id: str
     path: str
     data_url: str | None
@@ -137,6 +163,8 @@ class ImageViewed:
 
 @dataclass(frozen=True)
 class RetryScheduled:
+    """A request failed and is sent again after ``delay_s`` seconds."""
+
     attempt: int
     delay_s: float
     reason: str
@@ -144,6 +172,8 @@ class RetryScheduled:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens a request (or, added up, a turn or session) used."""
+
     input_tokens: int = 0
     cached_input_tokens: int = 0
     output_tokens: int = 0
@@ -181,18 +211,24 @@ class TurnDiff:
 
 @dataclass(frozen=True)
 class TurnFinished:
+    """The turn ended with the model's final answer."""
+
     final_text: str
     usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True)
 class TurnFailed:
+    """The turn stopped on an error, said in ``message``."""
+
     message: str
     usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True)
 class TurnAbortedEvent:
+    """The turn stopped before its end: ``reason`` is ``interrupted`` or why it was aborted."""
+
     reason: str
 
 
