@@ -78,8 +78,9 @@ def test_a_loop_gets_its_own_client(tmp_path: Path) -> None:
     assert first is not second and first.is_closed and second.is_closed
 
 
-def test_a_turn_over_http_loads_no_certificates(tmp_path: Path) -> None:
-    """In a fresh process, a whole turn against an http:// server loads no CA bundle."""
+def test_a_turn_over_http_loads_no_certificates_and_no_httpx(tmp_path: Path) -> None:
+    """In a fresh process, a whole turn against an http:// server loads no CA bundle, and
+    neither httpx nor anyio (h11 over asyncio speaks plain HTTP)."""
     code = (
         "import asyncio, ssl, sys\n"
         "loads = []\n"
@@ -101,7 +102,40 @@ def test_a_turn_over_http_loads_no_certificates(tmp_path: Path) -> None:
         "    await s.aclose()\n"
         "with ScriptedResponsesServer([[message('fine')]]) as server:\n"
         "    asyncio.run(main(server.base_url))\n"
-        "print(len(loads))\n"
+        "print(len(loads), *(m in sys.modules for m in ('httpx', 'httpcore', 'anyio')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["fine", "0"]
+    assert out.stdout.split() == ["fine", "0", "False", "False", "False"]
+
+
+def test_https_and_proxied_servers_get_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def kinds() -> list[str]:
+        plain = await shared_client("http://127.0.0.1:9/v1", 300.0)
+        tls = await shared_client("https://127.0.0.1:9/v1", 300.0)
+        monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+        proxied = await shared_client("http://127.0.0.2:9/v1", 300.0)
+        return [type(c).__name__ for c in (plain, tls, proxied)]
+
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    assert asyncio.run(kinds()) == ["PlainClient", "HttpxClient", "HttpxClient"]
+
+
+def test_a_turn_goes_through_the_http_proxy_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model server's name does not resolve: only the proxy from HTTP_PROXY, the
+    scripted server, can answer (it gets the request in absolute form)."""
+    with ScriptedResponsesServer([[message("via the proxy")]]) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url.rsplit("/", 1)[0])
+        session = _session(tmp_path, "http://model.invalid/v1")
+
+        async def turn() -> str:
+            try:
+                return (await session.run_turn("hi")).final_text
+            finally:
+                await session.aclose()
+
+        assert asyncio.run(turn()) == "via the proxy"
+        assert len(proxy.requests) == 1

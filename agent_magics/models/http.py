@@ -16,8 +16,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
-import httpx
-
 from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.models.base import (
     ItemAdded,
@@ -32,6 +30,7 @@ from agent_magics.models.pool import shared_client
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
 from agent_magics.models.stream import Decoder, StreamReader
+from agent_magics.models.wire import ReadTimeout, Response, TransportError
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 DRAIN_S = 0.1  # how long the end of a body is awaited after [DONE] (as the openai package)
@@ -46,9 +45,8 @@ class Recorder(Protocol):
 
 
 class SseClient:
-    """Posts through the ``httpx.AsyncClient`` it was given, or else through the process's
-    shared client for the server (:mod:`agent_magics.models.pool`); subclasses say where
-    to POST and how to read."""
+    """Posts through the process's shared client for the server
+    (:mod:`agent_magics.models.pool`); subclasses say where to POST and how to read."""
 
     endpoint: ClassVar[str] = ""
     provider: ClassVar[str] = ""
@@ -60,7 +58,6 @@ class SseClient:
         *,
         request_max_retries: int = 4,
         stream_idle_timeout_s: float = 300.0,
-        http: httpx.AsyncClient | None = None,
         on_retry: RetryHook | None = None,
         recorder: Recorder | None = None,
     ) -> None:
@@ -69,7 +66,6 @@ class SseClient:
         self.redact = Scrubber(api_key)
         self.request_max_retries = request_max_retries
         self.stream_idle_timeout_s = stream_idle_timeout_s
-        self._given_http = http  # closed by aclose; the shared client is not
         self.on_retry = on_retry
         self.recorder = recorder
 
@@ -84,13 +80,7 @@ class SseClient:
     # -- shared ------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        if self._given_http is not None:
-            await self._given_http.aclose()
-
-    async def _http(self) -> httpx.AsyncClient:
-        if self._given_http is not None:
-            return self._given_http
-        return await shared_client(self.base_url, self.stream_idle_timeout_s)
+        """Nothing to close: the shared client outlives a session (the loop closes it)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -102,7 +92,7 @@ class SseClient:
         url = f"{self.base_url}/{self.endpoint}"
         body = self.body(request)
         payload = json.dumps(body).encode()
-        http = await self._http()
+        http = await shared_client(self.base_url, self.stream_idle_timeout_s)
         attempt = 0
         while True:
             attempt += 1
@@ -123,24 +113,24 @@ class SseClient:
                     if self.recorder is not None and tape is not None:
                         self.recorder.add(body, tape)
                     return
-            except httpx.TransportError as exc:
-                if isinstance(exc, httpx.ReadTimeout):
+            except TransportError as exc:
+                if isinstance(exc, ReadTimeout):
                     raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
                 if attempt > self.request_max_retries:
                     raise ConnectionFailed(
                         self.redact(
                             f"Could not reach the model server at {self.base_url} "
-                            f"({type(exc).__name__}); check --base-url and that the server runs."
+                            f"({exc.kind}); check --base-url and that the server runs."
                         )
                     ) from None
-                await self._sleep(attempt, backoff(attempt), type(exc).__name__)
+                await self._sleep(attempt, backoff(attempt), exc.kind)
 
     async def _sleep(self, attempt: int, delay: float, reason: str) -> None:
         if self.on_retry:
             self.on_retry(attempt, delay, reason)
         await asyncio.sleep(delay)
 
-    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
+    def _retry_delay(self, response: Response, attempt: int) -> float | None:
         status = response.status_code
         if attempt > self.request_max_retries:
             return None
@@ -151,9 +141,7 @@ class SseClient:
             return hinted if hinted <= MAX_SERVER_DELAY_S else None
         return backoff(attempt)
 
-    def _status_error(
-        self, response: httpx.Response, request: ModelRequest, detail: str
-    ) -> Exception:
+    def _status_error(self, response: Response, request: ModelRequest, detail: str) -> Exception:
         status = response.status_code
         if status == 401:
             text = (
@@ -178,7 +166,7 @@ class SseClient:
         return ModelError(self.redact(text))
 
     async def _decode(
-        self, response: httpx.Response, decoder: Decoder, tape: list[Any] | None
+        self, response: Response, decoder: Decoder, tape: list[Any] | None
     ) -> AsyncIterator[ModelEvent]:
         """Events of one stream, read by :class:`StreamReader`. The idle timer, as in
         Codex, runs from the moment we wait for the next event."""
@@ -192,9 +180,9 @@ class SseClient:
                     chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 break
-            except (TimeoutError, httpx.ReadTimeout):
+            except (TimeoutError, ReadTimeout):
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
-            except httpx.TransportError:
+            except TransportError:
                 raise StreamFailed(
                     "stream disconnected before completion", retryable=True
                 ) from None
@@ -248,11 +236,11 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
                 received += len(chunk)
                 if received > DRAIN_MAX_BYTES:
                     return
-    except (TimeoutError, httpx.TransportError):
+    except (TimeoutError, TransportError):
         return
 
 
-async def _head(response: httpx.Response) -> bytes:
+async def _head(response: Response) -> bytes:
     """The first :data:`MAX_ERROR_BODY_BYTES` of an error body; the rest is not read
     (the connection is closed instead of drained)."""
     parts: list[bytes] = []

@@ -1,12 +1,14 @@
 """HTTP clients shared by every session of a process, one per event loop and server.
 
-Building an ``httpx.AsyncClient`` the default way builds an SSL context and loads
-certifi's CA bundle (about 20-40 ms), each time, even for ``http://127.0.0.1``. Here a
-client is built lazily, at the first request on a loop, and kept for the later sessions
-that talk to the same server on that loop: for an ``http://`` server with a TLS context
-that loads no CA bundle (no TLS is spoken; a TLS connection it were asked for anyway
-would fail verification rather than pass unchecked), for ``https://`` with one verified
-context built once per process.
+A client is built lazily, at the first request on a loop, and kept for the later
+sessions that talk to the same server on that loop. A plain ``http://`` server with no
+proxy in between gets :class:`~agent_magics.models.wire.PlainClient` (h11 over asyncio:
+no httpx to import, no TLS). Every other gets an ``httpx.AsyncClient``
+(:mod:`agent_magics.models.httpx_client`), which honours the proxy variables: for
+``https://`` with one verified TLS context built once per process (building one loads
+certifi's CA bundle, 20-40 ms), for ``http://`` through an ``http://`` proxy with a
+context that loads no CA bundle (no TLS is spoken; a TLS connection it were asked for
+anyway would fail verification rather than pass unchecked).
 
 A client belongs to the loop it was built on, and connections stay in its pool: the
 clients of a loop are closed when the loop shuts down (``asyncio.run`` and
@@ -21,8 +23,9 @@ import os
 import ssl
 import weakref
 from collections.abc import AsyncIterator
+from urllib.parse import SplitResult, urlsplit
 
-import httpx
+from agent_magics.models.wire import HttpClient, PlainClient
 
 CONNECT_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 30.0
@@ -34,7 +37,7 @@ _Key = tuple[str, float]  # scheme://host:port, idle timeout (the key travels pe
 
 class _LoopClients:
     def __init__(self) -> None:
-        self.clients: dict[_Key, httpx.AsyncClient] = {}
+        self.clients: dict[_Key, HttpClient] = {}
         self.closer: AsyncIterator[None] | None = None
 
 
@@ -44,8 +47,19 @@ _BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
 _verified_context: ssl.SSLContext | None = None
 
 
-def _origin(url: httpx.URL) -> str:
-    return f"{url.scheme}://{url.host}:{url.port or ''}"
+def _origin(url: SplitResult) -> str:
+    return f"{url.scheme}://{url.netloc}".lower()
+
+
+def _proxied(base_url: str) -> bool:
+    """Whether a proxy variable could apply to ``base_url`` (httpx then decides, with
+    ``NO_PROXY``, as it always did)."""
+    names = (
+        ("https_proxy", "all_proxy")
+        if base_url.lower().startswith("https:")
+        else ("http_proxy", "all_proxy")
+    )
+    return any(v and k.lower() in names for k, v in os.environ.items())
 
 
 def tls_context(base_url: str) -> ssl.SSLContext:
@@ -59,7 +73,9 @@ def tls_context(base_url: str) -> ssl.SSLContext:
     ):
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames; trusts no CA
     if _verified_context is None:
-        _verified_context = httpx.create_ssl_context()
+        from agent_magics.models.httpx_client import verified_context
+
+        _verified_context = verified_context()
     return _verified_context
 
 
@@ -74,7 +90,7 @@ async def _close_at_shutdown(entry: _LoopClients) -> AsyncIterator[None]:
             await client.aclose()
 
 
-async def shared_client(base_url: str, idle_timeout_s: float) -> httpx.AsyncClient:
+async def shared_client(base_url: str, idle_timeout_s: float) -> HttpClient:
     """The running loop's client for ``base_url`` (its origin) and this idle timeout."""
     loop = asyncio.get_running_loop()
     entry = _BY_LOOP.get(loop)
@@ -83,15 +99,25 @@ async def shared_client(base_url: str, idle_timeout_s: float) -> httpx.AsyncClie
     if entry.closer is None:
         entry.closer = _close_at_shutdown(entry)
         await entry.closer.__anext__()  # now the loop finalizes it at shutdown
-    key = (_origin(httpx.URL(base_url)), idle_timeout_s)
+    url = urlsplit(base_url)
+    key = (_origin(url), idle_timeout_s)
     client = entry.clients.get(key)
     if client is None or client.is_closed:
-        timeout = httpx.Timeout(
-            connect=CONNECT_TIMEOUT_S,
-            read=idle_timeout_s,
-            write=WRITE_TIMEOUT_S,
-            pool=POOL_TIMEOUT_S,
-        )
-        client = httpx.AsyncClient(timeout=timeout, verify=tls_context(base_url))
-        entry.clients[key] = client
+        client = entry.clients[key] = _client(base_url, url, idle_timeout_s)
     return client
+
+
+def _client(base_url: str, url: SplitResult, idle_timeout_s: float) -> HttpClient:
+    if url.scheme.lower() == "http" and "@" not in url.netloc and not _proxied(base_url):
+        return PlainClient(
+            url, connect_s=CONNECT_TIMEOUT_S, read_s=idle_timeout_s, write_s=WRITE_TIMEOUT_S
+        )
+    from agent_magics.models.httpx_client import HttpxClient
+
+    return HttpxClient(
+        connect_s=CONNECT_TIMEOUT_S,
+        read_s=idle_timeout_s,
+        write_s=WRITE_TIMEOUT_S,
+        pool_s=POOL_TIMEOUT_S,
+        tls=tls_context(base_url),
+    )

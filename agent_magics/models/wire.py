@@ -1,0 +1,244 @@
+"""HTTP/1.1 over asyncio streams, for model servers spoken to in plain ``http://``.
+
+A local model server, the scripted demo server and every loopback test server speak
+plain HTTP on the same machine. For them, importing httpx and building its anyio
+backend at the first request took some 75 ms of a one-turn ``agent-magics exec``: more
+than the request itself. This client frames a POST and reads the answer with h11 (the
+HTTP/1.1 state machine httpx's own transport is built on) over an asyncio stream, and
+keeps the connection for the next request. ``https://`` servers, and any server reached
+through a proxy, go through httpx instead (:mod:`agent_magics.models.pool`), which wraps
+its client in the same small interface.
+
+A failure is a :class:`TransportError` whose ``kind`` is httpx's name for it
+(``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``...), so a sentence naming
+it reads the same whichever client sent the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, TypeVar
+from urllib.parse import SplitResult
+
+import h11
+
+READ_BYTES = 1 << 16  # the most one network read takes
+MAX_HEAD_BYTES = 1 << 16  # of a response's status line and headers
+USER_AGENT = "agent-magics"
+T = TypeVar("T")
+
+
+class TransportError(Exception):
+    """The request could not be sent, or its answer not read, whatever the server said.
+    ``kind`` names the failure as httpx does: ``ConnectError``, ``RemoteProtocolError``..."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+
+
+class ReadTimeout(TransportError):
+    """No byte arrived within the read timeout."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("ReadTimeout", detail)
+
+
+class Response(Protocol):
+    """What a model client reads of an answer: its status, headers (names in lower
+    case) and body, read once."""
+
+    status_code: int
+    reason_phrase: str
+    headers: dict[str, str]
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+class HttpClient(Protocol):
+    """A client that posts to one server and keeps connections to it."""
+
+    @property
+    def is_closed(self) -> bool: ...
+
+    def stream(
+        self, method: str, url: str, *, content: bytes, headers: dict[str, str]
+    ) -> AbstractAsyncContextManager[Response]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _Connection:
+    __slots__ = ("h11", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+
+    def reusable(self) -> bool:
+        """Still open at both ends: a server that closed an idle connection has its end
+        of file read by the loop, so the connection is dropped before it is used."""
+        return not (self.writer.is_closing() or self.reader.at_eof() or self.reader.exception())
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class PlainResponse:
+    """An answer being read from its connection."""
+
+    __slots__ = ("_client", "_conn", "complete", "headers", "reason_phrase", "status_code")
+
+    def __init__(self, client: PlainClient, conn: _Connection, head: h11.Response) -> None:
+        self._client, self._conn = client, conn
+        self.status_code = head.status_code
+        self.reason_phrase = head.reason.decode("latin-1")
+        headers: dict[str, str] = {}
+        for name, value in head.headers:
+            key, text = name.decode("latin-1"), value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        self.headers = headers
+        self.complete = False  # the body's end was read
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        while not self.complete:
+            event = await self._client.next_event(self._conn)
+            if isinstance(event, h11.Data):
+                if event.data:
+                    yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                self.complete = True
+            else:
+                raise TransportError(
+                    "RemoteProtocolError", "the server closed the connection mid-answer"
+                )
+
+
+class PlainClient:
+    """Posts to one ``http://`` server; a connection whose answer was read to its end
+    goes back for the next request, any other is closed."""
+
+    def __init__(
+        self, origin: SplitResult, *, connect_s: float, read_s: float, write_s: float
+    ) -> None:
+        self._host, self._port = origin.hostname or "", origin.port or 80
+        self._host_header = origin.netloc
+        self._connect_s, self._read_s, self._write_s = connect_s, read_s, write_s
+        self._idle: list[_Connection] = []
+        self._closed = False
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, method: str, url: str, *, content: bytes, headers: dict[str, str]
+    ) -> AsyncIterator[PlainResponse]:
+        if self._closed:
+            raise TransportError("ClosedClient", "the HTTP client is closed")
+        conn = await self._connection()
+        response: PlainResponse | None = None
+        try:
+            response = await self._send(conn, method, _target(url), content, headers)
+            yield response
+        finally:
+            if response is not None and response.complete and self._reuse(conn):
+                self._idle.append(conn)
+            else:
+                conn.close()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+        for conn in idle:
+            with contextlib.suppress(OSError):
+                await conn.writer.wait_closed()
+
+    async def next_event(self, conn: _Connection) -> object:
+        """The connection's next HTTP event, reading the network as it needs."""
+        while True:
+            try:
+                event = conn.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise TransportError("RemoteProtocolError", str(exc)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            data = await self._timed(
+                conn.reader.read(READ_BYTES), self._read_s, "ReadTimeout", "ReadError"
+            )
+            conn.h11.receive_data(data)  # b"" is the end of the connection
+
+    async def _connection(self) -> _Connection:
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.reusable():
+                return conn
+            conn.close()
+        reader, writer = await self._timed(
+            asyncio.open_connection(self._host, self._port, limit=READ_BYTES),
+            self._connect_s,
+            "ConnectTimeout",
+            "ConnectError",
+        )
+        return _Connection(reader, writer)
+
+    async def _send(
+        self, conn: _Connection, method: str, target: str, content: bytes, headers: dict[str, str]
+    ) -> PlainResponse:
+        fields = [
+            ("host", self._host_header),
+            ("user-agent", USER_AGENT),
+            ("content-length", str(len(content))),
+            *headers.items(),
+        ]
+        try:
+            wire = conn.h11.send(h11.Request(method=method, target=target, headers=fields))
+            wire = (wire or b"") + (conn.h11.send(h11.Data(data=content)) or b"")
+            wire += conn.h11.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError:  # its text may quote a header: the key's, say
+            raise TransportError("LocalProtocolError", "the request is not valid HTTP") from None
+        conn.writer.write(wire)
+        await self._timed(conn.writer.drain(), self._write_s, "WriteTimeout", "WriteError")
+        while True:
+            event = await self.next_event(conn)
+            if isinstance(event, h11.Response):
+                return PlainResponse(self, conn, event)
+            if not isinstance(event, h11.InformationalResponse):
+                raise TransportError(
+                    "RemoteProtocolError", "the server disconnected without sending a response"
+                )
+
+    def _reuse(self, conn: _Connection) -> bool:
+        if self._closed or conn.h11.our_state is not h11.DONE:
+            return False
+        if conn.h11.their_state is not h11.DONE:
+            return False
+        conn.h11.start_next_cycle()
+        return conn.reusable()
+
+    @staticmethod
+    async def _timed(work: Awaitable[T], seconds: float, late: str, broken: str) -> T:
+        """``work``, its failures named ``late`` (no progress in ``seconds``) or ``broken``."""
+        try:
+            async with asyncio.timeout(seconds):
+                return await work
+        except TimeoutError:
+            detail = f"no progress in {seconds:g} s"
+            raise (
+                ReadTimeout(detail) if late == "ReadTimeout" else TransportError(late, detail)
+            ) from None
+        except OSError as exc:
+            raise TransportError(broken, str(exc) or type(exc).__name__) from None
+
+
+def _target(url: str) -> str:
+    """The request target of an absolute ``http://`` URL: its path and query."""
+    rest = url.split("://", 1)[-1]
+    slash = rest.find("/")
+    return rest[slash:] if slash >= 0 else "/"
