@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent_magics.config import SessionConfig
 from agent_magics.models.pool import shared_client, tls_context
+from agent_magics.models.wire import HttpClient
 from agent_magics.session import Session
 from agent_magics.testing import ScriptedResponsesServer, message
 
@@ -51,7 +51,7 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
     """A session closing leaves the shared client to the next session; the loop's
     shutdown closes it."""
     script = [[message("one")], [message("two")]]
-    seen: list[httpx.AsyncClient] = []
+    seen: list[HttpClient] = []
 
     async def two_sessions(base_url: str) -> None:
         for expected in ("one", "two"):
@@ -71,7 +71,7 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
 
 
 def test_a_loop_gets_its_own_client(tmp_path: Path) -> None:
-    async def client() -> httpx.AsyncClient:
+    async def client() -> HttpClient:
         return await shared_client("http://127.0.0.1:9/v1", 300.0)
 
     first, second = asyncio.run(client()), asyncio.run(client())
