@@ -72,3 +72,20 @@ def test_a_failed_turn_shows_tokens_only_when_some_were_used(
     text = transcript_markdown(t)
     assert text.startswith("**The server is down.**")
     assert (line in text) if line else ("Tokens" not in text)
+
+
+def test_status_says_there_is_no_model_and_names_the_one_there_is(
+    ip: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ip.run_cell("%agent status")
+    assert f"model:           none. {NO_MODEL}\n" in capsys.readouterr().out
+    ip.run_cell("%config AgentMagics.provider = 'replay'")
+    ip.run_cell("%agent status")
+    assert "(replay of the demo recording shipped with the package, offline)" in (
+        capsys.readouterr().out
+    )
+    ip.run_cell("%config AgentMagics.provider = None")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-status-test-1234567890")
+    ip.run_cell("%agent status")
+    out = capsys.readouterr().out
+    assert "(responses at https://api.openai.com/v1)" in out and "sk-status" not in out

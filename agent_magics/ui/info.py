@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from agent_magics.config import SessionConfig
+from agent_magics.errors import ConfigError
 from agent_magics.events import Usage
+from agent_magics.providers import resolve_provider
 from agent_magics.ui.render import one_line
 
 
@@ -13,7 +15,7 @@ def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> st
     """What ``%agent status`` prints."""
     return "\n".join(
         [
-            f"model:           {config.model} ({config.provider} at {config.base_url})",
+            f"model:           {model_text(config)}",
             f"approval policy: {config.approval_policy.value}",
             f"sandbox:         {config.sandbox_mode.value}",
             f"cwd:             {config.cwd}",
@@ -23,6 +25,18 @@ def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> st
             f"mode:            {mode}",
         ]
     )
+
+
+def model_text(config: SessionConfig) -> str:
+    """The model a turn would talk to and how, or the sentence saying there is none."""
+    try:
+        provider = resolve_provider(config)
+    except ConfigError as exc:
+        return f"none. {exc}"
+    if provider == "replay":
+        where = config.replay_path or "the demo recording shipped with the package"
+        return f"{config.model} (replay of {where}, offline)"
+    return f"{config.model} ({provider} at {config.base_url})"
 
 
 def tools_text(specs: list[dict[str, Any]]) -> str:
