@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from agent_magics.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from .apply import StandaloneResult, apply_hunks_to_disk, apply_patch_to_disk, format_summary
@@ -59,17 +60,7 @@ _WHERE = {
 }
 """Each submodule and the public names it holds: a name's module is imported when the
 name is first asked for, so spotting a patch (the parser) does not load the appliers."""
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its submodule the first time it is asked for."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
 def __dir__() -> list[str]:

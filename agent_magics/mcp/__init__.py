@@ -8,28 +8,17 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from agent_magics.lazy_names import lazy_names
 
 # Importing this package must stay cheap: the SDK (~0.65 s), and even the settings model
 # of a server, are needed only once a server is configured. The names below are loaded
 # on first use.
-_EXPORTS = {
-    "McpError": "manager",
-    "McpManager": "manager",
-    "McpServerConfig": "config",
-    "McpTool": "manager",
-    "ServerStatus": "manager",
-    "call_error_output": "results",
-    "call_result_output": "results",
-    "qualify_tools": "names",
+_WHERE = {
+    "config": ["McpServerConfig"],
+    "manager": ["McpError", "McpManager", "McpTool", "ServerStatus"],
+    "names": ["qualify_tools"],
+    "results": ["call_error_output", "call_result_output"],
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{module}"), name)
+__all__ = sorted(name for names in _WHERE.values() for name in names)
+__getattr__ = lazy_names(__name__, globals(), _WHERE)

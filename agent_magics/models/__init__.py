@@ -8,9 +8,9 @@ code.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from agent_magics.lazy_names import lazy_names
 from agent_magics.models.base import ModelClient, ModelRequest, StreamFailed
 
 if TYPE_CHECKING:
@@ -18,22 +18,11 @@ if TYPE_CHECKING:
     from agent_magics.models.replay import ReplayClient
     from agent_magics.models.responses import ResponsesClient
 
-_CLIENTS = {
-    "ChatClient": "agent_magics.models.chat",
-    "ReplayClient": "agent_magics.models.replay",
-    "ResponsesClient": "agent_magics.models.responses",
-}
-
-
-def __getattr__(name: str) -> object:
-    """A client class, imported from its module the first time it is asked for."""
-    module = _CLIENTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_names(
+    __name__,
+    globals(),
+    {"chat": ["ChatClient"], "replay": ["ReplayClient"], "responses": ["ResponsesClient"]},
+)
 
 __all__ = [
     "ChatClient",
