@@ -85,9 +85,12 @@ class Run:
     workspace: dict[str, Any] = field(default_factory=dict)
 
 
-def run_once(case: dict[str, Any], codex: str | None, pycache: Path) -> Run:
+def run_once(
+    case: dict[str, Any], codex: str | None, pycache: Path, *, gnu_time: str | None = None
+) -> Run:
     """One process run of ``case``: Codex's when ``codex`` is a path, else ours (with its
-    bytecode cached under ``pycache``, as an installed package has it)."""
+    bytecode cached under ``pycache``, as an installed package has it). With ``gnu_time``
+    the run goes through GNU time, whose report gives the peak RSS (see :func:`measure`)."""
     cfg = dict(harness.DEFAULT_CONFIG, disable_features=[])
     root = Path(tempfile.mkdtemp(prefix="codex-bench-")).resolve()
     ws, home, codex_home = root / "ws", root / "home", root / "codex_home"
@@ -108,6 +111,8 @@ def run_once(case: dict[str, Any], codex: str | None, pycache: Path) -> Run:
         try:
             prompt = "Run the scripted tool calls."
             argv, env = _command(codex, server.base_url, cfg, prompt, root)
+            if gnu_time:
+                argv = [gnu_time, "-f", "%M", "-o", str(root / "peak_kb"), *argv]
             if codex is None:
                 env.pop("PYTHONDONTWRITEBYTECODE", None)
                 env["PYTHONPYCACHEPREFIX"] = str(pycache)
@@ -125,6 +130,8 @@ def run_once(case: dict[str, Any], codex: str | None, pycache: Path) -> Run:
                 )
                 status, rss_kb = _wait(proc)
                 seconds = time.perf_counter() - started
+            if gnu_time and status == 0:
+                rss_kb = int((root / "peak_kb").read_text().split()[-1])
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)  # what the run left behind
         finally:
@@ -145,7 +152,9 @@ def run_once(case: dict[str, Any], codex: str | None, pycache: Path) -> Run:
                 cid: normalize.normalize_output(o["output"])[0]
                 for cid, o in collected["outputs"].items()
             },
-            harness.snapshot_tree(str(ws), ("home", "codex_home", "catalog.json", "stderr"))
+            harness.snapshot_tree(
+                str(ws), ("home", "codex_home", "catalog.json", "stderr", "peak_kb")
+            )
             if case.get("files")
             else {},
         )
@@ -202,8 +211,14 @@ def _spread(values: list[float]) -> str:
 def measure(
     name: str, case: dict[str, Any], codex: str, runs: int, pycache: Path
 ) -> dict[str, Any]:
-    """One row: ``runs`` alternating runs of each side after a compared warm-up."""
-    ours, theirs = run_once(case, None, pycache), run_once(case, codex, pycache)
+    """One row: ``runs`` alternating runs of each side after a compared warm-up.
+
+    The peak RSS comes from the warm-up runs, made through GNU time when it is installed:
+    a child that this process starts (by vfork and exec) begins with this process's own
+    peak as its peak, while GNU time's child begins with that of a small program."""
+    gnu_time = shutil.which("time")
+    ours = run_once(case, None, pycache, gnu_time=gnu_time)
+    theirs = run_once(case, codex, pycache, gnu_time=gnu_time)
     differ = sorted(c for c in theirs.outputs if ours.outputs.get(c) != theirs.outputs[c])
     if ours.workspace != theirs.workspace:
         raise RuntimeError(f"{name}: the workspace afterwards differs from Codex's")
@@ -216,15 +231,15 @@ def measure(
     b = [r.seconds for r in codex_runs]
     first_a = statistics.median(r.to_first_request for r in mine)
     first_b = statistics.median(r.to_first_request for r in codex_runs)
-    rss_a = max(r.peak_rss_kb for r in mine) >> 10
-    rss_b = max(r.peak_rss_kb for r in codex_runs) >> 10
-    # Linux carries the parent's peak into a forked child's: below the bench process's
-    # own peak the children's peaks cannot be told apart.
+    rss_a, rss_b = ours.peak_rss_kb >> 10, theirs.peak_rss_kb >> 10
+    if not gnu_time:  # each peak is at least the bench process's own
+        rss_a = max(rss_a, *(r.peak_rss_kb >> 10 for r in mine))
+        rss_b = max(rss_b, *(r.peak_rss_kb >> 10 for r in codex_runs))
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
     rss = (
         f"peak RSS ours {rss_a} MiB, Codex {rss_b} MiB"
-        if min(rss_a, rss_b) > own
-        else f"peak RSS hidden by the bench process's own ({own} MiB): run --only codex_turns"
+        if gnu_time or min(rss_a, rss_b) > own
+        else f"peak RSS hidden by the bench process's own ({own} MiB): install GNU time"
     )
     same = "tool outputs equal" if not differ else f"outputs differ from Codex's: {differ[:5]}"
     calls = sum(len(turn) for turn in case["turns"])
