@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
-import httpx
-
 from agent_magics.tools.notebook_doc import SESSION_ENV, LiveUnavailable
 
 if TYPE_CHECKING:
+    import httpx
+
     from agent_magics.kernel.notebook_room import RoomDocument
 
 SERVER_URL_ENV = "AGENT_MAGICS_JUPYTER_URL"
@@ -178,6 +178,8 @@ class KernelLiveNotebook:
         me = self.kernel or kernel_id()
         if server is None or not server.root_dir or not me:
             return None
+        import httpx  # only once a notebook tool asks: a turn without one never loads it
+
         headers = _auth_headers(server.token)
         try:
             async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
@@ -200,6 +202,8 @@ class KernelLiveNotebook:
                 "no Jupyter server running this kernel was found (if one does, set "
                 f"{SERVER_URL_ENV} to its URL with ?token=)"
             )
+        import httpx
+
         headers = _auth_headers(server.token)
         async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
             try:
