@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import nbformat
+import psutil
 import pytest
 
 from agent_magics.errors import RespondToModel
@@ -308,6 +309,26 @@ async def test_a_cell_goes_into_the_open_notebook_beside_the_persons_unsaved_edi
                           {"path": "a.ipynb"}, recorder)  # fmt: skip
     assert ok and "3 cells, nbformat 4.5, language unknown (read from the editor's document" in read
     assert "Typed, not saved." in read
+
+
+@pytest.mark.slow
+async def test_leaving_the_room_closes_its_connection(server: Server) -> None:
+    """Leaving waits for the server's answer to the close, so the websocket's socket is
+    closed when ``close`` returns (a loop that ended first used to leave it open)."""
+    write_notebook(server.notebooks / "a.ipynb")
+
+    def connections() -> int:  # sockets of this process still open to the server
+        return sum(
+            1
+            for c in psutil.Process().net_connections("tcp")
+            if c.raddr and c.raddr.port == server.port
+        )
+
+    before = connections()
+    doc = await kernel_side(server).open()
+    assert connections() == before + 1
+    await doc.close()
+    assert connections() == before
 
 
 @pytest.mark.slow

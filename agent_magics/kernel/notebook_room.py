@@ -39,6 +39,8 @@ from agent_magics.tools.notebook_doc import LiveUnavailable, parse
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest websocket message taken from the server (a notebook with big outputs)."""
+CLOSE_WAIT_S = 2.0
+"""How long leaving a room waits for the server to answer the close."""
 
 
 class RoomError(Exception):
@@ -137,7 +139,11 @@ class NotebookRoom:
         await self.flush(timeout_s)
 
     async def close(self) -> None:
+        """Leave the room. The server's answer to the close is awaited (for at most
+        :data:`CLOSE_WAIT_S`): only then does the websocket close its socket, and a loop
+        that ends first would leave the socket open."""
         self._conn.close()
+        await asyncio.wait([self._reader], timeout=CLOSE_WAIT_S)
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
