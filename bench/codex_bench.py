@@ -188,6 +188,18 @@ def _command(
     return argv, env
 
 
+def _gnu_time() -> str | None:
+    """GNU time's path, when ``time`` on the PATH is GNU's (BSD's takes other options)."""
+    path = shutil.which("time")
+    if path is None:
+        return None
+    try:
+        said = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return path if "GNU" in said.stdout + said.stderr else None
+
+
 def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, int]:
     """Exit status and peak RSS (KB, Linux units) of ``proc``, killed after TIMEOUT_S."""
     deadline = time.monotonic() + TIMEOUT_S
@@ -216,7 +228,7 @@ def measure(
     The peak RSS comes from the warm-up runs, made through GNU time when it is installed:
     a child that this process starts (by vfork and exec) begins with this process's own
     peak as its peak, while GNU time's child begins with that of a small program."""
-    gnu_time = shutil.which("time")
+    gnu_time = _gnu_time()
     ours = run_once(case, None, pycache, gnu_time=gnu_time)
     theirs = run_once(case, codex, pycache, gnu_time=gnu_time)
     differ = sorted(c for c in theirs.outputs if ours.outputs.get(c) != theirs.outputs[c])

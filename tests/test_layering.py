@@ -288,7 +288,6 @@ def test_a_command_turn_imports_only_what_it_uses(tmp_path: Path) -> None:
 
 
 FIRST_CELL = """
-import os
 from IPython.core.interactiveshell import InteractiveShell
 from agent_magics.testing import ScriptedResponsesServer, message
 ip = InteractiveShell.instance()

@@ -69,7 +69,5 @@ def verified_context() -> ssl.SSLContext:
 def _translated() -> Iterator[None]:
     try:
         yield
-    except httpx.ReadTimeout as exc:
-        raise wire.ReadTimeout(str(exc)) from exc
     except httpx.TransportError as exc:
-        raise wire.TransportError(type(exc).__name__, str(exc)) from exc
+        raise wire.failure(type(exc).__name__, str(exc)) from exc

@@ -30,7 +30,6 @@ from agent_magics.models.wire import HttpClient, PlainClient
 CONNECT_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 30.0
 POOL_TIMEOUT_S = 30.0
-PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 _Key = tuple[str, float]  # scheme://host:port, idle timeout (the key travels per request)
 
@@ -51,15 +50,13 @@ def _origin(url: SplitResult) -> str:
     return f"{url.scheme}://{url.netloc}".lower()
 
 
-def _proxied(base_url: str) -> bool:
-    """Whether a proxy variable could apply to ``base_url`` (httpx then decides, with
-    ``NO_PROXY``, as it always did)."""
-    names = (
-        ("https_proxy", "all_proxy")
-        if base_url.lower().startswith("https:")
-        else ("http_proxy", "all_proxy")
-    )
-    return any(v and k.lower() in names for k, v in os.environ.items())
+def _proxies(base_url: str) -> list[str]:
+    """The proxy variables' values that could apply to ``base_url`` (any case of
+    ``HTTP_PROXY``/``HTTPS_PROXY`` for its scheme, ``ALL_PROXY``); with any, httpx
+    decides, ``NO_PROXY`` included, as it always did."""
+    scheme = "https" if base_url.lower().startswith("https:") else "http"
+    names = (f"{scheme}_proxy", "all_proxy")
+    return [v for k, v in os.environ.items() if v and k.lower() in names]
 
 
 def tls_context(base_url: str) -> ssl.SSLContext:
@@ -68,9 +65,7 @@ def tls_context(base_url: str) -> ssl.SSLContext:
     context with no CA loaded, which can verify nothing, for plain ``http://``."""
     global _verified_context
     plain = base_url.lower().startswith("http://")
-    if plain and not any(
-        os.environ.get(v, "").lower().startswith("https://") for v in PROXY_VARIABLES
-    ):
+    if plain and not any(v.lower().startswith("https://") for v in _proxies(base_url)):
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames; trusts no CA
     if _verified_context is None:
         from agent_magics.models.httpx_client import verified_context
@@ -108,7 +103,7 @@ async def shared_client(base_url: str, idle_timeout_s: float) -> HttpClient:
 
 
 def _client(base_url: str, url: SplitResult, idle_timeout_s: float) -> HttpClient:
-    if url.scheme.lower() == "http" and "@" not in url.netloc and not _proxied(base_url):
+    if url.scheme.lower() == "http" and "@" not in url.netloc and not _proxies(base_url):
         return PlainClient(
             url, connect_s=CONNECT_TIMEOUT_S, read_s=idle_timeout_s, write_s=WRITE_TIMEOUT_S
         )

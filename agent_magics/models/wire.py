@@ -47,6 +47,11 @@ class ReadTimeout(TransportError):
         super().__init__("ReadTimeout", detail)
 
 
+def failure(kind: str, detail: str) -> TransportError:
+    """The error for a failure httpx would name ``kind``."""
+    return ReadTimeout(detail) if kind == "ReadTimeout" else TransportError(kind, detail)
+
+
 class Response(Protocol):
     """What a model client reads of an answer: its status, headers (names in lower
     case) and body, read once."""
@@ -72,11 +77,27 @@ class HttpClient(Protocol):
 
 
 class _Connection:
-    __slots__ = ("h11", "reader", "writer")
+    __slots__ = ("h11", "read_s", "reader", "writer")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, read_s: float
+    ) -> None:
+        self.reader, self.writer, self.read_s = reader, writer, read_s
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+
+    async def next_event(self) -> object:
+        """The next HTTP event, reading the network as it needs."""
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise TransportError("RemoteProtocolError", str(exc)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            data = await _timed(
+                self.reader.read(READ_BYTES), self.read_s, "ReadTimeout", "ReadError"
+            )
+            self.h11.receive_data(data)  # b"" is the end of the connection
 
     def reusable(self) -> bool:
         """Still open at both ends: a server that closed an idle connection has its end
@@ -90,10 +111,10 @@ class _Connection:
 class PlainResponse:
     """An answer being read from its connection."""
 
-    __slots__ = ("_client", "_conn", "complete", "headers", "reason_phrase", "status_code")
+    __slots__ = ("_conn", "complete", "headers", "reason_phrase", "status_code")
 
-    def __init__(self, client: PlainClient, conn: _Connection, head: h11.Response) -> None:
-        self._client, self._conn = client, conn
+    def __init__(self, conn: _Connection, head: h11.Response) -> None:
+        self._conn = conn
         self.status_code = head.status_code
         self.reason_phrase = head.reason.decode("latin-1")
         headers: dict[str, str] = {}
@@ -105,7 +126,7 @@ class PlainResponse:
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         while not self.complete:
-            event = await self._client.next_event(self._conn)
+            event = await self._conn.next_event()
             if isinstance(event, h11.Data):
                 if event.data:
                     yield bytes(event.data)
@@ -160,33 +181,19 @@ class PlainClient:
             with contextlib.suppress(OSError):
                 await conn.writer.wait_closed()
 
-    async def next_event(self, conn: _Connection) -> object:
-        """The connection's next HTTP event, reading the network as it needs."""
-        while True:
-            try:
-                event = conn.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise TransportError("RemoteProtocolError", str(exc)) from None
-            if event is not h11.NEED_DATA:
-                return event
-            data = await self._timed(
-                conn.reader.read(READ_BYTES), self._read_s, "ReadTimeout", "ReadError"
-            )
-            conn.h11.receive_data(data)  # b"" is the end of the connection
-
     async def _connection(self) -> _Connection:
         while self._idle:
             conn = self._idle.pop()
             if conn.reusable():
                 return conn
             conn.close()
-        reader, writer = await self._timed(
+        reader, writer = await _timed(
             asyncio.open_connection(self._host, self._port, limit=READ_BYTES),
             self._connect_s,
             "ConnectTimeout",
             "ConnectError",
         )
-        return _Connection(reader, writer)
+        return _Connection(reader, writer, self._read_s)
 
     async def _send(
         self, conn: _Connection, method: str, target: str, content: bytes, headers: dict[str, str]
@@ -204,11 +211,11 @@ class PlainClient:
         except h11.LocalProtocolError:  # its text may quote a header: the key's, say
             raise TransportError("LocalProtocolError", "the request is not valid HTTP") from None
         conn.writer.write(wire)
-        await self._timed(conn.writer.drain(), self._write_s, "WriteTimeout", "WriteError")
+        await _timed(conn.writer.drain(), self._write_s, "WriteTimeout", "WriteError")
         while True:
-            event = await self.next_event(conn)
+            event = await conn.next_event()
             if isinstance(event, h11.Response):
-                return PlainResponse(self, conn, event)
+                return PlainResponse(conn, event)
             if not isinstance(event, h11.InformationalResponse):
                 raise TransportError(
                     "RemoteProtocolError", "the server disconnected without sending a response"
@@ -222,19 +229,16 @@ class PlainClient:
         conn.h11.start_next_cycle()
         return conn.reusable()
 
-    @staticmethod
-    async def _timed(work: Awaitable[T], seconds: float, late: str, broken: str) -> T:
-        """``work``, its failures named ``late`` (no progress in ``seconds``) or ``broken``."""
-        try:
-            async with asyncio.timeout(seconds):
-                return await work
-        except TimeoutError:
-            detail = f"no progress in {seconds:g} s"
-            raise (
-                ReadTimeout(detail) if late == "ReadTimeout" else TransportError(late, detail)
-            ) from None
-        except OSError as exc:
-            raise TransportError(broken, str(exc) or type(exc).__name__) from None
+
+async def _timed(work: Awaitable[T], seconds: float, late: str, broken: str) -> T:
+    """``work``, its failures named ``late`` (no progress in ``seconds``) or ``broken``."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await work
+    except TimeoutError:
+        raise failure(late, f"no progress in {seconds:g} s") from None
+    except OSError as exc:
+        raise failure(broken, str(exc) or type(exc).__name__) from None
 
 
 def _target(url: str) -> str:

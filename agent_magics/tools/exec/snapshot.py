@@ -108,7 +108,7 @@ class ShellSnapshot:
             dir_fd = _own_folder(self.folder)
             try:
                 _remove_stale(dir_fd)
-                found = capture(self.shell, self.cwd, self._env, CAPTURE_TIMEOUT_S, self._started)
+                found = capture(self.shell, self.cwd, self._env, CAPTURE_TIMEOUT_S, self._wanted)
                 self._write(dir_fd, render(found, self._env, self._redact))
             finally:
                 os.close(dir_fd)
@@ -122,8 +122,8 @@ class ShellSnapshot:
         finally:
             self._done.set()
 
-    def _started(self, process: subprocess.Popen[bytes]) -> bool:
-        """Told of each process the build starts; False when the session closed."""
+    def _wanted(self) -> bool:
+        """Asked once each process of the build started: False when the session closed."""
         with self._lock:
             return self.state != "closed"
 
@@ -158,7 +158,7 @@ class ShellSnapshot:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        if not self._started(proc):
+        if not self._wanted():
             signal_group(proc.pid)
             proc.communicate()  # reaped, its pipe closed
             raise SnapshotFailed("the session closed")

@@ -69,10 +69,10 @@ def capture(
     cwd: Path,
     env: Mapping[str, str],
     timeout: float,
-    started: Callable[[subprocess.Popen[bytes]], bool],
+    wanted: Callable[[], bool],
 ) -> Capture:
-    """The state ``shell -l`` is in after the profile. ``started`` is told the process
-    (False: give up at once). Raises :class:`SnapshotFailed`."""
+    """The state ``shell -l`` is in after the profile. ``wanted`` is asked once the shell
+    started (False: give up at once). Raises :class:`SnapshotFailed`."""
     mark = secrets.token_hex(16)
     read_fd, write_fd = os.pipe()
     script = SCRIPT.replace("@MARK@", mark).replace("@FD@", str(write_fd))
@@ -93,7 +93,7 @@ def capture(
     finally:
         os.close(write_fd)
     try:
-        if not started(proc):
+        if not wanted():
             raise SnapshotFailed("the session closed")
         data = _read(read_fd, proc, time.monotonic() + timeout)
     finally:
