@@ -112,6 +112,15 @@ async def test_names_stay_and_outputs_come_back_in_order(
     assert capsys.readouterr() == ("", "")  # nothing reached the person's output
 
 
+async def test_a_call_leaves_no_callback_or_output_behind(shell: Any) -> None:
+    # A display publisher registers callbacks in shell.events; the capture removes them,
+    # so nothing keeps the call's outputs (the kernel test measures the memory).
+    before = {event: list(fns) for event, fns in shell.events.callbacks.items()}
+    await run(shell, "from IPython.display import display\ndisplay('shown')\nprint('x')")
+    await run(shell, "print('y')")
+    assert {event: list(fns) for event, fns in shell.events.callbacks.items()} == before
+
+
 async def test_html_only_output_is_summarised(shell: Any) -> None:
     page = "<h1>Title</h1><script>x()</script><p>a &amp; b</p>"
     code = f"from IPython.display import HTML\nHTML({page!r})"

@@ -14,6 +14,12 @@ is appended, in the order it happened, to one list of entries:
 
 Figures of matplotlib's inline backend are flushed by the ``post_execute`` event, which
 :func:`run_cell` triggers while the capture is still in place.
+
+A display publisher made for a shell registers callbacks in ``shell.events`` (IPython 9:
+``pre_execute`` and ``post_execute``) that IPython never removes. The capture removes
+whatever its publisher and hook registered when it ends: left there, each call's
+publisher, and every output it captured, would live as long as the kernel, and one more
+pair of callbacks would run with every later cell.
 """
 
 from __future__ import annotations
@@ -108,6 +114,15 @@ def captured(shell: Any) -> Iterator[list[Entry]]:
             shell._showtraceback = saved_printer
         else:
             del shell._showtraceback
+        _unregister(shell.events, (publisher, hook))
+
+
+def _unregister(events: Any, owners: tuple[object, ...]) -> None:
+    """Remove every callback in ``events`` that is a method of one of ``owners``."""
+    for callbacks in events.callbacks.values():
+        callbacks[:] = [
+            fn for fn in callbacks if not any(getattr(fn, "__self__", None) is o for o in owners)
+        ]
 
 
 def _ignore_traceback(etype: Any, evalue: Any, stb: Any) -> None:
