@@ -24,6 +24,9 @@ class SandboxSpec:
     writable_roots: tuple[Path, ...] = ()
     read_only_subpaths: tuple[Path, ...] = ()
     network: bool = True
+    hidden: tuple[Path, ...] = ()
+    """Folders (or files) whose contents commands must not read: Jupyter's runtime
+    folder. Only bubblewrap can hide them (see ``sandbox/jupyter.py``)."""
 
     @property
     def confined(self) -> bool:

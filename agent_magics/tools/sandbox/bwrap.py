@@ -5,8 +5,12 @@ The whole file system is bound read-only; each writable root is bound read-write
 of it, then each protected part of a root (``.git``, ``.agents``, ``.codex``,
 ``.agent_magics``) read-only again. A protected path that does not exist yet gets an
 empty read-only folder mounted in its place, so the command cannot create it; bubblewrap
-leaves that empty folder behind as its mount point (git skips an empty ``.git``). The
-command runs in new user, PID and (when the network is off) network namespaces with
+leaves that empty folder behind as its mount point (git skips an empty ``.git``). Each
+folder between a root and a protected path deeper in it is bound onto itself, so that it
+cannot be renamed away with the protected path inside (a mount point cannot be moved).
+Jupyter's runtime folder gets an empty read-only folder mounted over it (a file alone,
+``/dev/null``: see ``jupyter.py``). The command runs in new user, PID and (when the
+network is off) network namespaces with
 every capability dropped, and dies with its parent. With the network off it also runs
 under the socket filter of :mod:`.landlock_exec` (a network namespace does not stop a
 Unix socket file from reaching a daemon outside), which bubblewrap loads from a sealed
@@ -24,6 +28,7 @@ import functools
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
 
@@ -53,12 +58,39 @@ def bwrap_args(spec: SandboxSpec) -> list[str]:
     args += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for root in sorted(spec.writable_roots, key=lambda p: len(p.parts)):
         args += ["--bind", str(root), str(root)]
-    for path in sorted(spec.read_only_subpaths, key=lambda p: len(p.parts)):
+    # Then, shallow to deep: folders that must stay put, protected paths, hidden ones.
+    mounts: dict[tuple[int, int, str], list[str]] = {}
+    for path in spec.read_only_subpaths:
+        for folder in _folders_between(spec, path):
+            mounts[len(folder.parts), 0, str(folder)] = ["--bind", str(folder), str(folder)]
         if path.exists():
-            args += ["--ro-bind", str(path), str(path)]
+            mounts[len(path.parts), 1, str(path)] = ["--ro-bind", str(path), str(path)]
         elif not path.is_symlink() and any(r in path.parents for r in spec.writable_roots):
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            mounts[len(path.parts), 1, str(path)] = _empty_folder(path)
+    for path in spec.hidden:
+        if path.is_dir():
+            mounts[len(path.parts), 2, str(path)] = _empty_folder(path)
+        elif path.is_file():
+            mounts[len(path.parts), 2, str(path)] = ["--ro-bind", "/dev/null", str(path)]
+    for key in sorted(mounts):
+        args += mounts[key]
     return args
+
+
+def _empty_folder(path: Path) -> list[str]:
+    return ["--tmpfs", str(path), "--remount-ro", str(path)]
+
+
+def _folders_between(spec: SandboxSpec, path: Path) -> list[Path]:
+    """The folders between ``path`` and the deepest root holding it: each is bound onto
+    itself, a mount point, so that no command can rename it away with the read-only
+    ``path`` inside and put a writable one in its place. None when another protected
+    path holds ``path`` (that one is read-only as a whole)."""
+    holders = [r for r in spec.writable_roots if r in path.parents]
+    if not holders or any(p in path.parents for p in spec.read_only_subpaths):
+        return []
+    root = max(holders, key=lambda r: len(r.parts))
+    return [f for f in path.parents if root in f.parents and f.is_dir() and not f.is_symlink()]
 
 
 @functools.cache

@@ -6,11 +6,19 @@ under each root, ``.git`` (a folder, or a file plus the git dir it names), ``.ag
 working folder are protected even before they exist: a command must not be able to
 create a repository with hooks, or a project config that a later run trusts.
 ``read-only`` has no writable roots.
+
+The places the kernel takes code from stay read-only too when they lie in a root
+(:func:`kernel_code_paths`: a project's ``.venv`` that runs the kernel, the user
+site-packages and ``~/.ipython`` when the working folder is the home): what is written
+there runs unconfined in this process or the next kernel. One that does not exist yet
+is protected from its first missing folder on, so it cannot be created.
 """
 
 from __future__ import annotations
 
 import os
+import site
+import sys
 from pathlib import Path
 
 from agent_magics.apply_patch.files import ConfinedFiles
@@ -41,8 +49,46 @@ def writable_roots(cwd: Path, mode: SandboxMode, extra: tuple[Path, ...] = ()) -
     return list(unique)
 
 
-def read_only_subpaths(root: Path) -> list[Path]:
+def kernel_code_paths() -> list[Path]:
+    """Where the running interpreter, IPython and Jupyter take code or settings from
+    (real paths): ``sys.prefix``, ``sys.exec_prefix`` and the base ones, the user
+    site-packages, the IPython folder (its startup scripts run in the next kernel),
+    Jupyter's config folder and its kernel specs (the next kernel's command line).
+    Computed from ``sys``, ``site`` and the environment, as the next kernel would."""
+    home = Path(os.path.expanduser("~"))
+    env = os.environ.get
+    data_home = env("XDG_DATA_HOME") or home / ".local" / "share"
+    data = env("JUPYTER_DATA_DIR") or Path(data_home) / "jupyter"
+    found: list[str | Path] = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    found += [
+        site.getusersitepackages(),
+        env("IPYTHONDIR") or home / ".ipython",
+        env("JUPYTER_CONFIG_DIR") or home / ".jupyter",
+        Path(data) / "kernels",
+    ]
+    return list(dict.fromkeys(real(Path(p).expanduser()) for p in found if p))
+
+
+def kernel_guards(root: Path) -> list[Path]:
+    """The kernel's code paths in ``root`` (or ``root`` itself), each cut at its first
+    missing folder: nothing can be created beneath it."""
     out: list[Path] = []
+    for path in kernel_code_paths():
+        if path != root and root not in path.parents:
+            continue
+        guard = root
+        for part in path.relative_to(root).parts:
+            guard = guard / part
+            if not os.path.lexists(guard):
+                break
+        out.append(guard)
+    return out
+
+
+def read_only_subpaths(root: Path) -> list[Path]:
+    """The protected parts of ``root``: those of ``PROTECTED_NAMES`` that exist (with a
+    ``.git`` file's git dir) and :func:`kernel_guards`."""
+    out: list[Path] = kernel_guards(root)
     for name in PROTECTED_NAMES:
         path = root / name
         if path.is_dir():
@@ -53,7 +99,7 @@ def read_only_subpaths(root: Path) -> list[Path]:
             if text.startswith("gitdir:"):
                 target = Path(text.removeprefix("gitdir:").strip())
                 out.append(real(target if target.is_absolute() else root / target))
-    return out
+    return list(dict.fromkeys(out))
 
 
 def guarded_paths(root: Path) -> list[Path]:
