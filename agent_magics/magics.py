@@ -95,8 +95,10 @@ class AgentMagics(Magics):
 
     @cached_property
     def agent(self) -> Controller:
+        from agent_magics.kernel.jupyter_secrets import register
         from agent_magics.ui.controller import Controller
 
+        register(self.shell)  # the kernel's signing key: scrubbed, its file hidden
         kernel = getattr(self.shell, "kernel", None)
         return Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
 

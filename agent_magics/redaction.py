@@ -11,7 +11,12 @@ Which secrets (:func:`session_secrets`):
    ``shell_environment_policy`` default excludes), such as ``GITHUB_TOKEN`` or
    ``AWS_SECRET_ACCESS_KEY``;
    a value that is a path (``SSH_KEY_PATH=/home/...``) is not a credential, and its
-   pieces would eat other paths, so it is left alone.
+   pieces would eat other paths, so it is left alone; Jupyter's and JupyterHub's tokens
+   (``JUPYTER_TOKEN``, ``JUPYTERHUB_API_TOKEN``, ``JPY_API_TOKEN``) are among them;
+4. Jupyter's secrets (:mod:`agent_magics.tools.sandbox.jupyter`): the tokens, signing
+   keys and cookie secrets in the files of Jupyter's runtime folder, read again when
+   the folder changes, and what the kernel side registers (:func:`register_secrets`:
+   the signing key of the kernel the session runs in, wherever its connection file is).
 
 Header names that look secret also include ``Authorization`` and ``Cookie``.
 
@@ -36,6 +41,7 @@ from agent_magics.config import SessionConfig
 from agent_magics.events import Event, ToolCallFinished
 from agent_magics.models.secret import Scrubber
 from agent_magics.tools.context import ContentItem, ToolOutput
+from agent_magics.tools.sandbox.jupyter import runtime_secrets
 
 if TYPE_CHECKING:
     from agent_magics.mcp.config import McpServerConfig
@@ -43,6 +49,18 @@ if TYPE_CHECKING:
 MIN_SECRET_LENGTH = 8
 PATH_STARTS = ("/", "~", "./", "../")  # environment values like these are paths
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTHORIZATION|COOKIE", re.IGNORECASE)
+
+
+REGISTERED: list[str] = []
+"""Secrets the process knows that no setting names (see :func:`register_secrets`)."""
+
+
+def register_secrets(*values: str) -> None:
+    """Scrub ``values`` from every session's outputs from now on (the kernel side
+    registers its signing key: this layer does not import IPython)."""
+    for value in values:
+        if len(value.strip()) >= MIN_SECRET_LENGTH and value not in REGISTERED:
+            REGISTERED.append(value)
 
 
 def looks_secret(name: str) -> bool:
@@ -76,22 +94,25 @@ def _mcp_secrets(server: McpServerConfig, environ: Mapping[str, str]) -> Iterato
 
 
 class SessionRedactor:
-    """The scrubber of a session's secrets, rebuilt when its settings change."""
+    """The scrubber of a session's secrets, rebuilt when its settings change, a secret
+    is registered or Jupyter's runtime folder changes."""
 
     def __init__(
         self, settings: Callable[[], SessionConfig], environ: Mapping[str, str] | None = None
     ) -> None:
         self._settings = settings
         self._environ = os.environ if environ is None else environ
-        self._for: SessionConfig | None = None
+        self._for: tuple[SessionConfig, int, tuple[str, ...]] | None = None
         self._scrub = Scrubber()
 
     @property
     def scrubber(self) -> Scrubber:
-        config = self._settings()
-        if config is not self._for:
-            self._scrub = Scrubber(*session_secrets(config, self._environ))
-            self._for = config
+        config, jupyter = self._settings(), runtime_secrets()
+        now = (config, len(REGISTERED), jupyter)
+        if self._for is None or config is not self._for[0] or now[1:] != self._for[1:]:
+            found = [*session_secrets(config, self._environ), *REGISTERED, *jupyter]
+            self._scrub = Scrubber(*(s for s in found if len(s.strip()) >= MIN_SECRET_LENGTH))
+            self._for = now
         return self._scrub
 
     def text(self, text: str) -> str:

@@ -305,14 +305,13 @@ class Session:
         if self._sandbox_checked:
             return
         self._sandbox_checked = True
-        from agent_magics.tools.sandbox.platform import proc_environ_notice, unavailable_notice
+        from agent_magics.tools.sandbox.platform import unavailable_notice, weakness_notices
 
         notice = unavailable_notice(turn.sandbox_mode)
         if notice is not None:
             logging.getLogger("agent_magics").warning(notice)
             self._emit(SandboxUnavailable(notice))
-        weakness = proc_environ_notice(turn.sandbox_mode)
-        if weakness is not None:
+        for weakness in weakness_notices(turn.sandbox_mode):
             logging.getLogger("agent_magics").warning(weakness)
             self._emit(SandboxWeakness(weakness))
 

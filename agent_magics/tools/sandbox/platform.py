@@ -21,6 +21,7 @@ from pathlib import Path
 
 from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
+from agent_magics.tools.sandbox.jupyter import hidden_paths
 from agent_magics.tools.sandbox.roots import guarded_paths, read_only_subpaths, writable_roots
 
 MECHANISM_ENV = "AGENT_MAGICS_SANDBOX_MECHANISM"
@@ -99,7 +100,8 @@ def platform_sandbox(cwd: Path, mode: SandboxMode, network: bool) -> SandboxSpec
     protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
     if roots:  # the working folder's .git and .agent_magics, also while missing
         protected |= dict.fromkeys(guarded_paths(roots[0]))
-    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network)
+    hidden = tuple(hidden_paths(roots))
+    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network, hidden)
 
 
 def unavailable_notice(mode: SandboxMode) -> str | None:
@@ -134,3 +136,25 @@ def proc_environ_notice(mode: SandboxMode) -> str | None:
         f"environment of {', '.join(holders)} (Landlock has no private /proc); "
         "start it without the key in its environment to close this."
     )
+
+
+def runtime_folder_notice(mode: SandboxMode) -> str | None:
+    """The sentence a session shows once when sandboxed commands can read Jupyter's
+    runtime folder (every mechanism but bubblewrap, which hides it), else ``None``."""
+    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind in (None, "bwrap"):
+        return None
+    folders = [str(p) for p in hidden_paths([]) if os.path.lexists(p)]
+    if not folders:
+        return None
+    mechanism = {"landlock": "Landlock", "seatbelt": "Seatbelt"}.get(str(probe().kind), "it")
+    return (
+        f"Sandboxed commands can read Jupyter's runtime folder ({', '.join(folders)}: the "
+        f"server's token, the kernels' signing keys): {mechanism} does not hide a folder "
+        "from reading. What they print is scrubbed of those secrets, but not an encoded copy."
+    )
+
+
+def weakness_notices(mode: SandboxMode) -> list[str]:
+    """What the sandbox that works here cannot hold, one sentence each (shown once)."""
+    found = (proc_environ_notice(mode), runtime_folder_notice(mode))
+    return [notice for notice in found if notice is not None]

@@ -1,0 +1,158 @@
+"""Jupyter's secrets never reach the model: the server's token and the kernels' signing
+keys in Jupyter's runtime folder, and the signing key of the kernel a session runs in.
+
+End to end: a scripted model on 127.0.0.1 has a sandboxed command ``cat`` the files, in
+``agent-magics exec`` and in a real kernel, under bubblewrap (the folder is hidden: the
+files are not there) and under Landlock (it cannot hide a folder from reading: the
+secrets are scrubbed from what the model receives, and the session says so once).
+Codex hides nothing of Jupyter's (it does not run in a kernel).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_magics.config import SessionConfig
+from agent_magics.models.secret import REDACTED
+from agent_magics.redaction import SessionRedactor, register_secrets
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.sandbox_helpers import KEY, LINUX_MECHANISMS, Arena, require_mechanism
+
+SERVER_TOKEN = "jps" + secrets.token_hex(24)
+OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)
+COOKIE_SECRET = "c" + secrets.token_hex(20)
+PIECE = 8  # no run of this many characters of a secret may get out
+WEAKNESS = "Sandboxed commands can read Jupyter's runtime folder"
+LAYOUTS = ["named", "default"]
+"""``named``: ``JUPYTER_RUNTIME_DIR``; ``default``: ``$HOME/.local/share/jupyter/runtime``."""
+
+
+def leaked(text: str, *found: str) -> list[str]:
+    return [
+        s[i : i + PIECE] for s in found for i in range(len(s) - PIECE + 1) if s[i:][:PIECE] in text
+    ]
+
+
+def fill_runtime_folder(folder: Path) -> None:
+    """What a running Jupyter server and one of its kernels leave there."""
+    folder.mkdir(parents=True)
+    server = {"url": "http://localhost:8888/", "token": SERVER_TOKEN, "pid": 4242}
+    (folder / "jpserver-4242.json").write_text(json.dumps(server, indent=1))
+    (folder / "jpserver-4242-open.html").write_text(
+        f'<meta http-equiv="refresh" content="1;url=http://localhost:8888/tree?token={SERVER_TOKEN}">'
+    )
+    kernel = {"shell_port": 5555, "key": OTHER_KERNEL_KEY, "signature_scheme": "hmac-sha256"}
+    (folder / "kernel-0a1b2c3d.json").write_text(json.dumps(kernel, indent=1))
+    (folder / "jupyter_cookie_secret").write_text(COOKIE_SECRET + "\n")
+
+
+def exec_turn(
+    arena: Arena, mechanism: str, cmd: str, env: dict[str, str]
+) -> tuple[str, str, ScriptedResponsesServer]:
+    """``cmd`` as the model's only call in ``agent-magics exec``: (its output as the model
+    got it, stderr, the server)."""
+    script = [[function_call("exec_command", {"cmd": cmd}, "c1")], [message("done")]]
+    skip = ("AGENT_MAGICS_", "OPENAI_", "JUPYTER", "XDG_")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
+    base |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY}
+    base |= {"AGENT_MAGICS_SANDBOX_MECHANISM": mechanism, **env}
+    with ScriptedResponsesServer(script) as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "-a", "never"]
+        argv += ["-c", "sessions_dir=false", "-c", "shell_snapshot=false"]
+        argv += ["-C", str(arena.ws), "look around"]
+        done = subprocess.run(
+            argv, env=base, cwd=arena.ws, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return str(server.outputs(1)["c1"]), done.stderr, server
+
+
+@pytest.mark.slow  # real sandboxes and CLI runs
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mechanism", LINUX_MECHANISMS)
+def test_a_command_reads_no_jupyter_token(arena: Arena, mechanism: str, layout: str) -> None:
+    require_mechanism(mechanism)
+    if layout == "named":
+        folder, env = arena.root / "runtime", {"JUPYTER_RUNTIME_DIR": str(arena.root / "runtime")}
+    else:
+        folder, env = arena.home / ".local" / "share" / "jupyter" / "runtime", {}
+    fill_runtime_folder(folder)
+    cmd = f"cd {folder} && cat jpserver-*.json kernel-*.json jpserver-*.html *secret; echo end"
+    output, stderr, server = exec_turn(arena, mechanism, cmd, env)
+    assert "end" in output  # the command ran
+    secret = (SERVER_TOKEN, OTHER_KERNEL_KEY, COOKIE_SECRET)
+    assert leaked(json.dumps(server.requests), *secret) == []
+    assert leaked(stderr, *secret) == []
+    if mechanism == "bwrap":  # hidden: the folder is empty
+        assert "No such file" in output, output
+        assert WEAKNESS not in stderr
+    else:  # read, and scrubbed; the session says so once
+        assert f'"token": "{REDACTED}"' in output, output
+        assert f'"key": "{REDACTED}"' in output, output
+        assert stderr.count(WEAKNESS) == 1, stderr
+
+
+@pytest.mark.slow  # real kernels and sandboxes
+@pytest.mark.parametrize("mechanism", LINUX_MECHANISMS)
+@pytest.mark.parametrize("python", KERNEL_PYTHONS)
+def test_the_kernel_signing_key_never_reaches_the_model(
+    python: str, mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's connection file lies outside Jupyter's runtime folder (as some
+    front ends put it): only the kernel knows where, and it tells the sandbox and the
+    redaction when the first ``%%agent`` runs."""
+    require_mechanism(mechanism)
+    monkeypatch.setenv("AGENT_MAGICS_SANDBOX_MECHANISM", mechanism)  # the kernel inherits it
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    connection = tmp_path / "connections" / "kernel-test.json"
+    connection.parent.mkdir()
+    km = kernel_manager(python, tmp_path / "specs")
+    km.connection_file = str(connection)
+    (tmp_path / "ws").mkdir()
+    kernel = Kernel(km, tmp_path / "ws")
+    try:
+        key = json.loads(connection.read_text())["key"]
+        assert len(key) >= 16
+        pid = kernel.value("__import__('os').getpid()")
+        cmd = f"cat /proc/{pid}/cmdline; echo; cat {connection}; echo end"
+        script = [[function_call("exec_command", {"cmd": cmd}, "c1")], [message("done")]]
+        kernel.run("%load_ext agent_magics")
+        with ScriptedResponsesServer(script) as server:
+            kernel.run(agent_cell(server.base_url, "-a never -s workspace-write"))
+            kernel.wait_for(lambda: len(server.requests) >= 2, timeout=60)
+            output = str(server.outputs(1)["c1"])
+        assert "end" in output and str(connection) in output  # it ran, and found the file
+        assert leaked(json.dumps(server.requests), key) == []
+        if mechanism == "bwrap":
+            assert "No such file" in output, output
+        else:
+            assert f'"key": "{REDACTED}"' in output, output
+    finally:
+        kernel.close()
+
+
+def test_the_redactor_learns_of_a_server_started_after_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime folder is read again when it changes; a registered secret counts
+    from the moment it is registered."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    redactor = SessionRedactor(lambda: SessionConfig(), environ={})
+    text = f"token={SERVER_TOKEN} key={OTHER_KERNEL_KEY} cookie={COOKIE_SECRET}"
+    assert redactor.text(text) == text
+    fill_runtime_folder(tmp_path / "runtime")
+    assert redactor.text(text) == f"token={REDACTED} key={REDACTED} cookie={REDACTED}"
+    registered = "r" + secrets.token_hex(16)
+    assert redactor.text(registered) == registered
+    register_secrets(registered)
+    assert redactor.text(f"[{registered}]") == f"[{REDACTED}]"
