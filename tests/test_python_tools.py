@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 
 import agent_magics
-from agent_magics import ApprovalPolicy, Session, SessionConfig
+from agent_magics import Session, SessionConfig
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.events import (
     ApprovalDecided,
@@ -30,7 +30,7 @@ from agent_magics.events import (
 )
 from agent_magics.kernel.functions import functions_text, tool_command
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.tools.approval import ApprovalRequest, NeedsApproval, ReviewDecision, Skip
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.tools.function_schema import (
     MAX_DESCRIPTION_CHARS,
     ToolDefinitionError,
@@ -38,7 +38,7 @@ from agent_magics.tools.function_schema import (
 )
 from agent_magics.tools.functions import FunctionTools, registered_tools
 from agent_magics.tools.handlers.python_function import call_arguments, result_text
-from agent_magics.tools.policy import FUNCTION_ASKS, function_approval_requirement
+from agent_magics.tools.policy import KERNEL_READ_ONLY
 from agent_magics.turn_record import TurnRecorder, usage_since
 
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
@@ -292,25 +292,6 @@ def test_return_values_become_text(value: Any, text: str) -> None:
     assert result_text(value) == text
 
 
-@pytest.mark.parametrize(
-    ("approval", "policy", "expected"),
-    [
-        pytest.param("ask", ApprovalPolicy.UNTRUSTED, NeedsApproval(FUNCTION_ASKS, True), id="a-u"),
-        pytest.param(
-            "ask", ApprovalPolicy.ON_FAILURE, NeedsApproval(FUNCTION_ASKS, True), id="a-f"
-        ),
-        pytest.param(
-            "ask", ApprovalPolicy.ON_REQUEST, NeedsApproval(FUNCTION_ASKS, True), id="a-r"
-        ),
-        pytest.param("ask", ApprovalPolicy.NEVER, Skip(True), id="ask-never"),
-        pytest.param("auto", ApprovalPolicy.UNTRUSTED, Skip(True), id="auto-untrusted"),
-        pytest.param("auto", ApprovalPolicy.ON_REQUEST, Skip(True), id="auto-on-request"),
-    ],
-)
-def test_approval_rule(approval: Any, policy: ApprovalPolicy, expected: Any) -> None:
-    assert function_approval_requirement(approval, policy) == expected
-
-
 @pytest.fixture
 def registry() -> Iterator[FunctionTools]:
     """The process-wide registry, emptied after the test."""
@@ -469,6 +450,58 @@ async def test_async_functions_errors_and_denials(tmp_path: Path) -> None:
         await session.aclose()
     assert server.outputs(1)["c"] == "the person declined to run this function"
     assert ran == []
+
+
+async def test_read_only_asks_for_every_call_and_never_refuses(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    def save(text: str) -> str:
+        ran.append(text)
+        return "saved"
+
+    def lookup(key: str) -> str:
+        ran.append("lookup " + key)
+        return "found"
+
+    def tools() -> FunctionTools:
+        found = tools_of(save)
+        found.add(describe_function(lookup, approval="auto"))
+        return found
+
+    calls = [function_call("save", {"text": "a"}, "s1"), function_call("lookup", {"key": "k"}, "l")]
+    with ScriptedResponsesServer([calls, [message("done")]]) as server:
+        session = make_session(
+            tmp_path, server.base_url, tools(), approval_policy="never", sandbox_mode="read-only"
+        )
+        await session.run_turn("go")
+        await session.aclose()
+    # "ask" is refused with the one sentence, the turn goes on; "auto" was the person's yes.
+    assert server.outputs(1) == {"s1": KERNEL_READ_ONLY, "l": "found"}
+    assert ran == ["lookup k"]
+
+    ran.clear()
+    again = [function_call("save", {"text": "a"}, f"s{i}") for i in (2, 3)]
+    script = [[again[0]], [again[1]], [function_call("save", {"text": "b"}, "s4")], [message("ok")]]
+    with ScriptedResponsesServer(script) as server:
+        session = make_session(
+            tmp_path,
+            server.base_url,
+            tools(),
+            approval_policy="on-request",
+            sandbox_mode="read-only",
+        )
+        asked: list[ApprovalRequest] = []
+
+        async def for_session(request: ApprovalRequest) -> ReviewDecision:
+            asked.append(request)
+            return ReviewDecision.APPROVED_FOR_SESSION
+
+        session.approver = for_session
+        await session.run_turn("go")
+        await session.aclose()
+    # "approve for session" under read-only covers the same call again, not other arguments.
+    assert [r.arguments for r in asked] == ['{"text": "a"}', '{"text": "b"}']
+    assert ran == ["a", "a", "b"]
 
 
 async def test_the_stop_button_interrupts_a_running_function(tmp_path: Path) -> None:

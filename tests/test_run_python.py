@@ -32,9 +32,8 @@ from agent_magics.kernel.run_python import (
 from agent_magics.tools.approval import (
     ApprovalPolicy,
     ApprovalRequest,
-    NeedsApproval,
     ReviewDecision,
-    Skip,
+    SandboxMode,
 )
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
@@ -44,7 +43,7 @@ from agent_magics.tools.context import (
     ToolOutput,
     TurnContext,
 )
-from agent_magics.tools.policy import PYTHON_IN_KERNEL, python_approval_requirement
+from agent_magics.tools.policy import KERNEL_READ_ONLY, PYTHON_IN_KERNEL
 from agent_magics.ui.markdown import tool_markdown
 from agent_magics.ui.render import arguments_html, call_summary, python_html
 from agent_magics.ui.state import ToolBlock
@@ -69,28 +68,6 @@ def png(width: int = 8, height: int = 6) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (width, height), (200, 30, 30)).save(out, "PNG")
     return out.getvalue()
-
-
-# -- approval rule -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("policy", "expected"),
-    [
-        pytest.param(
-            ApprovalPolicy.UNTRUSTED, NeedsApproval(PYTHON_IN_KERNEL, True), id="untrusted"
-        ),
-        pytest.param(
-            ApprovalPolicy.ON_FAILURE, NeedsApproval(PYTHON_IN_KERNEL, True), id="on-failure"
-        ),
-        pytest.param(
-            ApprovalPolicy.ON_REQUEST, NeedsApproval(PYTHON_IN_KERNEL, True), id="on-request"
-        ),
-        pytest.param(ApprovalPolicy.NEVER, Skip(bypass_sandbox=True), id="never"),
-    ],
-)
-def test_approval_rule(policy: ApprovalPolicy, expected: object) -> None:
-    assert python_approval_requirement(policy) == expected
 
 
 # -- what the model reads ----------------------------------------------------------------
@@ -243,10 +220,13 @@ async def test_a_late_timer_reaches_nothing(shell: Any, previous_handler: list[i
 
 
 def invocation(
-    arguments: dict[str, Any] | str, policy: ApprovalPolicy, services: SessionServices
+    arguments: dict[str, Any] | str,
+    policy: ApprovalPolicy,
+    services: SessionServices,
+    sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE,
 ) -> ToolInvocation:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    turn = TurnContext(cwd=Path.cwd(), approval_policy=policy)
+    turn = TurnContext(cwd=Path.cwd(), approval_policy=policy, sandbox_mode=sandbox)
     return ToolInvocation("c1", "run_python", FunctionPayload(raw), turn, services)
 
 
@@ -283,6 +263,39 @@ async def test_approve_for_session_covers_later_calls(shell: Any) -> None:
     await handler.handle(invocation({"code": "a = 1"}, ApprovalPolicy.UNTRUSTED, services))
     await handler.handle(invocation({"code": "b = a + 1"}, ApprovalPolicy.UNTRUSTED, services))
     assert len(asked) == 1 and shell.user_ns["b"] == 2
+
+
+async def test_read_only_never_refuses_with_one_sentence(shell: Any) -> None:
+    services, asked = answering()
+    inv = invocation({"code": "made = 3"}, ApprovalPolicy.NEVER, services, SandboxMode.READ_ONLY)
+    with pytest.raises(RespondToModel) as refused:
+        await RunPythonHandler(shell).handle(inv)
+    assert str(refused.value) == KERNEL_READ_ONLY
+    assert "made" not in shell.user_ns and asked == []
+
+
+async def test_read_only_approve_for_session_covers_only_the_same_code(shell: Any) -> None:
+    answers = (ReviewDecision.APPROVED_FOR_SESSION, ReviewDecision.APPROVED)
+    services, asked = answering(*answers)
+    handler = RunPythonHandler(shell)
+    calls = ["n = 1", "n = 1", "n = 2"]
+    for code in calls:
+        inv = invocation({"code": code}, ApprovalPolicy.ON_REQUEST, services, SandboxMode.READ_ONLY)
+        await handler.handle(inv)
+    assert [list(r.command) for r in asked] == [["n = 1"], ["n = 2"]]
+    assert shell.user_ns["n"] == 2
+
+
+async def test_a_session_yes_does_not_carry_into_read_only(shell: Any) -> None:
+    services, asked = answering(ReviewDecision.APPROVED_FOR_SESSION, ReviewDecision.DENIED)
+    handler = RunPythonHandler(shell)
+    await handler.handle(invocation({"code": "m = 1"}, ApprovalPolicy.UNTRUSTED, services))
+    read_only = invocation(
+        {"code": "m = 2"}, ApprovalPolicy.UNTRUSTED, services, SandboxMode.READ_ONLY
+    )
+    with pytest.raises(RespondToModel, match=REJECTED):
+        await handler.handle(read_only)
+    assert len(asked) == 2 and shell.user_ns["m"] == 1
 
 
 @pytest.mark.parametrize(

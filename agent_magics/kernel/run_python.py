@@ -14,9 +14,11 @@ kernel's running loop, and ``run_cell`` would hand code with a top-level ``await
 code runs, so widget clicks (Abort turn included) wait until it ends: the stop button
 (SIGINT) and ``timeout_ms`` are what interrupt it (:mod:`.interrupt`).
 
-Approval: it changes the person's state and is not sandboxed (it is their own kernel),
-so it asks unless the policy is ``never``; "Approve for session" covers every later
-run_python call of the session.
+Approval (:func:`~agent_magics.tools.policy.kernel_approval_requirement`): it changes the
+person's state and is not sandboxed (it is their own kernel), so it asks unless the
+policy is ``never``; under the ``read-only`` sandbox it never runs without a person's
+yes (``never`` refuses it). "Approve for session" covers every later run_python call of
+the session, except under ``read-only``, where it covers only the same code again.
 """
 
 from __future__ import annotations
@@ -44,13 +46,17 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.policy import python_approval_requirement
+from agent_magics.tools.policy import (
+    PYTHON_IN_KERNEL,
+    kernel_approval_requirement,
+    kernel_session_key,
+)
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 600_000
-SESSION_KEY = ("run_python",)  # "Approve for session" covers the tool as a whole
+SESSION_KEY = ("run_python",)  # "Approve for session" covers the tool (read-only: the code)
 
 DESCRIPTION = (
     "Run Python code in the user's live Jupyter kernel, in their namespace: it sees the "
@@ -113,18 +119,21 @@ class RunPythonHandler:
             raise RespondToModel(BAD_TIMEOUT)
         if self.shell is None:
             raise RespondToModel(NOT_IN_KERNEL)
+        turn = inv.turn
         request = ApprovalRequest(
             call_id=inv.call_id,
             tool_name=self.name,
             kind="exec",
-            cwd=inv.turn.cwd,
+            cwd=turn.cwd,
             command=(args.code,),  # what a person reads when asked in a terminal
-            keys=[SESSION_KEY],
+            keys=kernel_session_key(turn.sandbox_mode, SESSION_KEY, args.code),
         )
-        requirement = python_approval_requirement(inv.turn.approval_policy)
+        requirement = kernel_approval_requirement(
+            turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL
+        )
 
         async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
-            return await self.run(args.code, timeout_ms, inv.turn.supports_images)
+            return await self.run(args.code, timeout_ms, turn.supports_images)
 
         ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
         return ran.value

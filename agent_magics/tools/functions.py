@@ -95,7 +95,8 @@ def tool(
     "what it is"]`` or ``Field(description=...)`` describe one), the description from the
     docstring unless ``description`` is given; ``name`` defaults to the function's.
     ``approval="ask"`` (the default) asks a person before each call unless the approval
-    policy is ``never``; ``"auto"`` never asks. Raises
+    policy is ``never`` (under the ``read-only`` sandbox it never runs unasked: ``never``
+    refuses it); ``"auto"`` never asks. Raises
     :class:`~agent_magics.tools.function_schema.ToolDefinitionError` at once for what
     cannot be a tool (``*args``/``**kwargs``, a type with no JSON form, a built-in
     tool's name)."""

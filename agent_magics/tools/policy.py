@@ -1,9 +1,9 @@
 """Why a call needs a person: pure decisions on the policy, the sandbox mode and the call.
 
 One rule per kind of guarded call -- a command (judged by its sub-commands), a patch, an
-MCP tool -- and, for each, whether a person may be asked to retry it outside the sandbox
-after a denial. They look only at their arguments, so they are tested as tables; the
-orchestrator acts on what they return.
+MCP tool, code run in the kernel's own process -- and, for each, whether a person may be
+asked to retry it outside the sandbox after a denial. They look only at their arguments,
+so they are tested as tables; the orchestrator acts on what they return.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from agent_magics.tools.approval import (
     ApprovalPolicy,
@@ -186,28 +186,43 @@ def mcp_approval_requirement(
 
 
 PYTHON_IN_KERNEL = "Runs in your kernel, outside the sandbox: it can change your variables."
+FUNCTION_ASKS = "This runs your Python function in the kernel, outside the sandbox."
+KERNEL_READ_ONLY = (
+    "Not run: the sandbox is read-only, so code in the user's kernel runs only once the "
+    "user approves it, and the approval policy is never, so nobody could be asked."
+)
 
 
-def python_approval_requirement(policy: ApprovalPolicy) -> Skip | NeedsApproval:
-    """Whether a run_python call needs a person: it changes the person's live namespace
-    and runs in the kernel's own process, which no sandbox confines, so it asks under
-    every policy but ``never`` (``on-failure`` has no sandbox failure to wait for), and
-    the result always bypasses the sandbox."""
+def kernel_approval_requirement(
+    policy: ApprovalPolicy, sandbox: SandboxMode, reason: str, *, auto: bool = False
+) -> Skip | NeedsApproval | Forbidden:
+    """Whether code that runs in the kernel's own process needs a person: run_python's
+    code, or a person's function offered as a tool (``auto``: registered with
+    ``approval="auto"``). No sandbox confines that process, so a run always bypasses the
+    sandbox and the person's yes is the only guard:
+
+    1. an ``auto`` function runs: registering it so was the person's yes to every call;
+    2. under ``read-only`` nothing else runs without a person's yes: ``never`` is
+       forbidden (:data:`KERNEL_READ_ONLY` goes to the model), every other policy asks;
+    3. otherwise ``never`` runs and every other policy asks (``on-failure`` has no
+       sandbox failure to wait for). ``reason`` is shown with the question.
+    """
+    if auto:
+        return Skip(bypass_sandbox=True)
+    if sandbox is SandboxMode.READ_ONLY and policy is ApprovalPolicy.NEVER:
+        return Forbidden(KERNEL_READ_ONLY)
     if policy is ApprovalPolicy.NEVER:
         return Skip(bypass_sandbox=True)
-    return NeedsApproval(PYTHON_IN_KERNEL, bypass_sandbox=True)
+    return NeedsApproval(reason, bypass_sandbox=True)
 
 
-FUNCTION_ASKS = "This runs your Python function in the kernel, outside the sandbox."
-
-
-def function_approval_requirement(
-    approval: Literal["ask", "auto"], policy: ApprovalPolicy
-) -> Skip | NeedsApproval:
-    """Whether one call of a person's Python function needs a person: a function
-    registered with ``approval="auto"`` never asks; one with ``"ask"`` (the default)
-    asks unless the policy is ``never``. The function runs in the kernel's own process,
-    which no sandbox confines, so the result always bypasses the sandbox."""
-    if approval == "auto" or policy is ApprovalPolicy.NEVER:
-        return Skip(bypass_sandbox=True)
-    return NeedsApproval(FUNCTION_ASKS, bypass_sandbox=True)
+def kernel_session_key(sandbox: SandboxMode, tool: Sequence[str], exact: str) -> list[Any]:
+    """What "approve for session" remembers for a kernel call: ``tool`` (run_python's
+    key, or a function's) as a whole, except under ``read-only``, where only this very
+    call -- ``exact``, the same code or the same arguments -- may run again unasked, as
+    Codex remembers one command; code differs from call to call, so a yes to one piece
+    of it is no yes to the next. The read-only keys never match the others, so a yes
+    given under another sandbox does not carry over into ``read-only``."""
+    if sandbox is SandboxMode.READ_ONLY:
+        return [[*tool, sandbox.value, exact]]
+    return [list(tool)]

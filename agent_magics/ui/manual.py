@@ -22,7 +22,8 @@ busy until the turn ends, on ipykernel 7.4 and newer.
 In a kernel the agent also has tools of its own:
   run_python        runs code in your namespace, like a cell, and sees what it prints,
                     its value, its error and its figures. It runs in your kernel, outside
-                    the sandbox: it asks first unless the policy is never (-a never).
+                    the sandbox: it asks first unless the policy is never (-a never);
+                    under -s read-only it never runs unasked (-a never refuses it).
                     The kernel's stop button interrupts it; so does its timeout.
   list_variables,   your variables, frames (shape, dtypes, first rows), arrays and
   inspect_variable  functions; read-only, they never ask.
@@ -33,7 +34,8 @@ In a kernel the agent also has tools of its own:
                     without it the card shows the proposed cell with a Copy button.
   your functions    @agent_magics.tool on a function, or %agent tool NAME, offers it to
                     the model (schema from its type hints, description from its
-                    docstring). Each call asks unless approval="auto" or -a never.
+                    docstring). Each call asks unless approval="auto" or -a never
+                    (under -s read-only only approval="auto" runs unasked).
 Each turn is told which notebook this is and which cells ran since the last turn (their
 code, outputs and errors, marked as data), so "fix the error above" works. After a turn,
 _agent holds it as data: text, calls, files changed, usage, status.

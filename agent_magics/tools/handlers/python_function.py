@@ -2,8 +2,9 @@
 
 The call's arguments are validated against the function's signature before anyone is
 asked: a bad call is answered to the model and the turn goes on. Then the approval rule
-of :func:`~agent_magics.tools.policy.function_approval_requirement` applies (the card
-shows the function's name and the arguments), and the function runs:
+of :func:`~agent_magics.tools.policy.kernel_approval_requirement` applies, as to
+run_python's code (the card shows the function's name and the arguments), and the
+function runs:
 
 * a coroutine function is awaited on the session's loop;
 * a plain function is called right there, on the loop's thread, which in a kernel is
@@ -37,7 +38,11 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.function_schema import FunctionTool
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.policy import function_approval_requirement
+from agent_magics.tools.policy import (
+    FUNCTION_ASKS,
+    kernel_approval_requirement,
+    kernel_session_key,
+)
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec
 from agent_magics.tools.truncate import formatted_truncate_text
@@ -70,15 +75,21 @@ class PythonFunctionHandler:
             raise RespondToModel(f"{self.name} handler received unsupported payload")
         raw = inv.payload.arguments
         args, kwargs = call_arguments(self.tool, raw)
+        turn = inv.turn
         request = ApprovalRequest(
             call_id=inv.call_id,
             tool_name=self.name,
             kind="function",
-            cwd=inv.turn.cwd,
+            cwd=turn.cwd,
             arguments=raw,
-            keys=[("function", self.name)],
+            keys=kernel_session_key(turn.sandbox_mode, ("function", self.name), raw),
         )
-        requirement = function_approval_requirement(self.tool.approval, inv.turn.approval_policy)
+        requirement = kernel_approval_requirement(
+            turn.approval_policy,
+            turn.sandbox_mode,
+            FUNCTION_ASKS,
+            auto=self.tool.approval == "auto",
+        )
 
         async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
             return await self._call(args, kwargs)
