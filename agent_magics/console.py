@@ -3,6 +3,9 @@
 Shared by ``agent-magics exec``, ``agent-magics demo`` and ``%%agent`` in terminal
 IPython. Every piece of text from the model, tools or servers goes through
 :func:`~agent_magics.termsafe.terminal_safe`: escape sequences never reach the terminal.
+What a person approves (a command, a patch, code, a tool's arguments, the reason given)
+goes through :func:`~agent_magics.visible.visible` instead: its escape sequences, bidi
+controls and zero-width characters are written out, so the question shows what runs.
 Colours are our own, added afterwards and only when stderr is a terminal.
 """
 
@@ -41,6 +44,7 @@ from agent_magics.terminal_text import (
 )
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
+from agent_magics.visible import visible
 
 QUESTION_FALLBACK = "Allow this call?"
 COMMAND_QUESTION = "Run this command?"
@@ -69,7 +73,7 @@ def question(request: ApprovalRequest, style: Style | None = None, show_patch: b
     style = style or Style()
     lines = ["", *_asked(request, style, show_patch)]
     if request.reason and request.kind in ("exec", "patch"):
-        lines.append(f"  Reason: {terminal_safe(request.reason)}")
+        lines.append(f"  Reason: {visible(request.reason)}")
     session = "  [a] approve for session" if request.remember_allowed else ""
     lines.append(f"[y] approve{session}  [n] deny  [q] abort turn: ")
     return "\n".join(lines)
@@ -78,15 +82,23 @@ def question(request: ApprovalRequest, style: Style | None = None, show_patch: b
 def _asked(request: ApprovalRequest, style: Style, show_patch: bool) -> list[str]:
     unsandboxed = UNSANDBOXED if request.retry_without_sandbox else ""
     if request.kind == "exec" and request.command:
-        command = terminal_safe(command_line(request.command))
-        return [style(COMMAND_QUESTION, BOLD) + unsandboxed, indent(style(command, BOLD))]
+        command = visible(_what_runs(request))
+        lines = [style(line, BOLD) for line in command.splitlines()]
+        return [style(COMMAND_QUESTION, BOLD) + unsandboxed, indent("\n".join(lines))]
     if request.kind == "patch" and request.patch:
         if not show_patch:
-            files = terminal_safe(patch_files(request.patch))
+            files = visible(patch_files(request.patch))
             return [style(PATCH_QUESTION, BOLD) + f" ({files}, shown above)"]
         return [style(PATCH_QUESTION, BOLD), *diff_lines(request.patch, style)]
-    ask = terminal_safe(request.reason or QUESTION_FALLBACK) + unsandboxed
-    return [style(ask, BOLD), indent(terminal_safe(request.subject()))]
+    ask = visible(request.reason or QUESTION_FALLBACK) + unsandboxed
+    return [style(ask, BOLD), indent(visible(request.subject()))]
+
+
+def _what_runs(request: ApprovalRequest) -> str:
+    """A command as a shell needs it; ``run_python``'s code as it is (its one "argv")."""
+    if request.tool_name == "run_python" and len(request.command) == 1:
+        return request.command[0]
+    return command_line(request.command)
 
 
 def answer(request: ApprovalRequest, letter: str) -> ReviewDecision:
@@ -181,23 +193,23 @@ class TerminalConsole:
             say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
         elif isinstance(event, TurnDiff):
             changed = ", ".join(f"{f.path} ({f.status})" for f in event.files)
-            emit([s("files changed: ", MAGENTA) + terminal_safe(changed)])
+            emit([s("files changed: ", MAGENTA) + visible(changed)])
 
     def _proposed(self, event: ToolCallProposed) -> list[str]:
         s = self.style
         command = call_command(event.tool_name, event.arguments)
         if command is not None:
-            lines = terminal_safe(command).splitlines() or [""]
+            lines = visible(command).splitlines() or [""]
             first = s("exec", MAGENTA) + " " + s(lines[0], BOLD)
             return [first, *(" " * 5 + s(line, BOLD) for line in lines[1:])]
         patch = call_patch(event.tool_name, event.arguments, event.kind)
         if patch is not None:
-            head = s("apply_patch", MAGENTA) + " " + terminal_safe(patch_files(patch))
+            head = s("apply_patch", MAGENTA) + " " + visible(patch_files(patch))
             return [head, *diff_lines(patch, s)]
         args = event.arguments
         if len(args) > MAX_ARGUMENTS_SHOWN:
             args = args[:MAX_ARGUMENTS_SHOWN] + "…"
-        return [s("tool", MAGENTA) + " " + terminal_safe(f"{event.tool_name} {args}")]
+        return [s("tool", MAGENTA) + " " + visible(f"{event.tool_name} {args}")]
 
     def _decided(self, event: ApprovalDecided) -> list[str]:
         s = self.style

@@ -2,8 +2,9 @@
 
 Pure functions, no terminal access: :mod:`agent_magics.console` prints what they return.
 Every function takes text that is already terminal-safe (see :mod:`agent_magics.termsafe`)
-or makes it so; colours are added last, and only when a :class:`Style` is told the stream
-is a terminal.
+or makes it so: a command's output loses its escape sequences, a patch shows them written
+out (:func:`~agent_magics.visible.visible`); colours are added last, and only when a
+:class:`Style` is told the stream is a terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.shell_parse import extract_shell_script
+from agent_magics.visible import visible
 
 COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
 OUTPUT_TOOLS = (*COMMAND_TOOLS, "write_stdin")
@@ -92,9 +94,9 @@ def indent(text: str, prefix: str = "  ") -> str:
 
 def diff_lines(patch: str, style: Style) -> list[str]:
     """A patch as lines: additions green, removals red, file and hunk headers magenta
-    and cyan (with colour off, the lines as they are)."""
+    and cyan (with colour off, the lines as they are); hidden characters written out."""
     lines = []
-    for line in terminal_safe(patch).rstrip("\n").splitlines():
+    for line in visible(patch).rstrip("\n").splitlines():
         if line.startswith("***"):
             lines.append(style(line, MAGENTA))
         elif line.startswith("@@"):

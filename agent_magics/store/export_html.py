@@ -24,6 +24,7 @@ from agent_magics.store.export_text import (
     summary,
     usage_line,
 )
+from agent_magics.visible import visible
 
 PAGE_STYLE = (
     "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;"
@@ -48,16 +49,20 @@ def pre(body_html: str) -> str:
     return f'<pre style="{PRE_STYLE}">{body_html}</pre>'
 
 
-def diff_html(patch: str) -> str:
+def diff_html(patch: str, clipped: bool = False) -> str:
+    """A patch or a diff, coloured by line, hidden characters written out (before a
+    long one is ``clipped``: clipping splits lines at characters they write out)."""
+    shown = visible(patch)
     rows = []
-    for line in patch.splitlines():
+    for line in (clip(shown) if clipped else shown).splitlines():
         color = DIFF_COLORS["*"] if line.startswith("***") else DIFF_COLORS.get(line[:1])
         rows.append(f'<span style="color:{color}">{esc(line)}</span>' if color else esc(line))
     return pre("\n".join(rows))
 
 
 def python_html(code: str) -> str:
-    body = highlight(code, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
+    """Code coloured by pygments, hidden characters written out."""
+    body = highlight(visible(code), PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
     return pre(body.rstrip("\n"))
 
 
@@ -94,7 +99,7 @@ def call_html(call: Call, budget: ImageBudget) -> str:
         line += f' · <span style="color:{color}">{shown}</span>' if color else f" · {shown}"
     parts = [f"<div>{line}</div>"]
     if (command := call.command()) is not None:
-        parts.append(pre("$ " + esc(command)))
+        parts.append(pre("$ " + esc(visible(command))))
     elif (patch := call.patch()) is not None:
         parts.append(diff_html(patch))
     elif (code := call.python()) is not None:
@@ -136,8 +141,9 @@ def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:
         parts.append("<p><b>Files changed in this turn</b></p>")
     for f in turn.diff:
         diff = f.get("diff")
-        body = diff_html(clip(diff)) if isinstance(diff, str) else ""
-        parts.append(details(f"{f.get('status', 'changed')}: {f.get('path')}", body))
+        body = diff_html(diff, clipped=True) if isinstance(diff, str) else ""
+        path = visible(str(f.get("path")))
+        parts.append(details(f"{f.get('status', 'changed')}: {path}", body))
     if turn.undone:
         parts.append(
             f"<p><i>The changes of this turn were undone: {esc(', '.join(turn.undone))}.</i></p>"

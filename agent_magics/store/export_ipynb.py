@@ -5,7 +5,9 @@ code cells carry what ran: a command, a patch, run_python code, with the output 
 (trimmed) as a stream output and images as ``display_data``. Nothing is marked as
 executed (``execution_count`` stays empty) and the notebook names no kernel: it is a
 record of what the agent did, not a script to run again. Each code cell's
-``metadata.agent_magics`` says which tool ran it, how it ended and who approved it.
+``metadata.agent_magics`` says which tool ran it, how it ended and who approved it. A
+cell's source is what ran with its hidden characters written out
+(:func:`~agent_magics.visible.visible`): an editor that opens it shows what ran.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agent_magics.store.export_text import (
     turn_end_line,
     usage_line,
 )
+from agent_magics.visible import visible
 
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
@@ -55,7 +58,7 @@ def _code_cell(nbf: Any, call: Call, source: str, language: str, budget: ImageBu
         "exit_code": exit_code,
     }
     cell = nbf.new_code_cell(
-        source, metadata={"agent_magics": {k: v for k, v in meta.items() if v is not None}}
+        visible(source), metadata={"agent_magics": {k: v for k, v in meta.items() if v is not None}}
     )
     if call.output is not None and text:
         cell.outputs.append(nbf.new_output("stream", name="stdout", text=clip(text) + "\n"))

@@ -2,7 +2,9 @@
 
 Outputs are trimmed to a head and a tail (``MAX_OUTPUT_LINES``, ``MAX_OUTPUT_CHARS``)
 and images embedded up to ``MAX_IMAGE_BYTES`` for the whole document, so an export
-stays a document a person can open, whatever the session printed.
+stays a document a person can open, whatever the session printed. What a call ran (its
+command, code, patch, the files a turn changed) goes through
+:func:`~agent_magics.visible.visible`: the record shows what ran, nothing hidden in it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from agent_magics.markdown_text import fence, inline_code
 from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.visible import visible
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
 MAX_OUTPUT_CHARS = 20_000
@@ -83,21 +86,25 @@ def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 def summary(call: Call) -> str:
-    """One line that says what a call did."""
+    """One line that says what a call did, hidden characters written out."""
+    return one_line(visible(_summary(call)))
+
+
+def _summary(call: Call) -> str:
     for text in (call.command(), call.python()):
         if text is not None:
-            return one_line(text)
+            return text
     patch = call.patch()
     if patch is not None:
         found = re.findall(r"^\*\*\* (Add|Update|Delete) File: (.+)$", patch, re.MULTILINE)
-        return one_line(", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch")
+        return ", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch"
     args = call.args()
     if args is None:
-        return one_line(call.arguments)
+        return call.arguments
     key = PATH_ARGS.get(call.tool)
     if key and isinstance(args.get(key), str):
-        return one_line(args[key])
-    return one_line(json.dumps(args, ensure_ascii=False))
+        return str(args[key])
+    return json.dumps(args, ensure_ascii=False)
 
 
 def call_facts(call: Call) -> list[str]:
@@ -141,11 +148,11 @@ def tool_markdown(call: Call, budget: ImageBudget) -> str:
     """A call as markdown: its line, what it ran, its output (collapsed), its images."""
     parts = [call_line(call)]
     if (command := call.command()) is not None:
-        parts.append(fence(f"$ {command}", "console"))
+        parts.append(fence(f"$ {visible(command)}", "console"))
     elif (patch := call.patch()) is not None:
-        parts.append(fence(patch.rstrip("\n"), "diff"))
+        parts.append(fence(visible(patch.rstrip("\n")), "diff"))
     elif (code := call.python()) is not None:
-        parts.append(fence(code.rstrip("\n"), "python"))
+        parts.append(fence(visible(code.rstrip("\n")), "python"))
     parts.append(output_block(call))
     parts.extend(images_markdown(call, budget))
     return "\n\n".join(p for p in parts if p)
@@ -162,9 +169,9 @@ def diff_markdown(turn: TurnDoc) -> str:
     """The files the turn changed, one collapsed diff each, and any undo of them."""
     parts = ["**Files changed in this turn**"] if turn.diff else []
     for f in turn.diff:
-        title = f"{f.get('status', 'changed')}: {inline_code(str(f.get('path')))}"
+        title = f"{f.get('status', 'changed')}: {inline_code(visible(str(f.get('path'))))}"
         diff = f.get("diff")
-        body = fence(clip(diff.rstrip("\n")), "diff") if isinstance(diff, str) else ""
+        body = fence(clip(visible(diff.rstrip("\n"))), "diff") if isinstance(diff, str) else ""
         parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
     if turn.undone:
         files = ", ".join(inline_code(p) for p in turn.undone)

@@ -1,6 +1,8 @@
 """The static transcript as markdown: readable in a saved notebook without widget state.
 
-Pure functions, like :mod:`.render`, whose summaries and output clipping they reuse.
+Pure functions, like :mod:`.render`, whose summaries and output clipping they reuse. A
+call's command, code, patch or proposed cell goes through
+:func:`~agent_magics.visible.visible`, as on the cards.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from agent_magics.ui.render import (
 )
 from agent_magics.ui.state import DiffBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.ui.turn_diff import turn_diff_markdown
+from agent_magics.visible import visible
 
 
 def plan_markdown(plan: PlanUpdated) -> str:
@@ -47,14 +50,15 @@ def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
     command = command_text(block.tool_name, block.arguments)
     patch = patch_text(block.tool_name, block.arguments, block.kind)
     if command is not None:
-        parts.append(fence(f"$ {command}", "console"))
+        parts.append(fence(f"$ {visible(command)}", "console"))
     elif patch is not None:
-        parts.append(fence(patch.rstrip("\n"), "diff"))
+        parts.append(fence(visible(patch.rstrip("\n")), "diff"))
     elif (source := python_code(block.tool_name, block.arguments)) is not None:
-        parts.append(fence(source.rstrip("\n"), "python"))
+        parts.append(fence(visible(source.rstrip("\n")), "python"))
     elif (cell := notebook_edit(block.tool_name, block.arguments)) is not None:
         lang = {"code": "python", "markdown": "markdown"}.get(cell[1], "")
-        parts.append(cell[0] + ("" if cell[2] is None else ":\n\n" + fence(cell[2], lang)))
+        where, source = visible(cell[0]), cell[2]
+        parts.append(where + ("" if source is None else ":\n\n" + fence(visible(source), lang)))
     if block.plan is not None:
         parts.append(plan_markdown(block.plan))
     if block.image is not None and block.image.data_url:

@@ -2,7 +2,9 @@
 
 Nothing here touches widgets or the kernel, so every string is compared exactly in
 tests. The widgets (:mod:`.widgets`) place these strings; the headless transcript
-(:mod:`.headless`) joins the markdown ones.
+(:mod:`.headless`) joins the markdown ones. A call's command, code, patch or arguments
+are shown through :func:`~agent_magics.visible.visible`: what a person approves is what
+runs, with no control, bidi or zero-width character hiding part of it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from agent_magics.events import PlanUpdated, Usage
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.tools.args import parse_json
 from agent_magics.ui.state import NoticeBlock, ToolBlock, ToolStatus, Transcript
+from agent_magics.visible import visible
 
 SUMMARY_CHARS = 120
 DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halves
@@ -126,41 +129,46 @@ def python_code(tool_name: str, arguments: str) -> str | None:
 
 
 def call_summary(tool_name: str, arguments: str, kind: str = "function") -> str:
-    """One line that says what a call does."""
+    """One line that says what a call does, hidden characters written out."""
+    return one_line(visible(_summary(tool_name, arguments, kind)))
+
+
+def _summary(tool_name: str, arguments: str, kind: str) -> str:
     command = command_text(tool_name, arguments)
     if command is not None:
-        return one_line(command)
+        return command
     code = python_code(tool_name, arguments)
     if code is not None:
-        return one_line(code)
+        return code
     patch = patch_text(tool_name, arguments, kind)
     if patch is not None:
-        return one_line(patch_files(patch))
+        return patch_files(patch)
     args = parse_arguments(arguments)
     if args is None:
-        return one_line(arguments)
+        return arguments
     if tool_name in PATH_ARGS and isinstance(args.get(PATH_ARGS[tool_name]), str):
-        return one_line(args[PATH_ARGS[tool_name]])
+        return str(args[PATH_ARGS[tool_name]])
     if tool_name == "grep_files" and isinstance(args.get("pattern"), str):
         where = args.get("path")
-        return one_line(args["pattern"] + (f" in {where}" if isinstance(where, str) else ""))
+        return str(args["pattern"]) + (f" in {where}" if isinstance(where, str) else "")
     if tool_name == "write_stdin":
         chars = args.get("chars") or ""
         what = f": {json.dumps(chars)}" if chars else " (poll)"
-        return one_line(f"session {args.get('session_id')}{what}")
+        return f"session {args.get('session_id')}{what}"
     if tool_name == "update_plan" and isinstance(args.get("plan"), list):
         n = len(args["plan"])
         return f"{n} step" + ("" if n == 1 else "s")
-    return one_line(json.dumps(args, ensure_ascii=False))
+    return json.dumps(args, ensure_ascii=False)
 
 
 # -- HTML --------------------------------------------------------------------------------
 
 
 def diff_html(patch: str) -> str:
-    """A patch as a coloured diff: additions green, removals red, headers blue."""
+    """A patch as a coloured diff: additions green, removals red, headers blue; hidden
+    characters written out."""
     rows = []
-    for line in patch.splitlines():
+    for line in visible(patch).splitlines():
         color = DIFF_COLORS["*"] if line.startswith("***") else DIFF_COLORS.get(line[:1])
         rows.append(f'<span style="color:{color}">{esc(line)}</span>' if color else esc(line))
     return f'<pre style="{PRE_STYLE}">' + "\n".join(rows) + "</pre>"
@@ -179,14 +187,16 @@ else the cell's text selected for the person to copy."""
 
 
 def proposed_cell_html(where: str, source: str | None) -> str:
-    """A proposed notebook cell with a Copy button, so a person can paste it by hand."""
+    """A proposed notebook cell with a Copy button, so a person can paste it by hand (the
+    text shown, hidden characters written out)."""
+    where = visible(where)
     if source is None:
         return f"<div>{esc(where)}</div>"
     button = (
         f'<button class="agent-magics-copy" onclick="{html.escape(COPY_SCRIPT, quote=True)}">'
         "Copy</button>"
     )
-    cell = f'<pre style="{PRE_STYLE}">{esc(source)}</pre>'
+    cell = f'<pre style="{PRE_STYLE}">{esc(visible(source))}</pre>'
     return f'<div class="agent-magics-cell"><div>{esc(where)} {button}</div>{cell}</div>'
 
 
@@ -194,20 +204,21 @@ IN_KERNEL_NOTE = "Runs in your kernel, outside the sandbox."
 
 
 def python_html(code: str) -> str:
-    """Python code coloured by pygments (inline styles: no stylesheet needed), and where
-    it runs."""
-    body = highlight(code, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
+    """Python code coloured by pygments (inline styles: no stylesheet needed), hidden
+    characters written out, and where it runs."""
+    body = highlight(visible(code), PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
     note = f'<div style="color:#6e7781"><i>{IN_KERNEL_NOTE}</i></div>'
     return f'<pre style="{PRE_STYLE}">{body.rstrip(chr(10))}</pre>{note}'
 
 
 def arguments_html(block: ToolBlock) -> str:
-    """The arguments the way a person reads them: a command, a diff, a path, or JSON."""
+    """The arguments the way a person reads them: a command, a diff, a path, or JSON,
+    hidden characters written out."""
     command = command_text(block.tool_name, block.arguments)
     if command is not None:
         where = (parse_arguments(block.arguments) or {}).get("workdir")
-        note = f"<div>in <code>{esc(where)}</code></div>" if isinstance(where, str) else ""
-        return f'<pre style="{PRE_STYLE}">$ {esc(command)}</pre>{note}'
+        note = f"<div>in <code>{esc(visible(where))}</code></div>" if isinstance(where, str) else ""
+        return f'<pre style="{PRE_STYLE}">$ {esc(visible(command))}</pre>{note}'
     code = python_code(block.tool_name, block.arguments)
     if code is not None:
         return python_html(code)
@@ -223,7 +234,7 @@ def arguments_html(block: ToolBlock) -> str:
     if parsed is not None and block.tool_name in PATH_ARGS:
         return ""  # the header names the path
     shown = json.dumps(parsed, indent=2, ensure_ascii=False) if parsed else block.arguments
-    return f'<pre style="{PRE_STYLE}">{esc(shown)}</pre>'
+    return f'<pre style="{PRE_STYLE}">{esc(visible(shown))}</pre>'
 
 
 def decision_text(block: ToolBlock) -> str:
@@ -271,7 +282,7 @@ def question_html(block: ToolBlock) -> str:
     """The question above the approval buttons."""
     request = block.request
     reason = request.reason if request and request.reason else None
-    ask = esc(reason) if reason else "Allow this call?"
+    ask = esc(visible(reason)) if reason else "Allow this call?"
     if request is not None and request.retry_without_sandbox:
         ask += " (it would run without the sandbox)"
     return f"<b>{ask}</b>"

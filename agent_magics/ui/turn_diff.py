@@ -1,7 +1,8 @@
 """The files a turn changed, drawn as one collapsed diff per file (HTML and markdown).
 
 Pure functions, compared exactly in tests; the live transcript, the static one and the
-headless markdown place these strings.
+headless markdown place these strings. Paths and diffs go through
+:func:`~agent_magics.visible.visible`: a change is shown with nothing in it hidden.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 
 from agent_magics.events import FileDiff
 from agent_magics.ui.render import diff_html, esc
+from agent_magics.visible import visible
 
 STATUS_COLORS = {"added": "#1a7f37", "modified": "#9a6700", "deleted": "#cf222e"}
 
@@ -32,7 +34,7 @@ def title(files: tuple[FileDiff, ...]) -> str:
 
 def file_summary(f: FileDiff) -> str:
     added, removed = counts(f.diff)
-    return f"{f.path} · {f.status} · +{added} −{removed}"
+    return f"{visible(f.path)} · {f.status} · +{added} −{removed}"
 
 
 def _fence(text: str) -> str:
@@ -47,8 +49,9 @@ def turn_diff_html(files: tuple[FileDiff, ...]) -> str:
     for f in files:
         added, removed = counts(f.diff)
         color = STATUS_COLORS.get(f.status, "#6e7781")
+        path = esc(visible(f.path))
         summary = (
-            f'<code>{esc(f.path)}</code> <span style="color:{color}">{esc(f.status)}</span>'
+            f'<code>{path}</code> <span style="color:{color}">{esc(f.status)}</span>'
             f' <span style="color:#6e7781">+{added} −{removed}</span>'
         )
         rows.append(f"<details><summary>{summary}</summary>{diff_html(f.diff)}</details>")
@@ -62,6 +65,6 @@ def turn_diff_markdown(files: tuple[FileDiff, ...]) -> str:
     for f in files:
         summary = esc(file_summary(f))
         parts.append(
-            f"<details><summary>{summary}</summary>\n\n{_fence(f.diff.rstrip())}\n\n</details>"
+            f"<details><summary>{summary}</summary>\n\n{_fence(visible(f.diff.rstrip()))}\n\n</details>"
         )
     return "\n\n".join(parts)
