@@ -74,7 +74,9 @@ async def serving(
 
 
 def client(base_url: str, read_s: float = 5.0) -> wire.PlainClient:
-    return wire.PlainClient(urlsplit(base_url), connect_s=5.0, read_s=read_s, write_s=5.0)
+    return wire.PlainClient(
+        urlsplit(base_url), connect_s=5.0, read_s=read_s, write_s=5.0, head_s=5.0
+    )
 
 
 async def post(
@@ -82,7 +84,7 @@ async def post(
 ) -> tuple[int, dict[str, str], bytes]:
     headers = {"content-type": "application/json", "authorization": "Bearer sk-wire"}
     async with http.stream("POST", url, content=body, headers=headers) as response:
-        got = b"".join([chunk async for chunk in response.aiter_bytes()])
+        got = b"".join([chunk async for chunk in response.aiter_raw()])
         return response.status_code, response.headers, got
 
 

@@ -3,9 +3,13 @@
 Layer-one retries live here: 5xx, 408, 409, 429 and transport errors are re-sent with
 Codex's backoff (or the server's ``Retry-After``); 400/401/403/404 become one sentence
 saying which setting to fix. A stream that drops, stays idle or reports a failure is
-raised as :class:`StreamFailed` for the session to re-send the turn. Each protocol
-supplies the request body and a :class:`Decoder` for its stream. The API key travels
-only in the request header and is cut out of every message built from server text.
+raised as :class:`StreamFailed` for the session to re-send the turn; so is an answer
+whose head is not complete within the idle timeout (a timeout, which Codex retries).
+Answers are asked for uncompressed; one compressed anyway is inflated within bounds
+(:mod:`agent_magics.models.encoding`), and one that cannot be is not retried. Each
+protocol supplies the request body and a :class:`Decoder` for its stream. The API key
+travels only in the request header and is cut out of every message built from server
+text.
 """
 
 from __future__ import annotations
@@ -26,11 +30,19 @@ from agent_magics.models.base import (
     ReasoningDelta,
     StreamFailed,
 )
+from agent_magics.models.encoding import body as decoded_body
 from agent_magics.models.pool import shared_client
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
 from agent_magics.models.stream import Decoder, StreamReader
-from agent_magics.models.wire import ReadTimeout, Response, TransportError
+from agent_magics.models.wire import (
+    DecodingError,
+    HeadTimeout,
+    ReadTimeout,
+    Response,
+    ServerFault,
+    TransportError,
+)
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 DRAIN_S = 0.1  # how long the end of a body is awaited after [DONE] (as the openai package)
@@ -83,7 +95,11 @@ class SseClient:
         """Nothing to close: the shared client outlives a session (the loop closes it)."""
 
     def _headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "accept-encoding": "identity",
+        }
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         return headers
@@ -114,16 +130,23 @@ class SseClient:
                         self.recorder.add(body, tape)
                     return
             except TransportError as exc:
+                if isinstance(exc, HeadTimeout):
+                    raise StreamFailed(
+                        f"the model server sent {exc.detail}", retryable=True
+                    ) from None
                 if isinstance(exc, ReadTimeout):
                     raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
                 if attempt > self.request_max_retries:
-                    raise ConnectionFailed(
-                        self.redact(
-                            f"Could not reach the model server at {self.base_url} "
-                            f"({exc.kind}); check --base-url and that the server runs."
-                        )
-                    ) from None
+                    raise ConnectionFailed(self.redact(self._unreachable(exc))) from None
                 await self._sleep(attempt, backoff(attempt), exc.kind)
+
+    def _unreachable(self, exc: TransportError) -> str:
+        if isinstance(exc, ServerFault):
+            return f"The model server at {self.base_url} {exc.detail}."
+        return (
+            f"Could not reach the model server at {self.base_url} "
+            f"({exc.kind}); check --base-url and that the server runs."
+        )
 
     async def _sleep(self, attempt: int, delay: float, reason: str) -> None:
         if self.on_retry:
@@ -172,7 +195,7 @@ class SseClient:
         Codex, runs from the moment we wait for the next event."""
         loop = asyncio.get_running_loop()
         reader = StreamReader(decoder, tape)
-        chunks = response.aiter_bytes().__aiter__()
+        chunks = decoded_body(response).__aiter__()
         deadline = loop.time() + self.stream_idle_timeout_s
         while not reader.done:
             try:
@@ -182,6 +205,8 @@ class SseClient:
                 break
             except (TimeoutError, ReadTimeout):
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
+            except DecodingError as exc:
+                raise StreamFailed(self.redact(exc.detail), retryable=False) from None
             except TransportError:
                 raise StreamFailed(
                     "stream disconnected before completion", retryable=True
@@ -242,14 +267,17 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 
 async def _head(response: Response) -> bytes:
     """The first :data:`MAX_ERROR_BODY_BYTES` of an error body; the rest is not read
-    (the connection is closed instead of drained)."""
+    (the connection is closed instead of drained), nor what cannot be inflated."""
     parts: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
-        parts.append(chunk)
-        size += len(chunk)
-        if size >= MAX_ERROR_BODY_BYTES:
-            break
+    try:
+        async for chunk in decoded_body(response):
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= MAX_ERROR_BODY_BYTES:
+                break
+    except DecodingError:
+        pass
     return b"".join(parts)[:MAX_ERROR_BODY_BYTES]
 
 

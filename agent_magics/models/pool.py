@@ -10,6 +10,10 @@ certifi's CA bundle, 20-40 ms), for ``http://`` through an ``http://`` proxy wit
 context that loads no CA bundle (no TLS is spoken; a TLS connection it were asked for
 anyway would fail verification rather than pass unchecked).
 
+Both wait for an answer's head at most the idle timeout from the start of the request
+(a server slow to begin an answer is given as long as one slow between two events),
+and read each byte at most that long after the last.
+
 A client belongs to the loop it was built on, and connections stay in its pool: the
 clients of a loop are closed when the loop shuts down (``asyncio.run`` and
 ``loop.shutdown_asyncgens()`` close them, through a suspended async generator the loop
@@ -105,7 +109,11 @@ async def shared_client(base_url: str, idle_timeout_s: float) -> HttpClient:
 def _client(base_url: str, url: SplitResult, idle_timeout_s: float) -> HttpClient:
     if url.scheme.lower() == "http" and "@" not in url.netloc and not _proxies(base_url):
         return PlainClient(
-            url, connect_s=CONNECT_TIMEOUT_S, read_s=idle_timeout_s, write_s=WRITE_TIMEOUT_S
+            url,
+            connect_s=CONNECT_TIMEOUT_S,
+            read_s=idle_timeout_s,
+            write_s=WRITE_TIMEOUT_S,
+            head_s=idle_timeout_s,
         )
     from agent_magics.models.httpx_client import HttpxClient
 
@@ -114,5 +122,6 @@ def _client(base_url: str, url: SplitResult, idle_timeout_s: float) -> HttpClien
         read_s=idle_timeout_s,
         write_s=WRITE_TIMEOUT_S,
         pool_s=POOL_TIMEOUT_S,
+        head_s=idle_timeout_s,
         tls=tls_context(base_url),
     )

@@ -12,6 +12,13 @@ its client in the same small interface.
 A failure is a :class:`TransportError` whose ``kind`` is httpx's name for it
 (``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``...), so a sentence naming
 it reads the same whichever client sent the request.
+
+Both clients bound the time to an answer's complete status line and headers by one
+deadline from the start of the request (:class:`HeadTimeout`): a per-read timeout alone
+would let a server that trickles a byte at a time, or sends interim ``1xx`` answers
+forever, hold a turn for good. This client also stops after
+:data:`MAX_INTERIM_RESPONSES` interim answers (httpx skips them uncounted, until the
+deadline).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import h11
 
 READ_BYTES = 1 << 16  # the most one network read takes
 MAX_HEAD_BYTES = 1 << 16  # of a response's status line and headers
+MAX_INTERIM_RESPONSES = 10  # 1xx answers before the real one (there is rarely more than one)
 USER_AGENT = "agent-magics"
 T = TypeVar("T")
 
@@ -38,6 +46,7 @@ class TransportError(Exception):
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
+        self.detail = detail
 
 
 class ReadTimeout(TransportError):
@@ -47,6 +56,31 @@ class ReadTimeout(TransportError):
         super().__init__("ReadTimeout", detail)
 
 
+class HeadTimeout(ReadTimeout):
+    """The answer's status line and headers were not complete ``seconds`` after the
+    request began, however the server spent the time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no complete response headers within {seconds:g} s")
+        self.seconds = seconds
+
+
+class ServerFault(TransportError):
+    """The server answered against HTTP's rules; ``detail`` says how, in a phrase that
+    follows "the model server" (no text of the server's)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("RemoteProtocolError", detail)
+
+
+class DecodingError(TransportError):
+    """The body's ``content-encoding`` could not, or may not, be undone; ``detail`` is
+    the sentence (:mod:`agent_magics.models.encoding`)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("DecodingError", detail)
+
+
 def failure(kind: str, detail: str) -> TransportError:
     """The error for a failure httpx would name ``kind``."""
     return ReadTimeout(detail) if kind == "ReadTimeout" else TransportError(kind, detail)
@@ -54,13 +88,14 @@ def failure(kind: str, detail: str) -> TransportError:
 
 class Response(Protocol):
     """What a model client reads of an answer: its status, headers (names in lower
-    case) and body, read once."""
+    case) and body, read once as it came, any ``content-encoding`` still on
+    (:func:`agent_magics.models.encoding.body` takes it off)."""
 
     status_code: int
     reason_phrase: str
     headers: dict[str, str]
 
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
 
 
 class HttpClient(Protocol):
@@ -124,7 +159,7 @@ class PlainResponse:
         self.headers = headers
         self.complete = False  # the body's end was read
 
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
         while not self.complete:
             event = await self._conn.next_event()
             if isinstance(event, h11.Data):
@@ -143,11 +178,19 @@ class PlainClient:
     goes back for the next request, any other is closed."""
 
     def __init__(
-        self, origin: SplitResult, *, connect_s: float, read_s: float, write_s: float
+        self,
+        origin: SplitResult,
+        *,
+        connect_s: float,
+        read_s: float,
+        write_s: float,
+        head_s: float,
+        max_interim: int = MAX_INTERIM_RESPONSES,
     ) -> None:
         self._host, self._port = origin.hostname or "", origin.port or 80
         self._host_header = origin.netloc
         self._connect_s, self._read_s, self._write_s = connect_s, read_s, write_s
+        self._head_s, self._max_interim = head_s, max_interim
         self._idle: list[_Connection] = []
         self._closed = False
 
@@ -161,16 +204,29 @@ class PlainClient:
     ) -> AsyncIterator[PlainResponse]:
         if self._closed:
             raise TransportError("ClosedClient", "the HTTP client is closed")
-        conn = await self._connection()
+        deadline = asyncio.get_running_loop().time() + self._head_s
+        async with self._head_deadline(deadline):
+            conn = await self._connection()
         response: PlainResponse | None = None
         try:
-            response = await self._send(conn, method, _target(url), content, headers)
+            async with self._head_deadline(deadline):
+                response = await self._send(conn, method, _target(url), content, headers)
             yield response
         finally:
             if response is not None and response.complete and self._reuse(conn):
                 self._idle.append(conn)
             else:
                 conn.close()
+
+    @contextlib.asynccontextmanager
+    async def _head_deadline(self, deadline: float) -> AsyncIterator[None]:
+        """The answer's status line and headers are complete by ``deadline``, or the
+        request fails with :class:`HeadTimeout`, whatever the server sent by then."""
+        try:
+            async with asyncio.timeout_at(deadline):
+                yield
+        except TimeoutError:
+            raise HeadTimeout(self._head_s) from None
 
     async def aclose(self) -> None:
         self._closed = True
@@ -212,7 +268,7 @@ class PlainClient:
             raise TransportError("LocalProtocolError", "the request is not valid HTTP") from None
         conn.writer.write(wire)
         await _timed(conn.writer.drain(), self._write_s, "WriteTimeout", "WriteError")
-        while True:
+        for _ in range(self._max_interim + 1):
             event = await conn.next_event()
             if isinstance(event, h11.Response):
                 return PlainResponse(conn, event)
@@ -220,6 +276,9 @@ class PlainClient:
                 raise TransportError(
                     "RemoteProtocolError", "the server disconnected without sending a response"
                 )
+        raise ServerFault(
+            f"sent more than {self._max_interim} interim (1xx) responses before its answer"
+        )
 
     def _reuse(self, conn: _Connection) -> bool:
         if self._closed or conn.h11.our_state is not h11.DONE:
