@@ -1,5 +1,6 @@
 """``%agent undo`` in real kernels: the turn's diff in the cell, the question clicked, the
-files back as they were (bytes and mode), the model told in its next request."""
+files back as they were (bytes and mode), the model told in its next request. (What a
+person changes while a turn runs: tests/test_kernel_undo_edits.py.)"""
 
 from __future__ import annotations
 
@@ -71,14 +72,17 @@ def test_undo_asks_in_the_cell_restores_everything_and_the_model_is_told(
         changed = files(kernel.ws)
         assert changed != before
         asked = kernel.outputs_text(kernel.run("%agent undo"))
-        undo = kernel.wait_for(lambda: kernel.buttons("Undo"))[-1]
+        undo = kernel.wait_for(lambda: kernel.buttons("Undo all"))[-1]
         summary = (
-            "Undo restores 4 file(s) to their state before the last turn: "
-            "cmd.txt, gone.txt, keep.py, new.txt."
+            "Undo restores 3 file(s) to their state before the agent's tools wrote them: "
+            "gone.txt, keep.py, new.txt. cmd.txt changed while commands ran, and undo cannot "
+            "tell whether the agent or someone else changed it: restored to their state "
+            "before the last turn only if you say so (their diffs are below)."
         )
         assert asked == summary and kernel.shows(summary)
+        assert kernel.shows("@@ -1 +1,2 @@\n one\n+two\n")  # cmd.txt's diff, to judge by
         assert files(kernel.ws) == changed  # nothing before the click
-        kernel.click(undo)
+        kernel.click(undo)  # the person saw the command's change and chose it too
         kernel.wait_for(lambda: kernel.shows("Restored to their state before the last turn"))
         assert files(kernel.ws) == before
         assert files(kernel.ws)["keep.py"][1] == 0o755
@@ -98,7 +102,7 @@ def test_undo_asks_in_the_cell_restores_everything_and_the_model_is_told(
         ("keep.py", "modified"),
         ("new.txt", "added"),
     ]
-    undone = [r for r in records if r["type"] == "undo"]
+    undone = [{k: r[k] for k in ("type", "files", "turn")} for r in records if r["type"] == "undo"]
     assert undone == [
         {"type": "undo", "files": ["cmd.txt", "gone.txt", "keep.py", "new.txt"], "turn": 1}
     ]

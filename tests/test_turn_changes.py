@@ -147,8 +147,9 @@ async def test_undo_restores_bytes_and_modes_and_the_next_request_says_so(
         assert last is not None
         plan = plan_undo(last)
         assert plan.refusal is None
-        assert [c.shown for c in plan.restore] == ["cmd.txt", "gone.txt", "keep.py", "new.txt"]
-        text = undo_last_turn(session.changes, plan)
+        assert [c.shown for c in plan.restore] == ["gone.txt", "keep.py", "new.txt"]
+        assert [c.shown for c in plan.asked] == ["cmd.txt"]  # a command changed it
+        text = undo_last_turn(session.changes, plan, everything=True)
         assert text == "Restored to their state before the last turn: " + REVERTED.split(": ")[1]
         after = snapshot(ws)
         before.pop("dep.js", None)
@@ -362,8 +363,26 @@ async def test_a_file_a_command_changed_before_a_patch_keeps_its_original_from_t
     (event,) = [e for e in events if isinstance(e, TurnDiff)]
     assert [f.diff.splitlines()[-2:] for f in event.files] == [[" one", "+TWO"]]
     assert session.changes.last is not None
-    undo_last_turn(session.changes, plan_undo(session.changes.last))
+    # The agent's own write is taken back exactly; what the command did stays, asked about.
+    plan = plan_undo(session.changes.last)
+    assert ([c.shown for c in plan.restore], [c.shown for c in plan.asked]) == (
+        ["cmd.txt"],
+        ["cmd.txt"],
+    )
+    said = undo_last_turn(session.changes, plan)
+    assert (ws / "cmd.txt").read_text() == "one\ntwo\n"
+    assert said == (
+        "Restored to their state before the agent's tools wrote them: cmd.txt. Skipped: "
+        "cmd.txt changed while commands ran, and undo cannot tell whether the agent or "
+        "someone else changed it (%agent undo shows their diffs; %agent undo --yes --all "
+        "restores them too)."
+    )
+    assert session.changes.last is not None  # the skipped part can still be undone
+    rest = plan_undo(session.changes.last)
+    assert (rest.restore, [c.shown for c in rest.asked]) == ([], ["cmd.txt"])
+    undo_last_turn(session.changes, rest, everything=True)
     assert (ws / "cmd.txt").read_text() == "one\n"
+    assert session.changes.last is None
 
 
 def test_exec_names_the_files_the_turn_changed(tmp_path: Path) -> None:

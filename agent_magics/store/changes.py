@@ -1,41 +1,45 @@
-"""The files a turn changed: each one's original, kept before its first change, and diffs.
+"""The files a turn changed: each one's original, kept before its first change, and diffs,
+and who is known to have changed it.
 
 A change is seen two ways:
 
 1. Tools that write files (apply_patch, edit_notebook) call
-   ``SessionServices.before_write`` with the paths they are about to touch; the tracker
-   keeps each file's content and mode the first time in the turn (a file still to be
-   created is kept as absent).
-2. Any other tool may change anything (commands above all): before the first such call
-   of a turn the working folder is scanned (:mod:`.scan`), and at the turn's end again;
-   a file whose size, mtime, mode or inode moved, or that came or went, counts as changed,
-   its original taken from the first scan.
+   ``SessionServices.before_write`` with the paths they are about to touch, and the
+   function it returns once written: the tracker keeps each file's state just before
+   the agent's first write and just after its last one. A file whose state at the
+   turn's end is what the agent's last write left, and that nothing changed between two
+   of its writes, was changed by the agent alone (:data:`AGENT`): undo can take back
+   exactly those writes. One that moved after the agent wrote it (:data:`CHANGED`) was
+   changed by someone else too, and undo leaves it alone.
+2. Any other tool may change anything (commands above all), and the person may save a
+   file while one runs: before the first such call of a turn the working folder is
+   scanned (:mod:`.scan`), and at the turn's end again; a file whose size, mtime, mode or
+   inode moved, or that came or went, counts as changed, its original taken from the
+   first scan. Who changed it cannot be told (:data:`COMMANDS`): undo asks before
+   restoring it. A file a command (or the person) changed before the agent wrote it is
+   both: undo takes back the agent's writes, and the part before only when asked.
 
 What is not caught, by design: changes outside the working folder made by commands,
 folders in :data:`~agent_magics.store.scan.SKIPPED_DIRS`, files past the scan's budget,
 symlinks and other non-regular files, and a change that leaves size, mtime, mode and
 inode all equal. A file past the kept-bytes budget is named as changed, with no diff and
-no undo.
-
-The originals are also copied to ``<undo folder>/turn-<N>/`` (mode 0700), so a person
-can restore by hand after a crash; undo itself uses only what this process recorded (a
-copy on disk could have been planted), and a file holding one of the session's secrets
-is kept in memory only.
+no undo. The originals are also copied to disk (:mod:`.undo_copies`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agent_magics.apply_patch.files import MAX_FILE_BYTES
 from agent_magics.events import FileDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
+from agent_magics.store.undo_copies import UndoCopies
 
 WRITING_TOOLS = frozenset(
     {
@@ -53,12 +57,21 @@ WRITING_TOOLS = frozenset(
     }
 )
 """Tools that change no file, or report each path before writing it: no scan for them."""
-UNDO_FOLDER_MODE = 0o700
+Origin = Literal["agent", "commands", "changed"]
+AGENT: Origin = "agent"
+"""Written by the agent's file tools, and by nothing else after them."""
+COMMANDS: Origin = "commands"
+"""Changed while commands ran: by the agent's commands or by someone else."""
+CHANGED: Origin = "changed"
+"""Written by the agent's file tools, then changed again by someone else."""
 
 
 @dataclass(frozen=True)
 class Change:
-    """One file a turn changed. ``before`` is ``None`` when it was too large to keep."""
+    """One file a turn changed. ``before``: its state at the turn's start (``None`` when
+    it was too large to keep); ``agent_before``: its state just before the agent's first
+    write (:data:`AGENT` and :data:`CHANGED`); ``since``: for :data:`CHANGED`, the diff
+    of what changed after the agent wrote it."""
 
     path: Path
     shown: str
@@ -66,6 +79,16 @@ class Change:
     after_digest: str | None
     after_mode: int
     diff: FileDiff
+    origin: Origin = COMMANDS
+    agent_before: FileState | None = None
+    since: str = ""
+
+    @property
+    def asked(self) -> bool:
+        """Whether (part of) the change happened while commands ran, by whom unknown."""
+        return self.origin == COMMANDS or (
+            self.origin == AGENT and self.agent_before != self.before
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +111,16 @@ def shown_path(path: Path, cwd: Path) -> str:
 
 
 @dataclass
+class _Writes:
+    """The agent's writes to one file in a turn: the state before the first and after
+    the last, and the diff of a change someone else made between two of them."""
+
+    before: FileState | None
+    after: FileState | None = None
+    since: str = ""
+
+
+@dataclass
 class ChangeTracker:
     """The originals of the current turn and the changes of the last one ended.
 
@@ -100,8 +133,9 @@ class ChangeTracker:
     notes: list[str] = field(default_factory=list)
     """Messages for the model's next request (an undo it should know about)."""
     _cwd: Path = field(default_factory=Path.cwd)
-    _folder: Path | None = None
+    _copies: UndoCopies = field(default_factory=lambda: UndoCopies(None, 0))
     _originals: dict[Path, FileState | None] = field(default_factory=dict)
+    _writes: dict[Path, _Writes] = field(default_factory=dict)
     _baseline: Scan | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -111,37 +145,63 @@ class ChangeTracker:
         with self._lock:
             self.turn += 1
             self._cwd = Path(os.path.realpath(cwd))
-            self._folder = folder / f"turn-{self.turn}" if folder is not None else None
+            self._copies = UndoCopies(folder, self.turn, self.redact)
             self._originals = {}
+            self._writes = {}
             self._baseline = None
 
     def take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []
         return notes
 
-    def before_write(self, paths: Iterable[Path]) -> None:
-        """Keep the original of each of ``paths`` not yet kept this turn. Never raises:
-        a path the model is swapping under us (``realpath`` then fails) is not tracked,
-        and the write itself goes on to meet the confined writer's checks."""
+    def before_write(self, paths: Iterable[Path]) -> Callable[[], None]:
+        """Keep the state of each of ``paths`` before the agent writes it; returns the
+        function to call once the write is done (it keeps what the write left). Never
+        raises: a path the model is swapping under us (``realpath`` then fails) is not
+        tracked, and the write itself goes on to meet the confined writer's checks."""
+        tracked: list[Path] = []
         with self._lock:
             for path in paths:
                 try:
                     real = Path(os.path.realpath(path))
-                    if real not in self._originals:
-                        self._originals[real] = self._original(real)
+                    self._before(real, read_state(real, MAX_FILE_BYTES))
                 except (OSError, ValueError):
                     continue
+                tracked.append(real)
+        return lambda: self._after(tracked)
 
-    def _original(self, real: Path) -> FileState | None:
+    def _before(self, real: Path, now: FileState | None) -> None:
+        if real not in self._originals:
+            self._originals[real] = self._original(real, now)
+        writes = self._writes.get(real)
+        if writes is None:
+            self._writes[real] = _Writes(now)
+        elif writes.after is not None and now != writes.after and not writes.since:
+            shown = shown_path(real, self._cwd)  # someone else changed it between two writes
+            writes.since = self.redact(file_diff(shown, writes.after, now or ABSENT)[1])
+
+    def _after(self, tracked: list[Path]) -> None:
+        with self._lock:
+            for real in tracked:
+                writes = self._writes.get(real)
+                if writes is not None:
+                    try:
+                        writes.after = read_state(real, MAX_FILE_BYTES)
+                    except OSError:
+                        writes.after = None
+
+    def _original(self, real: Path, now: FileState | None) -> FileState | None:
+        """The file's state at the turn's start: the scan's, when a command ran since."""
         base = self._baseline
         name = str(real)
         if base is not None and name in base.stats and stamp(real) != base.stats[name]:
-            return base.kept.get(name)  # a command changed it since the scan: the scan's
-        if base is not None and name not in base.stats and base.covers(real):
-            return ABSENT  # created by a command since the scan
-        state = read_state(real, MAX_FILE_BYTES)
-        self._copy(real, state)
-        return state
+            found = base.kept.get(name)  # changed since the scan: the scan's
+        elif base is not None and name not in base.stats and base.covers(real):
+            found = ABSENT  # created since the scan
+        else:
+            found = now
+        self._copies.keep(found)
+        return found
 
     def needs_scan(self, names: Iterable[str]) -> bool:
         """Whether the working folder must be scanned before calls of these tools: the
@@ -158,6 +218,7 @@ class ChangeTracker:
         """The turn's changes (also kept as :attr:`last`)."""
         with self._lock:
             originals = dict(self._originals)
+            writes = dict(self._writes)
             base = self._baseline
         if base is not None:
             now = scan_folder(self._cwd, keep=False)
@@ -165,7 +226,7 @@ class ChangeTracker:
                 if Path(name) not in originals:
                     found = base.kept.get(name) if name in base.stats else ABSENT
                     originals[Path(name)] = found
-                    self._copy(Path(name), found)
+                    self._copies.keep(found)
         changes = []
         for path in sorted(originals):
             before = originals[path]
@@ -174,6 +235,7 @@ class ChangeTracker:
                 continue
             shown = shown_path(path, self._cwd)
             status, diff = file_diff(shown, before, after)
+            origin, since = _origin(writes.get(path), after, shown)
             changes.append(
                 Change(
                     path,
@@ -182,66 +244,25 @@ class ChangeTracker:
                     after.digest,
                     after.mode,
                     FileDiff(shown, status, self.redact(diff)),
+                    origin,
+                    writes[path].before if path in writes else None,
+                    self.redact(since),
                 )
             )
         result = TurnChanges(self.turn, self._cwd, tuple(changes))
-        self._write_manifest(result)
+        self._copies.manifest(result)
         self.last = result
         return result
 
-    # -- the copies on disk ---------------------------------------------------------------
 
-    def _turn_folder(self) -> Path | None:
-        folder = self._folder
-        if folder is None:
-            return None
-        try:
-            folder.mkdir(mode=UNDO_FOLDER_MODE, parents=True, exist_ok=True)
-            os.chmod(folder.parent, UNDO_FOLDER_MODE)
-            if os.path.realpath(folder) != str(folder.absolute()):
-                return None  # a symlink on the way (planted?): keep nothing there
-        except OSError:
-            return None
-        return folder
-
-    def _copy(self, real: Path, state: FileState | None) -> None:
-        if state is None or state.data is None:
-            return
-        text = state.data.decode("utf-8", errors="replace")
-        if self.redact(text) != text:
-            return  # holds a secret of the session: memory only
-        folder = self._turn_folder()
-        if folder is None:
-            return
-        name = f"{state.digest}.orig"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(folder / name, flags, 0o600)
-        except OSError:
-            return  # the same content is there already, or the folder is unusable
-        with os.fdopen(fd, "wb") as out:
-            out.write(state.data)
-
-    def _write_manifest(self, result: TurnChanges) -> None:
-        if not result.changes:
-            return
-        folder = self._turn_folder()
-        if folder is None:
-            return
-        entries = [
-            {
-                "path": str(c.path),
-                "status": c.diff.status,
-                "original": None if c.before is None else c.before.digest,
-                "mode": None if c.before is None else oct(c.before.mode),
-            }
-            for c in result.changes
-        ]
-        body = json.dumps({"turn": result.turn, "files": entries}, indent=1)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(folder / "manifest.json", flags, 0o600)
-        except OSError:
-            return
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(body + "\n")
+def _origin(writes: _Writes | None, after: FileState, shown: str) -> tuple[Origin, str]:
+    """Who changed a file, and for :data:`CHANGED` the diff of what moved after the
+    agent's write."""
+    if writes is None or (writes.after == writes.before and not writes.since):
+        return COMMANDS, ""  # not written, or its writes left it as it was (a failed patch)
+    if writes.since:
+        return CHANGED, writes.since
+    if writes.after != after:
+        since = "" if writes.after is None else file_diff(shown, writes.after, after)[1]
+        return CHANGED, since
+    return AGENT, ""

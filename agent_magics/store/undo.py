@@ -1,4 +1,4 @@
-"""Undo the last turn: put the files it changed back as they were before it.
+"""Undo the last turn: take back what the agent changed, never what the person did.
 
 Only what this process recorded is used (:class:`~agent_magics.store.changes.TurnChanges`
 in memory): nothing read back from disk decides what is written or where. Writes go
@@ -7,8 +7,19 @@ folder (its ``.git`` and ``.agent_magics`` stay read-only), so a folder swapped 
 symlink after the turn cannot send a write elsewhere. A file the turn changed outside the
 working folder, or one too large to have been kept, is named and left as it is.
 
-Nothing is restored when any file was changed again since the turn ended: its content,
-mode or kind differs from what the turn left, or its path now passes through a symlink.
+Each file is handled by who changed it (:mod:`.changes`):
+
+* written by the agent's file tools alone: put back as it was just before those writes
+  (``restore``);
+* changed while commands ran, when the person may have saved it too: put back as it was
+  before the turn only when the person says so, having seen its diff (``asked``; ``%agent
+  undo --yes`` skips them and says so, ``--yes --all`` includes them);
+* written by the agent's tools and changed by someone else after that: left as it is,
+  with the diff of that later change (``left``).
+
+Nothing is restored when any file to restore was changed again since the turn ended:
+its content, mode or kind differs from what the turn left, or its path now passes
+through a symlink.
 """
 
 from __future__ import annotations
@@ -18,12 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_magics.apply_patch.files import MAX_FILE_BYTES, ConfinedFiles
-from agent_magics.store.changes import Change, ChangeTracker, TurnChanges
-from agent_magics.store.diff import read_state
+from agent_magics.events import FileDiff
+from agent_magics.store.changes import AGENT, CHANGED, COMMANDS, Change, ChangeTracker, TurnChanges
+from agent_magics.store.diff import FileState, file_diff, read_state
 from agent_magics.tools.sandbox.roots import confined_files
 
 REVERTED = "The user reverted the changes of your last turn to: {files}."
 """What the model is told in its next request (the files are as before that turn)."""
+
+
+UNSURE = (
+    "{files} changed while commands ran, and undo cannot tell whether the agent or "
+    "someone else changed {them}"
+)
+TOO_LARGE = "too large to have been kept"
+LATER = "changed after the agent wrote it; restoring would lose that change"
 
 
 def _names(changes: list[Change]) -> str:
@@ -32,23 +52,52 @@ def _names(changes: list[Change]) -> str:
 
 @dataclass(frozen=True)
 class UndoPlan:
-    """What an undo of ``turn`` would do, or the sentence refusing it."""
+    """What an undo of ``turn`` would do, or the sentence refusing it: ``restore`` (the
+    agent's own writes, taken back exactly), ``asked`` (changed while commands ran:
+    only on the person's word), ``left`` (not restored, and why)."""
 
     turn: TurnChanges
     restore: list[Change] = field(default_factory=list)
+    asked: list[Change] = field(default_factory=list)
     left: list[tuple[Change, str]] = field(default_factory=list)
     refusal: str | None = None
 
     def summary(self) -> str:
-        """One line for the confirmation: what will be restored and what cannot be."""
-        text = f"Undo restores {len(self.restore)} file(s) to their state before the last "
-        text += f"turn: {_names(self.restore)}."
-        return text + self.left_text()
+        """The question: what will be restored, what only if asked, what cannot be."""
+        text = ""
+        if self.restore:
+            text = f"Undo restores {len(self.restore)} file(s) to their state before the "
+            text += f"agent's tools wrote them: {_names(self.restore)}."
+        if self.asked:
+            unsure = UNSURE.format(files=_names(self.asked), them=_them(self.asked))
+            text += f" {unsure}: restored to their state before the last turn only if you "
+            text += "say so (their diffs are below)."
+        return text.strip() + self.left_text()
 
     def left_text(self) -> str:
         if not self.left:
             return ""
         return " Not restored: " + "; ".join(f"{c.shown} ({why})" for c, why in self.left) + "."
+
+    def skipped_text(self) -> str:
+        """What an undo without the asked files says it skipped, and why."""
+        if not self.asked:
+            return ""
+        unsure = UNSURE.format(files=_names(self.asked), them=_them(self.asked))
+        return (
+            f" Skipped: {unsure} (%agent undo shows their diffs; %agent undo --yes --all "
+            "restores them too)."
+        )
+
+    def diffs(self) -> list[str]:
+        """The diffs the person should see: each asked file's whole change in the turn,
+        and what changed in each left file after the agent wrote it."""
+        shown = [c.diff.diff for c in self.asked]
+        return shown + [c.since for c, _ in self.left if c.origin == CHANGED and c.since]
+
+
+def _them(changes: list[Change]) -> str:
+    return "it" if len(changes) == 1 else "them"
 
 
 def _changed_since(change: Change) -> bool:
@@ -65,60 +114,109 @@ def _changed_since(change: Change) -> bool:
 def plan_undo(turn: TurnChanges) -> UndoPlan:
     """Check the files of ``turn`` against what the turn left and sort them."""
     restore: list[Change] = []
+    asked: list[Change] = []
     left: list[tuple[Change, str]] = []
     for change in turn.changes:
         if not _inside(change.path, turn.cwd):
             left.append((change, "outside the working folder"))
-        elif change.before is None:
-            left.append((change, "too large to have been kept"))
+        elif change.origin == CHANGED:
+            left.append((change, LATER))
         else:
-            restore.append(change)
-    moved = [c for c in restore if _changed_since(c)]
+            if change.origin == AGENT and change.agent_before is None:
+                left.append((change, TOO_LARGE))
+            elif change.origin == AGENT:
+                restore.append(change)
+            if change.asked and change.before is None:
+                left.append((change, TOO_LARGE))
+            elif change.asked:
+                asked.append(change)
+    moved = [c for c in turn.changes if c in restore or c in asked if _changed_since(c)]
     refusal = None
     if moved:
         refusal = (
             f"Undo refused: {_names(moved)} changed after the last turn ended, and "
             "restoring would lose that change; nothing was restored."
         )
-    elif not restore:
+    elif not restore and not asked:
         refusal = "Nothing to undo: the last turn changed no file that can be restored."
         refusal += UndoPlan(turn, left=left).left_text()
-    return UndoPlan(turn, restore, left, refusal)
+    return UndoPlan(turn, restore, asked, left, refusal)
 
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def apply_undo(plan: UndoPlan, files: ConfinedFiles | None = None) -> list[str]:
+def _targets(plan: UndoPlan, everything: bool) -> dict[Path, tuple[Change, FileState]]:
+    """Each file to write and the state to put back (the asked ones only with
+    ``everything``, where the state before the turn wins)."""
+    targets: dict[Path, tuple[Change, FileState]] = {}
+    for change in plan.restore:
+        assert change.agent_before is not None
+        targets[change.path] = (change, change.agent_before)
+    for change in plan.asked if everything else []:
+        assert change.before is not None
+        targets[change.path] = (change, change.before)
+    return targets
+
+
+def apply_undo(
+    plan: UndoPlan, files: ConfinedFiles | None = None, *, everything: bool = False
+) -> list[str]:
     """Restore the files of ``plan`` (bytes and mode; created ones removed, deleted ones
-    back). Returns one sentence per file that could not be restored."""
+    back); the asked ones too with ``everything``. Returns one sentence per file that
+    could not be restored."""
     files = files or confined_files([plan.turn.cwd])
     problems: list[str] = []
-    for change in plan.restore:
-        before = change.before
-        assert before is not None
+    for change, state in _targets(plan, everything).values():
         path = str(change.path)
         try:
-            if before.data is None:
+            if state.data is None:
                 if files.kind(path) != "missing":
                     files.remove(path)
                 continue
             files.makedirs(os.path.dirname(path))
-            files.write(path, before.data, before.mode)
+            files.write(path, state.data, state.mode)
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
             problems.append(f"{change.shown} could not be restored: {reason}")
     return problems
 
 
-def undo_last_turn(tracker: ChangeTracker, plan: UndoPlan) -> str:
-    """Carry out ``plan`` (checked by :func:`plan_undo` just before), tell the model in
-    its next request, and forget the turn (a second undo has nothing to do). Returns
-    what to show the person."""
-    problems = apply_undo(plan)
-    tracker.notes.append(REVERTED.format(files=_names(plan.restore)))
+def undo_last_turn(tracker: ChangeTracker, plan: UndoPlan, *, everything: bool = False) -> str:
+    """Carry out ``plan`` (checked by :func:`plan_undo` just before), the asked files
+    too with ``everything``, and tell the model in its next request. The turn is
+    forgotten (a second undo has nothing to do), but for the asked files skipped: a
+    later ``--all`` can still restore them. Returns what to show the person."""
+    problems = apply_undo(plan, everything=everything)
+    done = sorted((c for c, _ in _targets(plan, everything).values()), key=lambda c: c.shown)
+    tracker.notes.append(REVERTED.format(files=_names(done)))
     if tracker.last is plan.turn:
-        tracker.last = None
-    text = f"Restored to their state before the last turn: {_names(plan.restore)}."
+        rest = [] if everything else [_rest(c) for c in plan.asked]
+        tracker.last = TurnChanges(plan.turn.turn, plan.turn.cwd, tuple(rest)) if rest else None
+    if everything:
+        text = f"Restored to their state before the last turn: {_names(done)}."
+    elif done:
+        text = f"Restored to their state before the agent's tools wrote them: {_names(done)}."
+        text += plan.skipped_text()
+    else:
+        text = "Nothing restored." + plan.skipped_text()
     return " ".join([text + plan.left_text(), *problems])
+
+
+def _rest(change: Change) -> Change:
+    """An asked file after an undo of the agent's own writes: what is left of its change
+    (for a file the agent wrote after commands ran, the part before that write)."""
+    if change.origin != AGENT or change.agent_before is None:
+        return change
+    now = change.agent_before
+    status, diff = file_diff(change.shown, change.before, now)
+    return Change(
+        change.path,
+        change.shown,
+        change.before,
+        now.digest,
+        now.mode,
+        FileDiff(change.shown, status, diff),
+        COMMANDS,
+    )

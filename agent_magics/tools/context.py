@@ -93,9 +93,10 @@ class SessionServices:
     emit: EventSink = ignore_events
     approvals: ApprovalStore = field(default_factory=ApprovalStore)
     pending_user_messages: list[str] = field(default_factory=list)
-    before_write: Callable[[list[Path]], None] = lambda paths: None
+    before_write: Callable[[list[Path]], Callable[[], None] | None] = lambda paths: None
     """Told the paths a tool is about to write or remove, before it touches them (the
-    turn's diff keeps their original content)."""
+    turn's diff keeps their original content); what it returns is called once the write
+    is done, whether it succeeded or not (undo knows what the agent's own write left)."""
     _state: dict[str, Any] = field(default_factory=dict)
 
     def state(self, key: str, factory: Callable[[], T]) -> T:

@@ -86,7 +86,8 @@ context  what the next turn is told about the notebook and the cells that ran
 mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
          (%agent mcp help for the options)
 cancel   stop the running turn (and any queued ones)
-undo     undo [--yes]: put back the files the last turn changed (asks first)
+undo     undo [--yes [--all]]: take back the last turn's file writes (asks first);
+         files changed while commands ran, maybe by you, only with --all
 sessions the sessions saved in this folder (id, started, model, turns, tokens)
 resume   resume [ID|last]: the next %%agent continues a saved session
 trust    trust this folder's .agent_magics/config.toml as it is now

@@ -1,9 +1,11 @@
 """``%agent undo``: put back the files the last turn changed, once the person confirms.
 
-In a notebook the cell asks with two buttons (Undo / Cancel); where nobody can click (a
-terminal IPython, a headless run) it says what would be restored and how to confirm
-(``%agent undo --yes``). The check against what the turn left runs again at the click,
-since the files may change while the question waits.
+In a notebook the cell asks with buttons: Undo (the agent's own writes), Undo all (also
+the files changed while commands ran, whose diffs the question shows: the person may
+have saved them meanwhile), Cancel. Where nobody can click (a terminal IPython, a
+headless run) it says what would be restored, shows those diffs and how to confirm
+(``%agent undo --yes``, ``--yes --all``). The check against what the turn left runs again
+at the click, since the files may change while the question waits.
 """
 
 from __future__ import annotations
@@ -21,35 +23,43 @@ if TYPE_CHECKING:
     from agent_magics.store.changes import TurnChanges
     from agent_magics.ui.controller import Controller
 
-USAGE = "usage: %agent undo [--yes]"
+USAGE = "usage: %agent undo [--yes [--all]]"
 NOTHING = "agent: nothing to undo: no turn of this session changed files since the last undo."
 BUSY = "agent: a turn is running; undo once it has ended."
 CONFIRM = "agent: {summary} To do it: %agent undo --yes"
+CONFIRM_ALL = " (the agent's own writes); with the files above too: %agent undo --yes --all"
 CANCELLED = "Undo cancelled: the files stay as the turn left them."
 
 
 def undo_command(
     controller: Controller, rest: str, loop: asyncio.AbstractEventLoop | None, ask: bool
 ) -> UndoQuestion | None:
-    """Run ``%agent undo [--yes]``. ``ask``: a person can click (a notebook with a
-    running loop, not headless); then the question widget is shown and returned."""
+    """Run ``%agent undo [--yes [--all]]``. ``ask``: a person can click (a notebook with
+    a running loop, not headless); then the question widget is shown and returned."""
     words = rest.split()
-    if words not in ([], ["--yes"]):
+    if words not in ([], ["--yes"], ["--yes", "--all"]):
         print(USAGE)
         return None
     plan = _plan(controller)
     if isinstance(plan, str):
         print(plan)
         return None
-    if words == ["--yes"]:
-        print("agent: " + _undo(controller, plan))
+    if words:
+        print("agent: " + _undo(controller, plan, everything="--all" in words))
+        _print_diffs([c.since for c, _ in plan.left if c.since])
         return None
     if loop is None or not ask:
-        print(CONFIRM.format(summary=plan.summary()))
+        print(CONFIRM.format(summary=plan.summary()) + (CONFIRM_ALL if plan.asked else ""))
+        _print_diffs(plan.diffs())
         return None
-    question = UndoQuestion(controller, plan.turn, plan.summary(), loop)
+    question = UndoQuestion(controller, plan, loop)
     display(question.root)
     return question
+
+
+def _print_diffs(diffs: list[str]) -> None:
+    for diff in diffs:
+        print("\n" + diff.rstrip("\n"))
 
 
 def _plan(controller: Controller, turn: TurnChanges | None = None) -> UndoPlan | str:
@@ -64,13 +74,15 @@ def _plan(controller: Controller, turn: TurnChanges | None = None) -> UndoPlan |
     return f"agent: {plan.refusal}" if plan.refusal else plan
 
 
-def _undo(controller: Controller, plan: UndoPlan) -> str:
+def _undo(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
     session = controller.session
     assert session is not None
-    text = undo_last_turn(session.changes, plan)
+    text = undo_last_turn(session.changes, plan, everything=everything)
     recorder = controller.files.recorder
     if recorder is not None:
-        recorder.write({"type": "undo", "files": [c.shown for c in plan.restore]})
+        done = plan.restore + (plan.asked if everything else [])
+        files = list(dict.fromkeys(c.shown for c in done))
+        recorder.write({"type": "undo", "files": sorted(files)})
     return text
 
 
@@ -91,39 +103,46 @@ class UndoQuestion:
     on the kernel's loop (as approvals do), never beside a turn."""
 
     def __init__(
-        self,
-        controller: Controller,
-        turn: TurnChanges,
-        summary: str,
-        loop: asyncio.AbstractEventLoop,
+        self, controller: Controller, plan: UndoPlan, loop: asyncio.AbstractEventLoop
     ) -> None:
         self.controller = controller
-        self.turn = turn
+        self.turn = plan.turn
         self.loop = loop
-        self.text = W.HTML(f"<div>{esc(summary)}</div>")
-        self.undo_button = W.Button(description="Undo", button_style="danger")
-        self.cancel_button = W.Button(description="Cancel")
-        self.undo_button.on_click(lambda _b: self.click(True))
-        self.cancel_button.on_click(lambda _b: self.click(False))
-        self.root = QuestionBox([self.text, W.HBox([self.undo_button, self.cancel_button])])
-        self.root.plain = summary
+        diffs = "".join(f"<pre>{esc(d)}</pre>" for d in plan.diffs())
+        self.text = W.HTML(f"<div>{esc(plan.summary())}</div>{diffs}")
+        self.buttons: list[W.Button] = []
+        if plan.restore:
+            self._button("Undo", "danger", "some")
+        if plan.asked:
+            self._button("Undo all", "danger", "all")
+        self._button("Cancel", "", "none")
+        self.root = QuestionBox([self.text, W.HBox(self.buttons)])
+        self.root.plain = plan.summary()
 
-    def click(self, undo: bool) -> None:
-        """Answer the question (thread-safe)."""
+    def _button(self, label: str, style: str, answer: str) -> None:
+        button = W.Button(description=label, button_style=style)
+        button.on_click(lambda _b: self.click(answer))
+        self.buttons.append(button)
+
+    def click(self, answer: str) -> None:
+        """Answer the question (thread-safe): ``some`` (the agent's own writes), ``all``
+        (with the files changed while commands ran) or ``none``."""
         if not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._answer, undo)
+            self.loop.call_soon_threadsafe(self._answer, answer)
 
-    def _answer(self, undo: bool) -> None:
-        if self.undo_button.disabled:
+    def _answer(self, answer: str) -> None:
+        if self.buttons[0].disabled:
             return  # answered already
-        self.undo_button.disabled = self.cancel_button.disabled = True
-        if not undo:
+        for button in self.buttons:
+            button.disabled = True
+        if answer == "none":
             self._say(CANCELLED)
             return
         plan = _plan(self.controller, self.turn)
-        self._say(
-            plan.removeprefix("agent: ") if isinstance(plan, str) else _undo(self.controller, plan)
-        )
+        if isinstance(plan, str):
+            self._say(plan.removeprefix("agent: "))
+            return
+        self._say(_undo(self.controller, plan, everything=answer == "all"))
 
     def _say(self, text: str) -> None:
         self.text.value = f"<div>{esc(text)}</div>"

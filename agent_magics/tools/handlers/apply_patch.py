@@ -77,8 +77,12 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
             denied = "".join(write_denied(p) for p in paths if not is_writable(p, roots))
             return denied, 1, time.monotonic() - started
         files = confined_files(roots) if sandbox.confined else PlainFiles()
-        inv.services.before_write(paths)
-        text, code = await asyncio.to_thread(_apply, verified, files)
+        written = inv.services.before_write(paths)
+        try:
+            text, code = await asyncio.to_thread(_apply, verified, files)
+        finally:
+            if written is not None:
+                written()
         return text, code, time.monotonic() - started
 
     call = GuardedCall(

@@ -161,7 +161,7 @@ class EditNotebookHandler:
         data, line = await asyncio.to_thread(_prepare, path, args)
 
         async def write_file(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
-            inv.services.before_write([path])
+            written = inv.services.before_write([path])
             try:
                 if confined is not None:
                     files = confined_files(list(confined))
@@ -171,6 +171,9 @@ class EditNotebookHandler:
                     await asyncio.to_thread(plain_replace, str(path), data)
             except (OSError, ValueError) as exc:
                 return f"failed to write {path}: {io_error_text(exc)}", False
+            finally:
+                if written is not None:
+                    written()
             return f"{line} in {path}", True
 
         return await _guarded(inv, path, args, write_file)
