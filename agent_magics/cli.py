@@ -196,7 +196,13 @@ async def _start_exec(
         from agent_magics.store.resume import continue_in
 
         continue_in(session, resume)
-    recorder = record_session(session, folder, turns=resume.turns if resume else 0)
+    recorder = record_session(
+        session,
+        folder,
+        turns=resume.turns if resume else 0,
+        resumed=resume is not None,
+        say=lambda text: print(f"agent-magics: {text}", file=sys.stderr),
+    )
     if recorder is not None:
         print(f"session: {recorder.id}", file=sys.stderr)
     session.subscribe(console.report)

@@ -281,7 +281,7 @@ def planted_file(ws: Path, foreign_url: str, signature: str | None) -> str:
         },
     }
     if signature is not None:
-        meta["signature"] = signature
+        meta |= {"prev": "", "mac": signature}
     records = [
         meta,
         {"type": "turn_started", "turn": 1, "prompt": "planted question"},
@@ -327,8 +327,9 @@ def test_a_planted_file_gives_its_history_but_none_of_its_settings(
     assert last.returncode == 1 and "No saved session to resume" in last.stderr
     assert named.returncode == 0, named.stderr
     assert (
-        f"agent-magics: Session {session_id} was not written by your agent_magics, so its "
-        "settings are ignored: only its history is loaded.\n"
+        f"agent-magics: Session {session_id} is not yours: 4 of its lines were not written "
+        "by your agent_magics, so its settings are ignored and only its history is loaded; "
+        "resuming it does not make it yours (%agent resume last passes over it).\n"
     ) in named.stderr
     assert sent[0]["model"] != "evil"
     assert user_texts(sent[0])[:1] == ["planted question"]
@@ -336,10 +337,9 @@ def test_a_planted_file_gives_its_history_but_none_of_its_settings(
     assert not (outside / "pwned").exists()
     loaded = read_session(ws / ".agent_magics" / "sessions" / f"{session_id}.jsonl",
                           key=session_key(tmp_path / "home"))  # fmt: skip
-    assert loaded.verified  # our own settings line, appended by the resumed run
-    assert loaded.config["approval_policy"] == "on-request"
-    assert loaded.config["sandbox_mode"] == "workspace-write"
-    assert loaded.config["base_url"] == ours.base_url
+    # Our own lines, appended by the resumed run, vouch for themselves only.
+    assert not loaded.verified and loaded.foreign == 4 and loaded.config == {}
+    assert loaded.meta is not None and loaded.meta["config"]["base_url"] == ours.base_url
 
 
 # -- %agent sessions and %agent resume ----------------------------------------------------

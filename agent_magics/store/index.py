@@ -1,5 +1,10 @@
 """The sessions of a folder, listed cheaply: each file's head (its settings line and
-first prompt) and tail (its last turn and token count), not the whole file."""
+first prompt) and tail (its last turn and token count), not the whole file.
+
+Whose a file is, is checked on every line when the file is small enough to be read
+whole, else on its first and last lines only (a file made of our first and last lines
+around planted ones passes that): what resumes a session checks every line again
+(:mod:`.resume`)."""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_magics.store.log import META, SUFFIX, parse_lines
-from agent_magics.store.signing import session_key, verify
+from agent_magics.store.readback import META, SUFFIX, parse_lines
+from agent_magics.store.signing import MIXED, PREV, START, provenance, sealed, session_key
 
 HEAD_BYTES = 64 * 1024
 """How much of a file's start is read for its settings line and first prompt (more, up
@@ -32,7 +37,7 @@ class SessionInfo:
     turns: int
     tokens: int
     verified: bool
-    """Written by this user's agent_magics (its settings line carries our signature)."""
+    """Written by this user's agent_magics, every line (see the module's docstring)."""
     mtime: float
 
 
@@ -57,16 +62,22 @@ def session_info(path: Path, key: bytes) -> SessionInfo | None:
         if not stat.S_ISREG(st.st_mode):
             return None
         head = _head(handle, st.st_size)
-        if st.st_size > len(head) + TAIL_BYTES:
+        whole = st.st_size <= len(head) + TAIL_BYTES
+        if not whole:
             handle.seek(st.st_size - TAIL_BYTES)
             tail = handle.read().split(b"\n", 1)[-1]  # from the first whole line
         else:
             tail = head[head.rfind(b"\n") + 1 :] + handle.read()
-    records = parse_lines(head)[0] + parse_lines(tail)[0]
+    first, last = parse_lines(head)[0], parse_lines(tail)[0]
+    records = first + last
     metas = [r for r in records if r["type"] == META]
     if not metas:
         return None
-    signed = [m for m in metas if verify(m, key)]
+    if whole:
+        ours = provenance(records, key).yours
+    else:
+        ours = bool(first) and _looks_ours(first[0], records[-1], key)
+    signed = [m for m in metas if sealed(m, key)]
     meta = signed[-1] if signed else metas[0]
     saved = meta.get("config")
     config: dict[str, Any] = saved if isinstance(saved, dict) else {}
@@ -82,9 +93,16 @@ def session_info(path: Path, key: bytes) -> SessionInfo | None:
         first_prompt=str(prompts[0]) if prompts else "",
         turns=max(turns, default=0),
         tokens=tokens if isinstance(tokens, int) else 0,
-        verified=bool(signed),
+        verified=ours,
         mtime=st.st_mtime,
     )
+
+
+def _looks_ours(first: dict[str, Any], last: dict[str, Any], key: bytes) -> bool:
+    """The first line opens a file of ours and the last one is ours, written after no
+    foreign line."""
+    opens = sealed(first, key) and first.get(PREV) == START
+    return opens and sealed(last, key) and last.get(MIXED) is not True
 
 
 def list_sessions(folder: Path, *, key: bytes | None = None) -> list[SessionInfo]:

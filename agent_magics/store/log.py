@@ -1,33 +1,38 @@
 """A session written to disk as it happens: one JSONL file, one record a line.
 
 The first line (and one more each time the session is resumed) is ``session_meta``: the
-settings the session runs with, minus secrets, signed with this user's key (see
-:mod:`.signing`). Then ``turn_started``, ``item`` (each history item, its wire JSON, as it
-joins the history), ``decision``, ``tool_finished``, ``turn_ended`` and the records other
-parts add through :meth:`SessionLog.write`. A ``rollback`` record takes back the last
-``items`` items written (a turn that failed before the model answered leaves the history
-as it was).
+settings the session runs with, minus secrets. Then ``turn_started``, ``item`` (each
+history item, its wire JSON, as it joins the history), ``decision``, ``tool_finished``,
+``turn_ended`` and the records other parts add through :meth:`SessionLog.write`. A
+``rollback`` record takes back the last ``items`` items written (a turn that failed
+before the model answered leaves the history as it was).
+
+Every line is sealed with this user's key and chained to the line before it (see
+:mod:`.signing`), so reading a file back tells the lines we wrote from the others. The
+writer holds an advisory lock (``flock``) on the file while its session lives: a second
+kernel that opens the same session gets :class:`SessionInUse` instead of interleaving
+its lines with the first one's. The file is opened through the sessions folder's
+descriptor, never through a symlink (:mod:`.folder`).
 
 Each line goes to the operating system with one ``write`` as soon as it is made, so a
 killed process loses at most the line being written. ``fsync``, which only guards
 against the machine itself crashing, costs about 150 times a small line's write (3 ms
 against 20 us, ``bench/session_log_bench.py``), so it runs once a turn, at its end
-(:meth:`SessionLog.sync`), not once a line. Every string of every record passes the session's
-redactor first; the API key is not a field of the dumped settings at all.
+(:meth:`SessionLog.sync`), not once a line. Every string of every record passes the
+session's redactor first; the API key is not a field of the dumped settings at all.
 
-:func:`read_session` reads any file back, whoever wrote it: a line that does not parse (a
-torn last line after a kill) is skipped and reported, and the history is rebuilt from the
-``item`` records that still make valid items.
+Reading a file back is :mod:`.readback`'s (its names are imported here too).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -35,20 +40,32 @@ from typing import Any
 
 from agent_magics.config import SessionConfig
 from agent_magics.models.secret import REDACTED
-from agent_magics.protocol import FunctionCallOutput, MalformedItem, server_item
-from agent_magics.protocol.items import AnyItem, CustomToolCallOutput
 from agent_magics.redaction import looks_secret
-from agent_magics.store.signing import SIGNATURE, session_key, sign, verify
-
-FORMAT_VERSION = 1
-FILE_MODE = 0o600
-SUFFIX = ".jsonl"
-META = "session_meta"
-ROLLBACK = "rollback"
-UNFINISHED_CALL_OUTPUT = (
-    "aborted: the session stopped before this call finished, so its result is unknown"
+from agent_magics.store.folder import FILE_MODE, open_file, open_sessions_folder
+from agent_magics.store.readback import (
+    META,
+    ROLLBACK,
+    SUFFIX,
+    UNFINISHED_CALL_OUTPUT,
+    LoadedSession,
+    parse_lines,
+    read_session,
 )
-"""What a resumed history tells the model about a call whose output was never written."""
+from agent_magics.store.signing import START, provenance, seal, session_key
+
+__all__ = [
+    "META",
+    "ROLLBACK",
+    "SUFFIX",
+    "UNFINISHED_CALL_OUTPUT",
+    "LoadedSession",
+    "SessionInUse",
+    "SessionLog",
+    "parse_lines",
+    "read_session",
+]
+
+FORMAT_VERSION = 2
 
 _log = logging.getLogger("agent_magics")
 
@@ -71,24 +88,49 @@ def config_record(config: SessionConfig) -> dict[str, Any]:
 
 
 def scrub(value: Any, redact: Callable[[str], str]) -> Any:
-    """``value`` (JSON-like) with ``redact`` applied to every string, keys included."""
+    """``value`` (JSON-like) with ``redact`` applied to every string, keys included, as
+    plain JSON values: what is neither a container, a number, a bool nor None becomes
+    its (redacted) text, so the record sealed is the record read back."""
     if isinstance(value, str):
-        return redact(value)
+        return str(redact(value))
     if isinstance(value, dict):
-        return {redact(str(k)): scrub(v, redact) for k, v in value.items()}
+        return {str(redact(str(k))): scrub(v, redact) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [scrub(v, redact) for v in value]
-    return value
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return str(redact(str(value)))
+
+
+class SessionInUse(OSError):
+    """Another process (or another session of this one) is writing the session's file."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"session {path.name.removesuffix(SUFFIX)} is being written by another kernel "
+            "or session right now; two writers would mix their histories in one file"
+        )
 
 
 class SessionLog:
-    """The file of one session, open for appending. Writing never raises: a failing
-    disk is logged once and the session goes on without its file."""
+    """The file of one session, open for appending and locked. Writing never raises: a
+    failing disk is logged once and the session goes on without its file."""
 
-    def __init__(self, path: Path, fd: int, redact: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        redact: Callable[[str], str],
+        key: bytes,
+        prev: str = START,
+        mixed: bool = False,
+    ) -> None:
         self.path = path
         self._fd: int | None = fd
         self._redact = redact
+        self._key = key
+        self._prev = prev
+        self._mixed = mixed
         self._lock = threading.Lock()
 
     @property
@@ -106,26 +148,22 @@ class SessionLog:
         key: bytes | None = None,
     ) -> SessionLog:
         """Create ``folder/<session_id>.jsonl`` (0600), or append to it when it exists
-        (a resumed session), and write a signed ``session_meta`` line. Raises OSError
-        when the file cannot be opened (a symlink is refused)."""
-        try:
-            folder.mkdir(parents=True, mode=0o700)
-        except FileExistsError:
-            pass
-        else:  # transcripts are not for the repository the folder may sit in
-            (folder / ".gitignore").write_text("*\n")
+        (a resumed session), and write a ``session_meta`` line. Raises OSError when the
+        file cannot be opened (a symlink, a folder on the way that is one, a file with
+        other names), :class:`SessionInUse` when another writer holds it."""
+        key = key if key is not None else session_key()
         path = folder / f"{session_id}{SUFFIX}"
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(path, flags, FILE_MODE)
+        fd = _open_locked(folder, path)
         try:
-            os.fchmod(fd, FILE_MODE)
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = _read_all(fd)
+            if data and not data.endswith(b"\n"):
                 os.write(fd, b"\n")  # end a torn line, so it stays one bad line
         except OSError:
             os.close(fd)
             raise
-        log = cls(path, fd, redact)
+        found = provenance(parse_lines(data)[0], key)
+        # Lines we did not write stay unvouched: what we add after them says so.
+        log = cls(path, fd, redact, key, found.last, found.mixed or found.foreign > 0)
         meta: dict[str, Any] = {
             "type": META,
             "version": FORMAT_VERSION,
@@ -135,11 +173,9 @@ class SessionLog:
             "config": config_record(config),
             "agent_magics_version": _version(),
         }
-        if size:
+        if data:
             meta["resumed"] = True
-        meta = scrub(meta, redact)
-        meta[SIGNATURE] = sign(meta, key if key is not None else session_key())
-        log._write_line(meta)
+        log.write(meta)
         return log
 
     def write(self, record: dict[str, Any]) -> None:
@@ -147,14 +183,16 @@ class SessionLog:
         self._write_line(scrub(record, self._redact))
 
     def _write_line(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
         with self._lock:
             if self._fd is None:
                 return
+            line, after = seal(record, self._prev, self._key, mixed=self._mixed)
+            data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(self._fd, view) :]
+                self._prev = after
             except OSError as exc:
                 _log.warning("Session file %s: %s; the session is no longer saved.", self.path, exc)
                 self._close()
@@ -178,122 +216,57 @@ class SessionLog:
             self._fd = None
 
 
+def _open_locked(folder: Path, path: Path) -> int:
+    """The session file open for appending (made when missing), a regular file with no
+    other name, locked for this writer."""
+    where = open_sessions_folder(folder)
+    try:
+        fd = open_file(where, path.name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    finally:
+        os.close(where)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise OSError(f"{path} is not a plain file of its own (a link?)")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionInUse(path) from None
+        os.fchmod(fd, FILE_MODE)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def in_use(path: Path) -> bool:
+    """Whether a writer holds the session file at ``path`` now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False
+
+
 def _version() -> str:
     try:
         return metadata.version("agent-magics")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-# -- reading --------------------------------------------------------------------------------
-
-
-@dataclass
-class LoadedSession:
-    """A session file read back. ``meta``: the last settings line that carries this
-    user's signature, else the first one (``verified`` says which); ``history``: the
-    items, with a made-up output for each call that never got one; ``damaged``: one
-    sentence when something was skipped."""
-
-    path: Path
-    meta: dict[str, Any] | None
-    verified: bool
-    records: list[dict[str, Any]]
-    history: list[AnyItem] = field(default_factory=list)
-    damaged: str | None = None
-
-    @property
-    def id(self) -> str:
-        return self.path.name.removesuffix(SUFFIX)
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """The saved settings, only when this user's agent_magics wrote them."""
-        saved = self.meta.get("config") if self.meta and self.verified else None
-        return saved if isinstance(saved, dict) else {}
-
-
-def parse_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int], bool]:
-    """Records, the numbers of the lines that are not records, and whether the last
-    line is torn (no newline at its end)."""
-    lines = data.split(b"\n")
-    torn = bool(lines[-1].strip())
-    records: list[dict[str, Any]] = []
-    bad: list[int] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            record = None
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
-            records.append(record)
-        else:
-            bad.append(number)
-    return records, bad, torn
-
-
-def read_session(path: Path, *, key: bytes | None = None) -> LoadedSession:
-    """Read a session file; never raises for its content (OSError if it cannot be
-    opened; a symlink is refused)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read()
-    records, bad, torn = parse_lines(data)
-    key = key if key is not None else session_key()
-    metas = [r for r in records if r["type"] == META]
-    signed = [m for m in metas if verify(m, key)]
-    meta = signed[-1] if signed else (metas[0] if metas else None)
-    kept: list[AnyItem | None] = []  # None: an item record that is not a valid item
-    for record in records:
-        taken = record.get("items") if record["type"] == ROLLBACK else None
-        if isinstance(taken, int) and not isinstance(taken, bool) and taken > 0:
-            del kept[-taken:]
-        if record["type"] != "item":
-            continue
-        try:
-            kept.append(server_item(record.get("item")))
-        except MalformedItem:
-            kept.append(None)
-    skipped = kept.count(None)
-    history = answer_unfinished_calls([item for item in kept if item is not None])
-    return LoadedSession(
-        Path(path), meta, bool(signed), records, history, _damage(bad, torn, skipped)
-    )
-
-
-def answer_unfinished_calls(history: list[AnyItem]) -> list[AnyItem]:
-    """``history`` where every tool call has an output (the model server refuses a call
-    left unanswered) and no output is without its call."""
-    wire = [item.wire() for item in history]
-    calls = {str(w.get("call_id")) for w in wire if w.get("type") in _CALLS}
-    answered = {str(w.get("call_id")) for w in wire if w.get("type") in _OUTPUTS}
-    out: list[AnyItem] = []
-    for item, w in zip(history, wire, strict=True):
-        call_id = str(w.get("call_id"))
-        if w.get("type") in _OUTPUTS and call_id not in calls:
-            continue
-        out.append(item)
-        if w.get("type") in _CALLS and call_id not in answered:
-            kind = CustomToolCallOutput if w["type"] == "custom_tool_call" else FunctionCallOutput
-            out.append(kind(call_id=call_id, output=UNFINISHED_CALL_OUTPUT))
-    return out
-
-
-_CALLS = ("function_call", "custom_tool_call")
-_OUTPUTS = ("function_call_output", "custom_tool_call_output")
-
-
-def _damage(bad: list[int], torn: bool, skipped: int) -> str | None:
-    parts = []
-    if bad:
-        where = (
-            "the last one, cut off mid-line"
-            if torn and len(bad) == 1
-            else "lines " + (", ".join(map(str, bad[:5])) + (" ..." if len(bad) > 5 else ""))
-        )
-        parts.append(f"{len(bad)} unreadable line{'s' if len(bad) > 1 else ''} ({where})")
-    if skipped:
-        parts.append(f"{skipped} item{'s' if skipped > 1 else ''} that are not valid history")
-    return "skipped " + " and ".join(parts) if parts else None

@@ -4,6 +4,7 @@ told when items join its history (``Session.on_history``), and writes each at on
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.store.log import ROLLBACK, SessionLog, now_iso
+from agent_magics.store.log import ROLLBACK, SessionInUse, SessionLog, now_iso
 
 if TYPE_CHECKING:
     from agent_magics.session import Session
@@ -38,15 +39,19 @@ def usage_record(usage: Usage) -> dict[str, int]:
 
 class SessionRecorder:
     """Writes ``session`` to ``folder/<id>.jsonl`` while it runs (the id is the session's
-    ``thread_id``). ``turns``: how many turns the file already holds (a resumed session);
-    the history the session already has is taken as written."""
+    ``thread_id``). ``turns``: how many turns the file already holds; ``resumed``: the
+    file already holds the history the session has (a resumed session, or the same
+    conversation after its settings changed), so it is not written again (a foreign
+    history copied in would come out under this user's seal)."""
 
-    def __init__(self, session: Session, folder: Path, *, turns: int = 0) -> None:
+    def __init__(
+        self, session: Session, folder: Path, *, turns: int = 0, resumed: bool = False
+    ) -> None:
         self.session = session
         self.folder = folder
         self.log = SessionLog.open(folder, session.thread_id, session.config, session.redact.text)
         self.turn = turns
-        self._written = len(session.history) if turns else 0
+        self._written = len(session.history) if turns or resumed else 0
         self._in_turn = False
         self._tools: dict[str, str] = {}
         self._turn_usage = Usage()
@@ -118,9 +123,15 @@ class SessionRecorder:
             self._end("failed", None, "the turn ended without a result")
         if self.session.thread_id != self.log.id:  # a new conversation: a new file
             self.log.close()
-            self.log = SessionLog.open(
-                self.folder, self.session.thread_id, self.session.config, self.session.redact.text
-            )
+            try:
+                self.log = SessionLog.open(
+                    self.folder,
+                    self.session.thread_id,
+                    self.session.config,
+                    self.session.redact.text,
+                )
+            except OSError as exc:  # the closed log drops what is written
+                _log.warning("Cannot save the session in %s: %s", self.folder, exc)
             self.turn, self._written = 0, 0
         self.turn += 1
         self._in_turn = True
@@ -156,14 +167,23 @@ class SessionRecorder:
 
 
 def record_session(
-    session: Session, folder: Path | None, *, turns: int = 0
+    session: Session,
+    folder: Path | None,
+    *,
+    turns: int = 0,
+    resumed: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> SessionRecorder | None:
-    """A recorder for ``session`` in ``folder`` (None: not saved), or None with a warning
-    when the file cannot be made: the session runs without it."""
+    """A recorder for ``session`` in ``folder`` (None: not saved), or None when the file
+    cannot be made (a warning) or another kernel is writing it (``say`` tells the person
+    so, else a warning): the session runs without it."""
     if folder is None:
         return None
     try:
-        return SessionRecorder(session, folder, turns=turns)
+        return SessionRecorder(session, folder, turns=turns, resumed=resumed)
+    except SessionInUse as exc:
+        (say or _log.warning)(f"This session is not saved: {exc}.")
+        return None
     except OSError as exc:
         _log.warning("Cannot save the session in %s: %s", folder, exc)
         return None

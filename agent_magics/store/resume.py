@@ -1,14 +1,20 @@
 """Continuing a saved session: which file, which settings, and the session it becomes.
 
-The settings of a file count only when its settings line carries this user's signature
+The settings of a file count only when every line of it carries this user's seal
 (:mod:`.signing`): a file planted in a cloned repository could otherwise turn approvals
-off, lift the sandbox or send the API key to a server of its choosing. An unsigned file
-gives its history only, and only when the person named it by its id.
+off, lift the sandbox or send the API key to a server of its choosing. Any other file
+gives its history only, and only when the person named it by its id; what its foreign
+lines hold in developer or system roles is dropped (:mod:`.readback`), and resuming it
+does not make it the person's: ``last`` keeps passing over it.
+
+A session whose file another kernel is writing (it holds the file's lock) is not
+resumed: the two would append to one file and mix their histories.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +22,8 @@ from agent_magics.errors import UserError
 from agent_magics.events import Usage
 from agent_magics.models.secret import REDACTED
 from agent_magics.store.index import SessionInfo, list_sessions
-from agent_magics.store.log import LoadedSession, read_session
+from agent_magics.store.log import in_use
+from agent_magics.store.readback import LoadedSession, read_session
 from agent_magics.store.signing import session_key
 
 if TYPE_CHECKING:
@@ -59,12 +66,16 @@ class Resume:
         return self.loaded.id
 
 
+LAST_CHECKED = 5
+"""How many of the newest sessions ``last`` reads whole, looking for one wholly yours."""
+
+
 def find_session(
     folder: Path, ref: str, *, key: bytes | None = None, current: str | None = None
 ) -> SessionInfo:
     """The session ``ref`` names: ``last`` (the newest one this user's agent_magics
-    wrote, other than the ``current`` one), an id or the start of one. Raises UserError
-    with one sentence."""
+    wrote, other than the ``current`` one, as the list sees it), an id or the start of
+    one. Raises UserError with one sentence."""
     sessions = list_sessions(folder, key=key)
     if ref == LAST:
         sessions = [s for s in sessions if s.id != current]
@@ -80,23 +91,54 @@ def find_session(
     return matches[0]
 
 
+def newest_yours(
+    folder: Path, *, key: bytes | None = None, current: str | None = None
+) -> tuple[LoadedSession | None, list[str]]:
+    """The newest session wholly yours, read and checked line by line (the list checks
+    a long file's first and last lines only), and the ids of newer ones passed over
+    because lines of them are not yours."""
+    key = key if key is not None else session_key()
+    sessions = [s for s in list_sessions(folder, key=key) if s.id != current]
+    passed = [s.id for s in takewhile(lambda s: not s.verified, sessions)]
+    for info in [s for s in sessions if s.verified][:LAST_CHECKED]:
+        try:
+            loaded = read_session(info.path, key=key)
+        except OSError:
+            continue
+        if loaded.verified:
+            return loaded, passed
+        passed.append(info.id)
+    return None, passed
+
+
 def load_resume(
     folder: Path, ref: str, *, key: bytes | None = None, current: str | None = None
 ) -> Resume:
     """Read the session ``ref`` names, for a front end to continue (see :func:`continue_in`);
     ``current``: the session running now, which ``last`` does not mean."""
     key = key if key is not None else session_key()
-    info = find_session(folder, ref or LAST, key=key, current=current)
-    try:
-        loaded = read_session(info.path, key=key)
-    except OSError as exc:
-        raise UserError(f"Cannot read session {info.id}: {exc}.") from None
-    notes = [f"Resuming session {loaded.id} ({len(loaded.history)} items)."]
-    if not loaded.verified:
-        notes.append(
-            f"Session {loaded.id} was not written by your agent_magics, so its settings "
-            "are ignored: only its history is loaded."
+    notes: list[str] = []
+    if (ref or LAST) == LAST:
+        found, passed = newest_yours(folder, key=key, current=current)
+        if found is None:
+            raise UserError(f"No saved session to resume in {folder}.")
+        loaded = found
+        if passed:
+            notes.append(_passed_over(passed))
+    else:
+        info = find_session(folder, ref, key=key, current=current)
+        try:
+            loaded = read_session(info.path, key=key)
+        except OSError as exc:
+            raise UserError(f"Cannot read session {info.id}: {exc}.") from None
+    if loaded.id != current and in_use(loaded.path):
+        raise UserError(
+            f"Session {loaded.id} is being written by another kernel right now; resuming "
+            "it here would mix two histories in one file (end it there first: %agent reset "
+            "or stop that kernel)."
         )
+    notes = [f"Resuming session {loaded.id} ({len(loaded.history)} items).", *notes]
+    notes += provenance_notes(loaded)
     if loaded.damaged:
         notes.append(
             f"Session {loaded.id} is damaged: {loaded.damaged}; it resumes from the good items."
@@ -110,6 +152,41 @@ def load_resume(
         max(turns, default=0),
         Usage(total_tokens=tokens if isinstance(tokens, int) else 0),
         notes,
+    )
+
+
+def provenance_notes(loaded: LoadedSession) -> list[str]:
+    """What to tell the person about whose lines the file holds."""
+    notes = []
+    if not loaded.verified:
+        whose = (
+            f"{loaded.foreign} of its lines were not written by your agent_magics"
+            if loaded.foreign
+            else "it continues lines that were not written by your agent_magics"
+        )
+        notes.append(
+            f"Session {loaded.id} is not yours: {whose}, so its settings are ignored and "
+            "only its history is loaded; resuming it does not make it yours "
+            "(%agent resume last passes over it)."
+        )
+    if loaded.dropped:
+        notes.append(
+            f"Left out {loaded.dropped} developer, system or unknown item(s) of those "
+            "lines: they are not sent to the model as instructions."
+        )
+    if loaded.interleaved and not loaded.foreign:  # else not being yours says more
+        notes.append(
+            f"Session {loaded.id} was written by two kernels at once (or edited): its lines "
+            "do not follow one another as written, so its history may mix two conversations."
+        )
+    return notes
+
+
+def _passed_over(ids: list[str]) -> str:
+    names = ", ".join(i[:8] for i in ids[:3]) + (" ..." if len(ids) > 3 else "")
+    return (
+        f"Passed over newer session(s) {names}: lines of them were not written by your "
+        "agent_magics (resume one by its id to load its history anyway)."
     )
 
 

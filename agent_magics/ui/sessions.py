@@ -59,6 +59,7 @@ class SessionFiles:
         session it replaces (same conversation, new model server), or a new one."""
         folder = sessions_folder(session.config)
         turns = 0
+        resumed = old is not None or self.pending is not None
         if old is not None:
             session.thread_id = old.thread_id
             turns = self.recorder.turn if self.recorder is not None else 0
@@ -73,7 +74,7 @@ class SessionFiles:
         self._hinted = True
         self.pending = None
         self.close()
-        self.recorder = record_session(session, folder, turns=turns)
+        self.recorder = record_session(session, folder, turns=turns, resumed=resumed, say=view.note)
 
     def failed(self, message: str) -> None:
         if self.recorder is not None:
