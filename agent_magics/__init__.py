@@ -6,11 +6,19 @@ for plain Python and the ``agent-magics exec`` command.
 The public names load when first used (PEP 562): ``import agent_magics`` alone, which
 every kernel that loads the extension does, brings in none of pydantic, httpx or the
 tools.
+
+Before anything else it installs :mod:`agent_magics.import_guard`: nothing the package
+imports, now or later, comes from the working folder or another folder the agent can
+write.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+
+from agent_magics import import_guard
+
+import_guard.install()
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 

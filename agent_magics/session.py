@@ -29,6 +29,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
+from agent_magics.import_guard import distrust
 from agent_magics.instructions import BASE_INSTRUCTIONS
 from agent_magics.models.base import ModelClient, ModelRequest
 from agent_magics.protocol import CustomToolCallOutput, FunctionCallOutput, Message
@@ -184,6 +185,7 @@ class Session:
 
     def turn_context(self) -> TurnContext:
         c = self.config
+        distrust(c.cwd)  # the package imports nothing from where it works
         return TurnContext(
             cwd=c.cwd,
             approval_policy=c.approval_policy,

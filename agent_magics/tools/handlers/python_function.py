@@ -32,6 +32,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from agent_magics.errors import RespondToModel, TurnAborted
+from agent_magics.import_guard import await_person_code, call_person_code
 from agent_magics.tools.approval import ApprovalRequest
 from agent_magics.tools.args import json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
@@ -105,12 +106,12 @@ class PythonFunctionHandler:
         function = self.tool.function
         try:
             if self.tool.is_async:
-                value = await function(*args, **kwargs)
+                value = await await_person_code(function(*args, **kwargs))
             else:
                 with interruptible():
-                    value = function(*args, **kwargs)
+                    value = call_person_code(function, *args, **kwargs)
                 if inspect.isawaitable(value):  # a wrapper around a coroutine function
-                    value = await value
+                    value = await await_person_code(value)
         except KeyboardInterrupt:
             raise TurnAborted(INTERRUPTED) from None
         except Exception as exc:

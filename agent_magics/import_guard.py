@@ -1,0 +1,198 @@
+"""The package's own imports never come from a folder the agent or a repository can write.
+
+In a kernel, ``sys.path`` starts with the notebook's folder, and this package imports
+most of what it uses late: nbformat at the first notebook call, the HTTP library at the
+first request, the markdown renderer when a turn ends. A ``nbformat.py`` or ``h11.py``
+that a cloned repository ships, or that the model writes there with a sandboxed command
+or a patch, would then run inside the kernel, outside every sandbox, with the API key in
+reach. So :func:`install` puts a finder first in ``sys.meta_path`` that, for an import
+asked for by this package's code (directly, or by a library it is importing), searches
+only the trusted entries of the path. An entry is untrusted when it is ``''`` (the
+current folder) or lies in the current folder, a session's working folder, ``/tmp`` or
+``$TMPDIR``, unless it lies in the interpreter's own environment (``sys.prefix`` and its
+kin, the user's site-packages), which the sandbox keeps read-only where it lies inside a
+writable root. A module found nowhere else is not found: the import fails with a
+sentence saying why, and the planted file never runs; a module found nowhere at all is
+not found as usual (``importlib.util.find_spec`` answers ``None``).
+
+Whose import it is is read from the stack: the nearest frame of this package's code says
+"ours"; the nearest frame of code run in the person's namespace (a cell, ``run_python``'s
+code, whose globals are ``__main__``) or of :func:`call_person_code` says "theirs", and
+their imports keep Python's usual rules. Frames of other libraries decide nothing.
+Imports that only ever search trusted entries (a submodule of an installed package) skip
+that walk: the finder hands them on unchanged.
+
+This module imports only the standard library, and :mod:`agent_magics` installs it before
+anything else, so the package's own first imports are already guarded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import site
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from importlib.machinery import ModuleSpec, PathFinder
+from types import FrameType, ModuleType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+PACKAGE = __name__.rpartition(".")[0]
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
+_distrusted: set[str] = set()
+
+
+def call_person_code(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call the person's own ``function`` (one they registered as a tool): what it imports
+    follows Python's usual rules, as it would in their cell."""
+    return function(*args, **kwargs)
+
+
+async def await_person_code(awaitable: Awaitable[T]) -> T:
+    """Await the person's own coroutine: what it imports follows Python's usual rules."""
+    return await awaitable
+
+
+def distrust(*folders: os.PathLike[str] | str) -> None:
+    """Add folders the agent may write (a session's working folder, its writable roots):
+    the package imports nothing from them from now on."""
+    _distrusted.update(os.path.realpath(f) for f in folders)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+@functools.cache
+def trusted_environment() -> tuple[str, ...]:
+    """The interpreter's own environment: its prefixes and the user's site-packages
+    (fixed for the life of the process)."""
+    places = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    with contextlib.suppress(AttributeError, OSError):  # an embedded interpreter
+        places.add(site.getusersitepackages())
+    return tuple(sorted(os.path.realpath(p) for p in places if p))
+
+
+def writable_places() -> tuple[str, ...]:
+    """The folders whose entries are untrusted: the current folder, every distrusted
+    folder, ``/tmp`` and ``$TMPDIR``."""
+    places = set(_distrusted)
+    with contextlib.suppress(OSError):  # the current folder was removed: '' finds nothing
+        places.add(os.path.realpath(os.getcwd()))
+    for tmp in ("/tmp", os.environ.get("TMPDIR")):
+        if tmp:
+            places.add(os.path.realpath(tmp))
+    return tuple(sorted(places))
+
+
+def untrusted(entry: object, writable: tuple[str, ...], *, own: bool = False) -> bool:
+    """Whether a ``sys.path`` (or package ``__path__``) entry may hold files the agent or
+    a repository wrote, ``writable`` being :func:`writable_places`. ``own``: the import
+    is of this package's own submodules, whose folder counts as trusted."""
+    if not isinstance(entry, str):
+        return False  # not a folder (a path hook's token): left to the other finders
+    if entry == "":
+        return True  # the current folder
+    real = os.path.realpath(entry)
+    if own and _inside(real, PACKAGE_DIR):
+        return False
+    if any(_inside(real, place) for place in trusted_environment()):
+        return False
+    return any(_inside(real, place) for place in writable)
+
+
+def _decides(frame: FrameType) -> bool | None:
+    if frame.f_code is call_person_code.__code__ or frame.f_code is await_person_code.__code__:
+        return False
+    name = frame.f_globals.get("__name__")
+    if not isinstance(name, str):
+        return None
+    if name == PACKAGE or name.startswith(PACKAGE + "."):
+        return name != __name__ or None  # this module's own frames decide nothing
+    if name == "__main__":
+        return False
+    return None
+
+
+def requested_by_package(frame: FrameType | None) -> bool:
+    """Whether the import running at ``frame`` was asked for by this package's code."""
+    while frame is not None:
+        verdict = _decides(frame)
+        if verdict is not None:
+            return verdict
+        frame = frame.f_back
+    return False
+
+
+class GuardedFinder:
+    """A ``sys.meta_path`` finder: the package's imports search trusted entries only."""
+
+    @classmethod
+    def find_spec(
+        cls, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        search = list(sys.path if path is None else path)
+        own = fullname.startswith(PACKAGE + ".")
+        writable = writable_places()
+        bad = [entry for entry in search if untrusted(entry, writable, own=own)]
+        if not bad or not requested_by_package(sys._getframe(1)):
+            return None  # Python's own finders go on, as they would without this one
+        safe = [entry for entry in search if entry not in bad]
+        spec = PathFinder.find_spec(fullname, safe, target)
+        if spec is not None:
+            return spec
+        spec, planted = _from_other_finders(fullname, path, target, writable)
+        if spec is not None:
+            return spec
+        planted = planted or PathFinder.find_spec(fullname, bad, target)
+        if planted is None:
+            return None  # found nowhere: the usual ModuleNotFoundError (or find_spec's None)
+        raise ModuleNotFoundError(
+            f"agent_magics did not import {fullname!r}: it was found only in "
+            f"{planted.origin or fullname}, a folder the agent or the repository can write",
+            name=fullname,
+        )
+
+    @classmethod
+    def invalidate_caches(cls) -> None:
+        """Nothing cached here (``importlib.invalidate_caches`` asks every finder)."""
+
+
+def _from_other_finders(
+    fullname: str,
+    path: Sequence[str] | None,
+    target: ModuleType | None,
+    writable: tuple[str, ...],
+) -> tuple[ModuleSpec | None, ModuleSpec | None]:
+    """A spec from the other finders (an editable install's, say) whose files all lie
+    outside untrusted places; and the first spec they offered from an untrusted place."""
+    refused = None
+    for finder in list(sys.meta_path):
+        if finder is GuardedFinder or finder is PathFinder:
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        spec: ModuleSpec | None = find(fullname, path, target)
+        if spec is None:
+            continue
+        if not _spec_untrusted(spec, writable):
+            return spec, None
+        refused = refused or spec
+    return None, refused
+
+
+def _spec_untrusted(spec: ModuleSpec, writable: tuple[str, ...]) -> bool:
+    places: Iterable[str] = [*(spec.submodule_search_locations or ())]
+    if spec.origin and os.path.isabs(spec.origin):
+        places = [*places, os.path.dirname(spec.origin)]
+    return any(untrusted(p, writable) for p in places)
+
+
+def install() -> None:
+    """Put the finder first in ``sys.meta_path`` (once)."""
+    if GuardedFinder not in sys.meta_path:
+        sys.meta_path.insert(0, GuardedFinder)
