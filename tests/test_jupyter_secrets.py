@@ -10,6 +10,7 @@ Codex hides nothing of Jupyter's (it does not run in a kernel).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -31,6 +32,7 @@ OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)
 COOKIE_SECRET = "c" + secrets.token_hex(20)
 PIECE = 8  # no run of this many characters of a secret may get out
 WEAKNESS = "Sandboxed commands can read Jupyter's runtime folder"
+HUB_TOKENS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN")
 LAYOUTS = ["named", "default"]
 """``named``: ``JUPYTER_RUNTIME_DIR``; ``default``: ``$HOME/.local/share/jupyter/runtime``."""
 
@@ -156,3 +158,20 @@ def test_the_redactor_learns_of_a_server_started_after_the_session(
     assert redactor.text(registered) == registered
     register_secrets(registered)
     assert redactor.text(f"[{registered}]") == f"[{REDACTED}]"
+
+
+@pytest.mark.slow  # real sandboxes and CLI runs
+@pytest.mark.parametrize("mechanism", LINUX_MECHANISMS)
+def test_a_command_cannot_encode_a_hub_token_past_the_scrubber(
+    arena: Arena, mechanism: str
+) -> None:
+    """The scrubber only knows a secret as it is written; so the hub's and the server's
+    tokens are not in a command's environment at all (as the API key is not)."""
+    require_mechanism(mechanism)
+    tokens = {name: "t" + secrets.token_hex(20) for name in HUB_TOKENS}
+    cmd = f"printenv {' '.join(HUB_TOKENS)} | base64; echo end"
+    output, stderr, server = exec_turn(arena, mechanism, cmd, tokens)
+    assert "end" in output  # the command ran
+    encoded = [base64.b64encode(t.encode()).decode() for t in tokens.values()]
+    assert leaked(json.dumps(server.requests), *tokens.values(), *encoded) == []
+    assert leaked(stderr, *tokens.values()) == []

@@ -80,7 +80,12 @@ def use_login(requested: bool | None, allowed: bool) -> bool:
     return allowed if requested is None else requested
 
 
-HIDDEN_FROM_TOOLS = frozenset({"OPENAI_API_KEY"})
+HIDDEN_FROM_TOOLS = frozenset(
+    {"OPENAI_API_KEY", "JUPYTER_TOKEN", "JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"}
+)
+"""Left out of every command's environment: the model server's key, and the tokens that
+let whoever holds them run code on the Jupyter server or the hub (a command could encode
+one past the output scrubber, e.g. through base64)."""
 
 
 def command_env(
@@ -88,8 +93,8 @@ def command_env(
 ) -> dict[str, str]:
     """The agent's environment plus Codex's variables for one command.
 
-    The model server's key (``OPENAI_API_KEY``) is left out: a command that prints its
-    environment must not carry the key into tool output."""
+    The model server's key and Jupyter's tokens (``HIDDEN_FROM_TOOLS``) are left out: a
+    command that prints its environment must not carry them into tool output."""
     env = {k: v for k, v in os.environ.items() if k not in HIDDEN_FROM_TOOLS}
     if thread_id:
         env["CODEX_THREAD_ID"] = thread_id

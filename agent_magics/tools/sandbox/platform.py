@@ -131,8 +131,9 @@ def proc_environ_notice(mode: SandboxMode) -> str | None:
     holders = ancestors_holding(HIDDEN_FROM_TOOLS)
     if not holders:
         return None
+    names = sorted(n for n in HIDDEN_FROM_TOOLS if n in os.environ) or ["OPENAI_API_KEY"]
     return (
-        f"Sandboxed commands can read {', '.join(sorted(HIDDEN_FROM_TOOLS))} from the "
+        f"Sandboxed commands can read {', '.join(names)} from the "
         f"environment of {', '.join(holders)} (Landlock has no private /proc); "
         "start it without the key in its environment to close this."
     )
