@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_magics.kernel.describe import MAX_OUTPUT_CHARS
+from agent_magics.kernel.describe import MAX_OUTPUT_CHARS, NOT_CALLED
 from agent_magics.kernel.frames import MAX_COLUMNS
 from agent_magics.kernel.inspect_variable import MAX_ROWS, InspectVariableHandler
 from agent_magics.kernel.list_variables import MAX_VARIABLES, ListVariablesHandler
@@ -199,24 +199,34 @@ async def test_functions_classes_and_modules_get_one_line_and_a_doc_line(
     assert text.startswith(f"pd: module\nmodule pandas\nversion: {shell.user_ns['pd'].__version__}")
 
 
-async def test_a_repr_that_raises_or_is_huge_is_described(shell: InteractiveShell) -> None:
+async def test_an_object_of_the_persons_class_is_described_without_its_repr(
+    shell: InteractiveShell,
+) -> None:
     run(
         shell,
         """
         class Broken:
+            "Says no."
             def __repr__(self):
                 raise ValueError("no repr today")
         class Huge:
             def __repr__(self):
                 return "h" * 5_000_000
         broken, huge, blob = Broken(), Huge(), "b" * 5_000_000
+        broken.reason = "x" * 5_000
         """,
     )
     text, ok = await inspect(shell, "broken")
-    assert ok and text == "broken: __main__.Broken\n<repr failed: ValueError: no repr today>"
-    assert "broken  __main__.Broken  <repr failed: ValueError: no repr today>" in await listing(
-        shell
-    )
+    lines = text.splitlines()
+    assert ok and lines[:2] == [
+        "broken: __main__.Broken",
+        f"an instance of __main__.Broken at {hex(id(shell.user_ns['broken']))}; {NOT_CALLED}",
+    ]
+    assert lines[2:4] == ["class doc: Says no.", "attributes (1):"]
+    assert lines[4].startswith("  reason: str 'xxx") and len(lines[4]) < 250
+    listed = await listing(shell)
+    assert "broken  __main__.Broken  attributes: reason" in listed
+    assert "huge  __main__.Huge  object (repr not called)" in listed
     for name in ("huge", "blob"):
         text, ok = await inspect(shell, name)
         assert ok and len(text) < 2_000
@@ -248,13 +258,19 @@ async def test_bad_names_are_answered_and_nothing_runs(
     assert shell.user_ns["calls"] == []
 
 
-async def test_a_property_that_raises_is_answered(shell: InteractiveShell) -> None:
+async def test_a_property_is_not_run(shell: InteractiveShell) -> None:
     run(
         shell,
         "class P:\n    @property\n    def bad(self):\n        raise RuntimeError('boom')\np = P()",
     )
     text, ok = await inspect(shell, "p.bad")
-    assert (text, ok) == ("reading `p.bad` raised RuntimeError: boom", False)
+    assert (text, ok) == (
+        "cannot read `p.bad` without running the user's code (`bad` is a property: reading "
+        "it runs its code); run_python can read it, under the user's approval",
+        False,
+    )
+    text, ok = await inspect(shell, "p")
+    assert ok and text.endswith("\ncomputed when read, so not read here: bad")
 
 
 async def test_bad_arguments_are_answered(shell: InteractiveShell) -> None:

@@ -4,8 +4,11 @@ The name is read, never run: a plain name, an attribute path (``df.columns``,
 ``model.config.lr``) or a literal key on a dict, list, tuple or data frame
 (``data["train"]``, ``runs[-1]``, ``df["price"]``). It is parsed with :mod:`ast` and
 walked by hand; calls, operators and computed keys are refused, and so are dunder
-attributes. Reading an attribute may run a property's code, as the person's own
-``df.columns`` would.
+attributes. Each step is read without the person's code (:mod:`.lookup`): a property,
+a ``__getattr__``, a dict subclass's ``__getitem__`` or a ``defaultdict``'s missing key
+would run it, so those are refused with one sentence that points to ``run_python``,
+which asks the person first. The value found is described by :mod:`.describe`, which
+runs none of it either.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
-from agent_magics.kernel import frames
 from agent_magics.kernel.describe import describe
+from agent_magics.kernel.lookup import Missing, NeedsCode, attribute, item, keyed
+from agent_magics.kernel.static import str_item
 from agent_magics.rust_text import U64_MAX
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
@@ -57,8 +61,11 @@ def _key(node: ast.expr) -> str | int | None:
     return None
 
 
-def _keyed(value: Any) -> bool:
-    return isinstance(value, (dict, list, tuple)) or frames.is_frame(value)
+def _needs_code(path: str, exc: NeedsCode) -> RespondToModel:
+    return RespondToModel(
+        f"cannot read `{path}` without running the user's code ({exc}); "
+        "run_python can read it, under the user's approval"
+    )
 
 
 def resolve(ns: dict[str, Any], path: str) -> Any:
@@ -75,21 +82,24 @@ def resolve(ns: dict[str, Any], path: str) -> Any:
 
 def _walk(ns: dict[str, Any], node: ast.expr, path: str) -> Any:
     if isinstance(node, ast.Name):
-        if node.id not in ns:
+        found, value = str_item(ns, node.id)
+        if not found:
             raise RespondToModel(
                 f"no variable named `{node.id}` in the kernel; list_variables shows what exists"
             )
-        return ns[node.id]
+        return value
     if isinstance(node, ast.Attribute):
         if node.attr.startswith("__"):
             raise RespondToModel(f"cannot inspect `{path}`: dunder attributes are not read")
         base = _walk(ns, node.value, path)
         try:
-            return getattr(base, node.attr)
-        except AttributeError:
+            return attribute(base, node.attr)
+        except Missing:
             where = ast.unparse(node.value)
             raise RespondToModel(f"`{where}` has no attribute `{node.attr}`") from None
-        except Exception as exc:
+        except NeedsCode as exc:
+            raise _needs_code(path, exc) from None
+        except Exception as exc:  # pandas, polars or numpy raised on a broken value
             raise _raised(path, exc) from None
     if isinstance(node, ast.Subscript):
         key = _key(node.slice)
@@ -97,14 +107,16 @@ def _walk(ns: dict[str, Any], node: ast.expr, path: str) -> Any:
             raise _refuse(path)
         base = _walk(ns, node.value, path)
         where = ast.unparse(node.value)
-        if not _keyed(base):
+        if not keyed(base):
             raise RespondToModel(
                 f"`{where}` is not a dict, list, tuple or data frame; keys are read only on those"
             )
         try:
-            return base[key]
-        except (KeyError, IndexError, TypeError):
+            return item(base, key)
+        except Missing:
             raise RespondToModel(f"`{where}` has no key {key!r}") from None
+        except NeedsCode as exc:
+            raise _needs_code(path, exc) from None
         except Exception as exc:
             raise _raised(path, exc) from None
     raise _refuse(path)
@@ -119,8 +131,11 @@ _DESCRIPTION = (
     "frames and series (pandas, polars): shape, column dtypes, index, memory and the "
     "first rows; numpy arrays: shape, dtype and a summary of the values; dicts, lists and "
     "sets: length and first items; functions, classes and modules: signature and the "
-    "first docstring line; anything else: its type and a shortened repr. Nothing is "
-    "executed: `name` is a variable, an attribute path or a literal key."
+    "first docstring line; objects of the user's own classes: their type, docstring and "
+    "stored attributes (their repr is never called). None of the user's code runs: "
+    "`name` is a variable, an attribute path or a literal key, and a step that would run "
+    "code (a property, __getattr__, a dict subclass's lookup, a defaultdict's missing "
+    "key) is refused; run_python can read those, under the user's approval."
 )
 
 

@@ -5,6 +5,8 @@ Left out: private names (``_x``), what IPython put in the namespace itself (``In
 the name to something else since), and this extension's own objects. Modules are not
 listed one per line: a notebook imports many and the model can read the imports, so
 they are named together on the last line (``modules: np (numpy), pd (pandas)``).
+No line runs the person's code (:mod:`agent_magics.kernel.describe`): an object of a
+class of theirs is listed with the names of its attributes, not with its repr.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agent_magics.kernel.describe import budget, is_own, summary, type_name
+from agent_magics.kernel.static import module_name
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
@@ -37,8 +40,11 @@ def visible(shell: Any) -> dict[str, Any]:
     missing = object()
     return {
         name: value
-        for name, value in list(shell.user_ns.items())
-        if not name.startswith("_") and hidden.get(name, missing) is not value and not is_own(value)
+        for name, value in list(dict.items(shell.user_ns))
+        if type(name) is str  # a key of another type could run code when compared
+        and not name.startswith("_")
+        and hidden.get(name, missing) is not value
+        and not is_own(value)
     }
 
 
@@ -63,14 +69,14 @@ def _line(name: str, value: Any) -> str:
 def listing(shell: Any, pattern: str | None) -> str:
     found = {n: v for n, v in visible(shell).items() if matches(n, pattern)}
     names = sorted(found, key=lambda n: (n.lower(), n))
-    modules = [n for n in names if isinstance(found[n], types.ModuleType)]
+    modules = [n for n in names if issubclass(type(found[n]), types.ModuleType)]
     variables = [n for n in names if n not in modules]
     shown = variables[:MAX_VARIABLES]
     lines = [_line(n, found[n]) for n in shown]
     if len(variables) > len(shown):
         lines.append(f"… {len(variables) - len(shown)} more; narrow the list with `filter`")
     if modules:
-        named = [f"{n} ({found[n].__name__})" for n in modules[:MAX_MODULES]]
+        named = [f"{n} ({module_name(found[n])})" for n in modules[:MAX_MODULES]]
         more = f", … {len(modules) - MAX_MODULES} more" if len(modules) > MAX_MODULES else ""
         lines.append("modules: " + ", ".join(named) + more)
     if not lines:
@@ -82,8 +88,10 @@ def listing(shell: Any, pattern: str | None) -> str:
 _DESCRIPTION = (
     "List the variables defined in the Python kernel this conversation runs in (the "
     "user's notebook namespace): one line each with name, type, and shape and size "
-    "(or a short value). Modules are named together on the last line. Private names and "
-    "IPython's own are left out. Use inspect_variable to look at one of them closely."
+    "(or a short value). Objects of the user's own classes show their attribute names "
+    "instead: their repr is never called. Modules are named together on the last line. "
+    "Private names and IPython's own are left out. Use inspect_variable to look at one "
+    "of them closely."
 )
 
 
