@@ -14,6 +14,16 @@ awaits the turn), so the turn stops as it does during any other tool. A timer th
 fires as the code ends cannot reach anything else: the timer only sends while the code
 runs, and the block does not give the signal back to the previous handler until the
 timer's signal, if one was sent, has been seen by its own handler.
+
+Every other stop reaches a turn through the loop: the handler schedules the turn's
+cancellation there. A turn whose code holds the loop (a tool, or the person's async
+function, looping without an ``await``) never lets that callback run, however often
+stop is pressed. :class:`StopArrival` watches for that: if the loop has not run a
+callback :data:`STUCK_S` after a stop, a timer sends SIGINT again, and when the code
+running then is a turn's (:data:`IN_TURN`), ``CancelledError`` is raised right there:
+the task running it is cancelled as ``task.cancel()`` would, only at the running line
+instead of at the next ``await``. A turn that gives the loop back in time is stopped at
+an ``await`` as before.
 """
 
 from __future__ import annotations
@@ -23,11 +33,18 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import FrameType, TracebackType
 from typing import Any
 
 SETTLE_S = 1.0  # longest wait for a timer's signal already sent to reach its handler
 SETTLE_STEP_S = 0.001
+STUCK_S = 0.25  # a stop the loop has not picked up by then is raised in the turn's code
+
+IN_TURN: ContextVar[bool] = ContextVar("agent_magics_in_turn", default=False)
+"""True in a turn's task and in the tasks it starts (its tool calls inherit it)."""
 
 
 def _on_stack(frame: FrameType | None, target: FrameType | None) -> bool:
@@ -124,3 +141,60 @@ class Interruptible:
         previous = self._previous
         if callable(previous) and previous is not signal.default_int_handler:
             previous(signum, frame)
+
+
+class StopArrival:
+    """Makes sure a stop handed to ``loop`` reaches a turn whose code holds the loop.
+
+    A SIGINT handler on the main thread calls :meth:`sent` once it has scheduled its
+    work on the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._waiting: threading.Event | None = None
+
+    def sent(self) -> None:
+        waiting = self._waiting
+        if waiting is not None and not waiting.is_set():  # the last stop is still waiting
+            if IN_TURN.get():
+                self._waiting = None
+                raise asyncio.CancelledError("stopped while the turn's code held the loop")
+            return
+        if self.loop.is_closed():
+            return
+        arrived = threading.Event()
+        self._waiting = arrived
+        self.loop.call_soon_threadsafe(arrived.set)
+        timer = threading.Timer(STUCK_S, _send_again, (arrived, threading.main_thread().ident))
+        timer.daemon = True
+        timer.start()
+
+
+def _send_again(arrived: threading.Event, main: int | None) -> None:
+    """The timer thread: the loop never ran the stop's callback, so signal once more."""
+    if not arrived.is_set() and main is not None:
+        signal.pthread_kill(main, signal.SIGINT)
+
+
+@contextmanager
+def stop_arrives(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """While a cell awaits its turn: ipykernel's SIGINT handler (which cancels the cell
+    through the loop) still runs first, then :meth:`StopArrival.sent`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    arrival = StopArrival(loop)
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if callable(previous):
+            previous(signum, frame)
+        arrival.sent()
+
+    handler: Callable[[int, FrameType | None], None] = on_sigint
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)

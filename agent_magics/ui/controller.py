@@ -17,6 +17,7 @@ from typing import Any
 from IPython.display import display
 
 from agent_magics.config import SessionConfig
+from agent_magics.kernel.interrupt import IN_TURN, stop_arrives
 from agent_magics.session import Session
 from agent_magics.tools.approval import Approver
 from agent_magics.tools.build import ExtraTools
@@ -160,6 +161,7 @@ class Controller:
         """One turn, ended cleanly whatever happens (see :func:`.runner.turn_outcome`):
         wait for ``after`` (the turn before), take the settings, pick the session, listen
         to it and run. Only a cancellation is re-raised."""
+        IN_TURN.set(True)  # in this task's context: a stop may be raised in its code
         if after is not None and not after.done():
             try:
                 await asyncio.wait([after])
@@ -236,7 +238,8 @@ class Controller:
         if task is None:
             return
         try:
-            await task
+            with stop_arrives(task.get_loop()):
+                await task
         except asyncio.CancelledError:
             task.cancel()
             await asyncio.wait([task])

@@ -9,7 +9,10 @@ The kernel's stop button sends SIGINT. While a cell runs, ipykernel turns it int
 KeyboardInterrupt (or cancels an async cell); while the kernel is idle it ignores it.
 :class:`SigintGuard` gives idle interrupts to the running turns instead: ipykernel
 restores the handler it saved before each request (``saved_sigint_handler``), so
-setting ours there installs it as soon as the current request ends.
+setting ours there installs it as soon as the current request ends. A turn whose code
+holds the loop never runs what the handler schedules, so the handler also hands the
+stop to :class:`~agent_magics.kernel.interrupt.StopArrival`, which raises it in that
+code when the loop does not pick it up.
 :class:`SignalWakeup` makes a signal wake the loop at once, which an awaited cell
 (``--block``, headless) needs to be stopped while a command runs quietly.
 """
@@ -28,6 +31,7 @@ from typing import Any, Protocol
 
 from agent_magics.errors import TurnAborted, UserError
 from agent_magics.events import Event
+from agent_magics.kernel.interrupt import StopArrival
 
 
 class TurnView(Protocol):
@@ -74,10 +78,12 @@ class SigintGuard:
         self.on_interrupt = on_interrupt
         self._previous: Any = None
         self.active = False
+        self.arrival = StopArrival(loop)
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.active and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.on_interrupt)
+            self.arrival.sent()
 
     def activate(self) -> None:
         if self.active or threading.current_thread() is not threading.main_thread():
