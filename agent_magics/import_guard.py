@@ -104,6 +104,17 @@ def untrusted(entry: object, writable: tuple[str, ...], *, own: bool = False) ->
     return any(_inside(real, place) for place in writable)
 
 
+def _plainly_trusted(entry: object, own: bool) -> bool:
+    """An absolute entry written inside the interpreter's environment (or, for the
+    package's own submodules, its folder): what lies beneath is kept read-only, so no
+    link there can lead into a writable folder."""
+    if not isinstance(entry, str) or not os.path.isabs(entry):
+        return False
+    if own and _inside(entry, PACKAGE_DIR):
+        return True
+    return any(_inside(entry, place) for place in trusted_environment())
+
+
 def _decides(frame: FrameType) -> bool | None:
     if frame.f_code is call_person_code.__code__ or frame.f_code is await_person_code.__code__:
         return False
@@ -136,8 +147,11 @@ class GuardedFinder:
     ) -> ModuleSpec | None:
         search = list(sys.path if path is None else path)
         own = fullname.startswith(PACKAGE + ".")
+        unsure = [entry for entry in search if not _plainly_trusted(entry, own)]
+        if not unsure:
+            return None  # a submodule of an installed package: the common case, kept cheap
         writable = writable_places()
-        bad = [entry for entry in search if untrusted(entry, writable, own=own)]
+        bad = [entry for entry in unsure if untrusted(entry, writable, own=own)]
         if not bad or not requested_by_package(sys._getframe(1)):
             return None  # Python's own finders go on, as they would without this one
         safe = [entry for entry in search if entry not in bad]
