@@ -289,5 +289,5 @@ async def test_what_is_shown_instead(shell: InteractiveShell) -> None:
 
 def test_a_plain_lookup_would_have_run_code(shell: InteractiveShell) -> None:
     """The colliding key is stored first, so a dict lookup of 'k' would compare with it."""
-    assert shell.run_cell("collide['k']").result == "string key"
+    assert shell.user_ns["collide"]["k"] == "string key"
     assert shell.user_ns["calls"] == [("Colliding", "__eq__")]  # what a lookup does
