@@ -22,6 +22,10 @@ their imports keep Python's usual rules. Frames of other libraries decide nothin
 Imports that only ever search trusted entries (a submodule of an installed package) skip
 that walk: the finder hands them on unchanged.
 
+One library reads ``sys.path`` for more than modules: pydantic runs the plugins that
+package metadata names, so when the package's models are the first to ask, that look-up
+also sees only trusted entries (a repository's ``*.dist-info`` cannot pick a module).
+
 This module imports only the standard library, and :mod:`agent_magics` installs it before
 anything else, so the package's own first imports are already guarded.
 """
@@ -33,7 +37,8 @@ import functools
 import os
 import site
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from importlib.abc import Loader
 from importlib.machinery import ModuleSpec, PathFinder
 from types import FrameType, ModuleType
 from typing import Any, TypeVar
@@ -145,6 +150,8 @@ class GuardedFinder:
     def find_spec(
         cls, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
+        if fullname == PLUGIN_LOADER and requested_by_package(sys._getframe(1)):
+            return _plugin_loader_spec(fullname, path, target)
         search = list(sys.path if path is None else path)
         own = fullname.startswith(PACKAGE + ".")
         unsure = [entry for entry in search if not _plainly_trusted(entry, own)]
@@ -204,6 +211,59 @@ def _spec_untrusted(spec: ModuleSpec, writable: tuple[str, ...]) -> bool:
     if spec.origin and os.path.isabs(spec.origin):
         places = [*places, os.path.dirname(spec.origin)]
     return any(untrusted(p, writable) for p in places)
+
+
+@contextlib.contextmanager
+def trusted_path() -> Iterator[None]:
+    """``sys.path`` without its untrusted entries for the length of the block, for look-ups
+    that read it themselves (package metadata: entry points)."""
+    saved = list(sys.path)
+    writable = writable_places()
+    sys.path[:] = [e for e in saved if _plainly_trusted(e, False) or not untrusted(e, writable)]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+PLUGIN_LOADER = "pydantic.plugin._loader"
+"""pydantic picks its plugins from the package metadata found on ``sys.path``: a
+repository's ``*.dist-info`` in the working folder could name any installed module to run
+(or one that breaks every model), even though the module itself comes from elsewhere."""
+
+
+def _plugin_loader_spec(
+    fullname: str, path: Sequence[str] | None, target: ModuleType | None
+) -> ModuleSpec | None:
+    spec = PathFinder.find_spec(fullname, path, target)
+    if spec is not None and isinstance(spec.loader, Loader):
+        spec.loader = _TrustedPlugins(spec.loader)
+    return spec
+
+
+class _TrustedPlugins(Loader):
+    """Loads pydantic's plugin loader so that its one discovery of plugins reads only the
+    metadata of trusted ``sys.path`` entries (when the package's models are the first)."""
+
+    def __init__(self, inner: Loader) -> None:
+        self.inner = inner
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        discover = getattr(module, "get_plugins", None)
+        if discover is None:  # another pydantic: leave it as it is
+            return
+
+        def get_plugins() -> Any:
+            if getattr(module, "_plugins", None) is not None:
+                return discover()  # found already: no look-up to guard
+            with trusted_path():
+                return discover()
+
+        module.get_plugins = get_plugins  # type: ignore[attr-defined]
 
 
 def install() -> None:

@@ -226,3 +226,22 @@ def test_packages_a_sandboxed_command_writes_never_run(
         assert (project / "notebooks" / "h11" / "__init__.py").is_file()  # it did write
     finally:
         kernel.close()
+
+
+def test_a_repositorys_package_metadata_picks_no_module_to_run(kernel: Kernel) -> None:
+    """pydantic runs the plugins package metadata names; a ``*.dist-info`` in the working
+    folder must not pick one (here ``this``, an installed module that prints when
+    imported; another could break every model) when the package builds its models."""
+    info = kernel.ws / "evil-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nzen = this\n")
+    assert "pydantic" not in kernel.value("sorted(__import__('sys').modules)")
+    with ScriptedResponsesServer([[message("nothing to do")]]) as server:
+        messages = kernel.run(agent_cell(server.base_url, "-a untrusted -s read-only", "hi"))
+        kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
+    printed = kernel.outputs_text([m for m in kernel.log if m["msg_type"] == "stream"])
+    assert "Beautiful is better than ugly" not in printed + kernel.outputs_text(messages)
+    # the person's own discovery still reads their folder, by Python's rules
+    kernel.run("from importlib.metadata import entry_points")
+    assert kernel.value("[e.value for e in entry_points(group='pydantic')]") == ["this"]
