@@ -16,7 +16,10 @@ Which secrets (:func:`session_secrets`):
 4. Jupyter's secrets (:mod:`agent_magics.tools.sandbox.jupyter`): the tokens, signing
    keys and cookie secrets in the files of Jupyter's runtime folder, read again when
    the folder changes, and what the kernel side registers (:func:`register_secrets`:
-   the signing key of the kernel the session runs in, wherever its connection file is).
+   the signing key of the kernel the session runs in, wherever its connection file is);
+5. the session signing key (:mod:`agent_magics.tools.sandbox.user_files`) as its file
+   holds it and in base64, read again when the file changes: whoever holds it can
+   forge a session file that ``resume last`` trusts.
 
 Header names that look secret also include ``Authorization`` and ``Cookie``.
 
@@ -42,6 +45,7 @@ from agent_magics.events import Event, ToolCallFinished
 from agent_magics.models.secret import Scrubber
 from agent_magics.tools.context import ContentItem, ToolOutput
 from agent_magics.tools.sandbox.jupyter import runtime_secrets
+from agent_magics.tools.sandbox.user_files import signing_key_secrets
 
 if TYPE_CHECKING:
     from agent_magics.mcp.config import McpServerConfig
@@ -95,7 +99,7 @@ def _mcp_secrets(server: McpServerConfig, environ: Mapping[str, str]) -> Iterato
 
 class SessionRedactor:
     """The scrubber of a session's secrets, rebuilt when its settings change, a secret
-    is registered or Jupyter's runtime folder changes."""
+    is registered, Jupyter's runtime folder or the signing key's file changes."""
 
     def __init__(
         self, settings: Callable[[], SessionConfig], environ: Mapping[str, str] | None = None
@@ -107,10 +111,10 @@ class SessionRedactor:
 
     @property
     def scrubber(self) -> Scrubber:
-        config, jupyter = self._settings(), runtime_secrets()
-        now = (config, len(REGISTERED), jupyter)
+        config, in_files = self._settings(), (*runtime_secrets(), *signing_key_secrets())
+        now = (config, len(REGISTERED), in_files)
         if self._for is None or config is not self._for[0] or now[1:] != self._for[1:]:
-            found = [*session_secrets(config, self._environ), *REGISTERED, *jupyter]
+            found = [*session_secrets(config, self._environ), *REGISTERED, *in_files]
             self._scrub = Scrubber(*(s for s in found if len(s.strip()) >= MIN_SECRET_LENGTH))
             self._for = now
         return self._scrub

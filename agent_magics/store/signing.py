@@ -29,12 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KEY_FILE = "session_key"
+from agent_magics.tools.sandbox.user_files import SIGNING_KEY, signing_key_path
+
+KEY_FILE = SIGNING_KEY
 KEY_BYTES = 32
 
 
 def key_path(home: Path | None = None) -> Path:
-    return (home or Path.home()) / ".agent_magics" / KEY_FILE
+    """Where the key lives: one place, which the sandbox hides from commands and the
+    redaction knows (:mod:`agent_magics.tools.sandbox.user_files`)."""
+    return signing_key_path(home)
 
 
 def session_key(home: Path | None = None) -> bytes:

@@ -9,7 +9,8 @@ leaves that empty folder behind as its mount point (git skips an empty ``.git``)
 folder between a root and a protected path deeper in it is bound onto itself, so that it
 cannot be renamed away with the protected path inside (a mount point cannot be moved).
 Jupyter's runtime folder gets an empty read-only folder mounted over it (a file alone,
-``/dev/null``: see ``jupyter.py``). The command runs in new user, PID and (when the
+``/dev/null``: see ``jupyter.py``), the session signing key ``/dev/null`` (see
+``user_files.py``). The command runs in new user, PID and (when the
 network is off) network namespaces with
 every capability dropped, and dies with its parent. With the network off it also runs
 under the socket filter of :mod:`.landlock_exec` (a network namespace does not stop a

@@ -23,6 +23,7 @@ from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
 from agent_magics.tools.sandbox.jupyter import hidden_paths
 from agent_magics.tools.sandbox.roots import guarded_paths, read_only_subpaths, writable_roots
+from agent_magics.tools.sandbox.user_files import hidden_files, signing_key_path
 
 MECHANISM_ENV = "AGENT_MAGICS_SANDBOX_MECHANISM"
 
@@ -100,7 +101,7 @@ def platform_sandbox(cwd: Path, mode: SandboxMode, network: bool) -> SandboxSpec
     protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
     if roots:  # the working folder's .git and .agent_magics, also while missing
         protected |= dict.fromkeys(guarded_paths(roots[0]))
-    hidden = tuple(hidden_paths(roots))
+    hidden = tuple(dict.fromkeys([*hidden_paths(roots), *hidden_files()]))
     return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network, hidden)
 
 
@@ -155,7 +156,23 @@ def runtime_folder_notice(mode: SandboxMode) -> str | None:
     )
 
 
+def signing_key_notice(mode: SandboxMode) -> str | None:
+    """The sentence a session shows once when sandboxed commands can read the session
+    signing key (every mechanism but bubblewrap, which hides it), else ``None``."""
+    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind in (None, "bwrap"):
+        return None
+    if not signing_key_path().exists():  # made when a session is first saved
+        return None
+    mechanism = {"landlock": "Landlock", "seatbelt": "Seatbelt"}.get(str(probe().kind), "it")
+    return (
+        f"Sandboxed commands can read the session signing key ({signing_key_path()}), "
+        f"which vouches for the settings of saved sessions: {mechanism} does not hide a "
+        "file from reading. What they print is scrubbed of it (as written and in base64), "
+        "but not of every encoding; check the settings 'resume last' shows."
+    )
+
+
 def weakness_notices(mode: SandboxMode) -> list[str]:
     """What the sandbox that works here cannot hold, one sentence each (shown once)."""
-    found = (proc_environ_notice(mode), runtime_folder_notice(mode))
+    found = (proc_environ_notice(mode), runtime_folder_notice(mode), signing_key_notice(mode))
     return [notice for notice in found if notice is not None]

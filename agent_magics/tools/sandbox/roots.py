@@ -11,7 +11,11 @@ The places the kernel takes code from stay read-only too when they lie in a root
 (:func:`kernel_code_paths`: a project's ``.venv`` that runs the kernel, the user
 site-packages and ``~/.ipython`` when the working folder is the home): what is written
 there runs unconfined in this process or the next kernel. One that does not exist yet
-is protected from its first missing folder on, so it cannot be created.
+is protected from its first missing folder on, so it cannot be created. So are the
+person's own files (:func:`user_paths`): ``~/.agent_magics`` (settings, the session
+signing key) and the shell start-up files that exist (the shell snapshot runs them
+unconfined); a missing start-up file is refused to patches by name only (see
+:mod:`.user_files`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from agent_magics.apply_patch.files import ConfinedFiles
 from agent_magics.tools.approval import SandboxMode
+from agent_magics.tools.sandbox.user_files import shell_start_files, user_dir
 
 PROTECTED_NAMES = (".git", ".agents", ".codex", ".agent_magics")
 GUARDED_NAMES = (".git", ".agent_magics")
@@ -69,11 +74,27 @@ def kernel_code_paths() -> list[Path]:
     return list(dict.fromkeys(real(Path(p).expanduser()) for p in found if p))
 
 
+def user_paths() -> list[Path]:
+    """The person's files that run or decide things unconfined (real paths): their
+    ``~/.agent_magics`` folder, and the shell start-up files that exist (a missing one
+    gets no mount point: see :func:`start_file_names`)."""
+    found = [user_dir(), *(p for p in shell_start_files() if p.exists())]
+    return list(dict.fromkeys(real(p) for p in found))
+
+
+def start_file_names(root: Path) -> list[Path]:
+    """The shell start-up files in ``root``, existing or not, by name (the folder's real
+    path, the file's own name: a link there is refused as itself)."""
+    named = [real(p.parent) / p.name for p in shell_start_files()]
+    return [p for p in named if root in p.parents]
+
+
 def kernel_guards(root: Path) -> list[Path]:
-    """The kernel's code paths in ``root`` (or ``root`` itself), each cut at its first
-    missing folder: nothing can be created beneath it."""
+    """The kernel's code paths and the person's files (:func:`user_paths`) in ``root``
+    (or ``root`` itself), each cut at its first missing folder: nothing can be created
+    beneath it."""
     out: list[Path] = []
-    for path in kernel_code_paths():
+    for path in dict.fromkeys([*kernel_code_paths(), *user_paths()]):
         if path != root and root not in path.parents:
             continue
         guard = root
@@ -120,6 +141,7 @@ def is_writable(path: Path, roots: list[Path]) -> bool:
         for root in roots:
             if target == root or root in target.parents:
                 protected = [*read_only_subpaths(root), *(root / n for n in GUARDED_NAMES)]
+                protected += start_file_names(root)
                 return not any(target == p or p in target.parents for p in protected)
     except (OSError, ValueError):
         return False
@@ -132,6 +154,7 @@ def confined_files(roots: list[Path]) -> ConfinedFiles:
     read_only: list[Path] = []
     for root in roots:
         read_only += [root / name for name in GUARDED_NAMES]  # as is_writable has them
+        read_only += start_file_names(root)
         try:
             read_only += [real(path) for path in read_only_subpaths(root)]
         except (OSError, ValueError):
