@@ -5,7 +5,10 @@ IPython. Every piece of text from the model, tools or servers goes through
 :func:`~agent_magics.termsafe.terminal_safe`: escape sequences never reach the terminal.
 What a person approves (a command, a patch, code, a tool's arguments, the reason given)
 goes through :func:`~agent_magics.visible.visible` instead: its escape sequences, bidi
-controls and zero-width characters are written out, so the question shows what runs.
+controls and zero-width characters are written out, so the question shows what runs. A
+command's question also says where it runs (``in <folder>``, always: a ``workdir`` can
+take ``rm -f precious.txt`` to any folder), and so does its report line when the model
+chose a ``workdir``.
 Colours are our own, added afterwards and only when stderr is a terminal.
 """
 
@@ -34,6 +37,7 @@ from agent_magics.terminal_text import (
     Style,
     call_command,
     call_patch,
+    call_workdir,
     command_line,
     command_result,
     diff_lines,
@@ -84,7 +88,10 @@ def _asked(request: ApprovalRequest, style: Style, show_patch: bool) -> list[str
     if request.kind == "exec" and request.command:
         command = visible(_what_runs(request))
         lines = [style(line, BOLD) for line in command.splitlines()]
-        return [style(COMMAND_QUESTION, BOLD) + unsandboxed, indent("\n".join(lines))]
+        asked = [style(COMMAND_QUESTION, BOLD) + unsandboxed, indent("\n".join(lines))]
+        if request.tool_name != "run_python":  # code that runs in the kernel has no folder
+            asked.append(indent(f"in {visible(str(request.cwd))}"))
+        return asked
     if request.kind == "patch" and request.patch:
         if not show_patch:
             files = visible(patch_files(request.patch))
@@ -201,7 +208,9 @@ class TerminalConsole:
         if command is not None:
             lines = visible(command).splitlines() or [""]
             first = s("exec", MAGENTA) + " " + s(lines[0], BOLD)
-            return [first, *(" " * 5 + s(line, BOLD) for line in lines[1:])]
+            rest = [" " * 5 + s(line, BOLD) for line in lines[1:]]
+            where = call_workdir(event.tool_name, event.arguments)
+            return [first, *rest, *([f"  in {visible(where)}"] if where else [])]
         patch = call_patch(event.tool_name, event.arguments, event.kind)
         if patch is not None:
             head = s("apply_patch", MAGENTA) + " " + visible(patch_files(patch))

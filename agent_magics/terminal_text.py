@@ -71,6 +71,14 @@ def call_command(tool_name: str, arguments: str) -> str | None:
     return command if isinstance(command, str) else None
 
 
+def call_workdir(tool_name: str, arguments: str) -> str | None:
+    """The folder a shell tool call asks to run in (its ``workdir``), as the model wrote
+    it (``None``: not given, or not a shell tool)."""
+    args = _arguments(arguments) if tool_name in COMMAND_TOOLS else None
+    where = args.get("workdir") if args else None
+    return where if isinstance(where, str) and where else None
+
+
 def call_patch(tool_name: str, arguments: str, kind: str) -> str | None:
     """The patch of an ``apply_patch`` call (freeform or JSON ``input``)."""
     if tool_name != "apply_patch":

@@ -40,7 +40,7 @@ ESCALATED = ApprovalRequest(
 
 def test_questions_show_what_would_run_and_the_answers_on_offer() -> None:
     assert question(EXEC) == (
-        "\nRun this command?\n  rm -r build\n"
+        "\nRun this command?\n  rm -r build\n  in .\n"
         "[y] approve  [a] approve for session  [n] deny  [q] abort turn: "
     )
     assert question(MCP) == (
@@ -50,9 +50,10 @@ def test_questions_show_what_would_run_and_the_answers_on_offer() -> None:
 
 
 def test_a_shell_script_is_asked_about_as_written_and_an_argv_as_a_shell_needs_it() -> None:
-    assert question(ESCALATED).splitlines()[1:4] == [
+    assert question(ESCALATED).splitlines()[1:5] == [
         "Run this command? (it would run without the sandbox)",
         f"  {SCRIPT}",  # not `/bin/bash -lc ls -la && ...`
+        "  in .",  # where it runs: a workdir can take it anywhere
         "  Reason: list files",
     ]
     spaced = ApprovalRequest("c", "shell", "exec", Path("."), command=("rm", "my file", "$x"))
@@ -105,3 +106,14 @@ def test_model_text_in_a_question_cannot_drive_the_terminal() -> None:
 )
 def test_answers(request_: ApprovalRequest, letter: str, decision: ReviewDecision) -> None:
     assert answer(request_, letter) is decision
+
+
+def test_the_folder_a_command_runs_in_is_asked_about_written_out() -> None:
+    """A ``workdir`` takes a command anywhere: the question says where, hidden
+    characters written out (``run_python``'s code runs in the kernel: no folder)."""
+    there = ApprovalRequest(
+        "c", "exec_command", "exec", Path("/srv/a\x1b[2Kb"), command=("rm", "-f", "x")
+    )
+    assert question(there).splitlines()[2:4] == ["  rm -f x", r"  in /srv/a\x1b[2Kb"]
+    code = ApprovalRequest("c", "run_python", "exec", Path("/srv"), command=("print(1)",))
+    assert " in /srv" not in question(code)

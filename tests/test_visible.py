@@ -193,6 +193,7 @@ def test_the_terminal_question(request_: ApprovalRequest, markers: tuple[str, ..
         assert_written_out(ours, *markers)
     if request_.command:  # the command or the code, read back, is what runs
         shown = question(request_).split("\n", 2)[2].rsplit("\n", 1)[0]
+        shown = shown.removesuffix("\n  in .")  # where a command runs, on a line of its own
         assert read_back(shown.replace("\n  ", "\n").removeprefix("  ")) == request_.command[-1]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
+from agent_magics.terminal_text import call_workdir
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui.denials import denial_summary, note_for
 from agent_magics.ui.render import (
@@ -51,6 +52,8 @@ def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
     patch = patch_text(block.tool_name, block.arguments, block.kind)
     if command is not None:
         parts.append(fence(f"$ {visible(command)}", "console"))
+        if (where := call_workdir(block.tool_name, block.arguments)) is not None:
+            parts.append(f"in {inline_code(visible(where))}")
     elif patch is not None:
         parts.append(fence(visible(patch.rstrip("\n")), "diff"))
     elif (source := python_code(block.tool_name, block.arguments)) is not None:
