@@ -23,6 +23,7 @@ from agent_magics.events import (
     Event,
     McpServerFailed,
     McpServerReady,
+    ModuleShadowed,
     RetryScheduled,
     ToolCallFinished,
     ToolCallProposed,
@@ -48,6 +49,7 @@ from agent_magics.terminal_text import (
 )
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
+from agent_magics.tools.shadowing import planted_warning
 from agent_magics.visible import visible
 
 QUESTION_FALLBACK = "Allow this call?"
@@ -201,6 +203,9 @@ class TerminalConsole:
         elif isinstance(event, TurnDiff):
             changed = ", ".join(f"{f.path} ({f.status})" for f in event.files)
             emit([s("files changed: ", MAGENTA) + visible(changed)])
+        elif isinstance(event, ModuleShadowed):
+            text = planted_warning(event.path, event.module, event.undoable)
+            emit([s("warning: ", RED) + text])
 
     def _proposed(self, event: ToolCallProposed) -> list[str]:
         s = self.style

@@ -210,6 +210,18 @@ class TurnDiff:
 
 
 @dataclass(frozen=True)
+class ModuleShadowed:
+    """A file the turn left in the working folder shadows a module Python imports: the
+    next kernel started there (and any Python) would run it, outside the sandbox.
+    ``path`` as shown (relative to the working folder); ``undoable``: it is one of the
+    turn's changes, so ``%agent undo`` takes it back."""
+
+    path: str
+    module: str
+    undoable: bool = True
+
+
+@dataclass(frozen=True)
 class TurnFinished:
     """The turn ended with the model's final answer."""
 
@@ -251,6 +263,7 @@ Event = (
     | ImageViewed
     | RetryScheduled
     | TurnDiff
+    | ModuleShadowed
     | TurnFinished
     | TurnFailed
     | TurnAbortedEvent

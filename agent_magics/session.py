@@ -20,6 +20,7 @@ from agent_magics.errors import TurnAborted
 from agent_magics.events import (
     Event,
     EventSink,
+    ModuleShadowed,
     RetryScheduled,
     SandboxUnavailable,
     SandboxWeakness,
@@ -288,6 +289,9 @@ class Session:
         changes = self.changes.finish()
         if changes.changes:
             self._emit(TurnDiff(changes.turn, changes.files))
+        shown = {c.shown for c in changes.changes}
+        for path, module in changes.planted:
+            self._emit(ModuleShadowed(path, module, path in shown))
 
     def _sync_shell_snapshot(self) -> None:
         """Read the login profile once, in the background (``shell_snapshot`` setting)."""

@@ -72,11 +72,9 @@ def ran(marks: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(marks.iterdir())}
 
 
-def patch_adding_modules(marks: Path) -> str:
-    lines = ["*** Begin Patch"]
-    for name in NAMES:
-        lines.append(f"*** Add File: {name}.py")
-        lines += [f"+{line}" for line in planted_source(marks, name).splitlines()]
+def patch_adding_module(marks: Path, name: str) -> str:
+    lines = ["*** Begin Patch", f"*** Add File: {name}.py"]
+    lines += [f"+{line}" for line in planted_source(marks, name).splitlines()]
     lines.append("*** End Patch")
     return "\n".join(lines) + "\n"
 
@@ -185,13 +183,21 @@ def test_modules_a_cloned_repository_ships_never_run(kernel: Kernel, marks: Path
 
 
 def test_modules_the_model_adds_with_a_patch_never_run(kernel: Kernel, marks: Path) -> None:
+    """One patch per name: a name that shadows a module the kernel imports (the
+    standard library's, one it has loaded) is refused outright; the others land, and
+    the package's own imports never take them."""
     prepare(kernel, kernel.ws)
-    script = full_turn([custom_tool_call("apply_patch", patch_adding_modules(marks), "p1")])
-    with ScriptedResponsesServer(script) as server:
+    patches = [custom_tool_call("apply_patch", patch_adding_module(marks, n), n) for n in NAMES]
+    with ScriptedResponsesServer(full_turn(patches)) as server:
         kernel.run(agent_cell(server.base_url, WRITE))
         exercise(kernel, server, 3, marks)
-        assert "Success" in json.dumps(server.outputs(1)["p1"])
-    assert (kernel.ws / "nbformat.py").is_file()  # the patch did land
+        answers = {name: json.dumps(server.outputs(1)[name]) for name in NAMES}
+    landed = {name for name in NAMES if (kernel.ws / f"{name}.py").is_file()}
+    for name in set(NAMES) - landed:
+        assert f"would shadow Python's '{name}' module" in answers[name]
+    assert all("Success" in answers[name] for name in landed)
+    assert {"json", "pathlib", "asyncio"}.isdisjoint(landed)
+    assert "nbformat" in landed  # not loaded yet: it lands, and must not run
     assert ran(marks) == {}
 
 

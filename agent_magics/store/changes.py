@@ -40,6 +40,7 @@ from agent_magics.events import FileDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
 from agent_magics.store.undo_copies import UndoCopies
+from agent_magics.tools.shadowing import Stamp, planted_files, shadowing
 
 WRITING_TOOLS = frozenset(
     {
@@ -96,6 +97,9 @@ class TurnChanges:
     turn: int
     cwd: Path
     changes: tuple[Change, ...]
+    planted: tuple[tuple[str, str], ...] = ()
+    """Files the turn left in the working folder that shadow a module Python imports
+    (shown path, module): see :mod:`agent_magics.tools.shadowing`."""
 
     @property
     def files(self) -> tuple[FileDiff, ...]:
@@ -137,6 +141,7 @@ class ChangeTracker:
     _originals: dict[Path, FileState | None] = field(default_factory=dict)
     _writes: dict[Path, _Writes] = field(default_factory=dict)
     _baseline: Scan | None = None
+    _planted: dict[Path, tuple[str, Stamp]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start_turn(self, cwd: Path, folder: Path | None) -> None:
@@ -149,6 +154,7 @@ class ChangeTracker:
             self._originals = {}
             self._writes = {}
             self._baseline = None
+            self._planted = {}
 
     def take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []
@@ -211,8 +217,9 @@ class ChangeTracker:
     def scan(self) -> None:
         """Take the working folder's state as the turn's original (any thread)."""
         found = scan_folder(self._cwd, keep=True)
+        planted = planted_files(self._cwd)
         with self._lock:
-            self._baseline = found
+            self._baseline, self._planted = found, planted
 
     def finish(self) -> TurnChanges:
         """The turn's changes (also kept as :attr:`last`)."""
@@ -220,6 +227,7 @@ class ChangeTracker:
             originals = dict(self._originals)
             writes = dict(self._writes)
             base = self._baseline
+            planted_before = self._planted
         if base is not None:
             now = scan_folder(self._cwd, keep=False)
             for name in base.changed(now):
@@ -249,10 +257,27 @@ class ChangeTracker:
                     self.redact(since),
                 )
             )
-        result = TurnChanges(self.turn, self._cwd, tuple(changes))
+        planted = self._planted_by_turn(base is not None, planted_before, list(writes))
+        result = TurnChanges(self.turn, self._cwd, tuple(changes), planted)
         self._copies.manifest(result)
         self.last = result
         return result
+
+    def _planted_by_turn(
+        self, scanned: bool, before: dict[Path, tuple[str, Stamp]], written: list[Path]
+    ) -> tuple[tuple[str, str], ...]:
+        """The files shadowing a module that came or changed in the working folder while
+        commands ran (its top level, links too: not only what the scan sees), and those
+        the agent's own writes left."""
+        found: dict[Path, str] = {}
+        if scanned:
+            for path, (module, now) in planted_files(self._cwd).items():
+                if path not in before or before[path][1] != now:
+                    found[path] = module
+        for path, module in shadowing(written, [self._cwd]):
+            if os.path.lexists(path):
+                found.setdefault(path, module)
+        return tuple((shown_path(p, self._cwd), m) for p, m in sorted(found.items()))
 
 
 def _origin(writes: _Writes | None, after: FileState, shown: str) -> tuple[Origin, str]:

@@ -111,18 +111,28 @@ PATCH_OUTSIDE = "writing outside of the project; rejected by user approval setti
 
 
 def patch_approval_requirement(
-    policy: ApprovalPolicy, sandbox: SandboxMode, all_writable: bool
+    policy: ApprovalPolicy, sandbox: SandboxMode, all_writable: bool, shadows: str | None = None
 ) -> ApprovalRequirement:
     """Codex's patch safety: ask under ``untrusted``; run when every touched path is
     writable (or under ``on-failure``); otherwise refuse under ``never``, else ask.
+
+    ``shadows``: why the patch would write a file that shadows a module Python imports
+    (see :mod:`agent_magics.tools.shadowing`). Such a write is one outside the writable
+    roots under every policy but ``on-failure`` too: refused under ``never`` with that
+    sentence, asked about with it shown otherwise (``on-failure`` included, since a
+    retry question would not say why).
 
     Patches are applied in-process after a path check against the writable roots, so
     that check is the patch's sandbox on every platform.
     """
     if policy is ApprovalPolicy.UNTRUSTED:
-        return NeedsApproval()
+        return NeedsApproval(shadows)
     if sandbox is SandboxMode.DANGER_FULL_ACCESS:
         return Skip(bypass_sandbox=True)
+    if shadows is not None:
+        if policy is ApprovalPolicy.NEVER:
+            return Forbidden(f"patch rejected: {shadows}; give the file another name")
+        return NeedsApproval(shadows)
     if all_writable or policy is ApprovalPolicy.ON_FAILURE:
         return Skip()
     if policy is ApprovalPolicy.NEVER:

@@ -19,6 +19,7 @@ from agent_magics.events import (
     ImageViewed,
     McpServerFailed,
     McpServerReady,
+    ModuleShadowed,
     PlanUpdated,
     ReasoningSummary,
     RetryScheduled,
@@ -37,6 +38,7 @@ from agent_magics.events import (
     Usage,
 )
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.tools.shadowing import planted_warning
 
 ToolStatus = Literal[
     "queued", "running", "waiting", "done", "failed", "denied", "aborted", "stopped"
@@ -205,6 +207,9 @@ class Transcript:
             return self._add(server_notice(event))
         if isinstance(event, TurnDiff):
             return self._add(DiffBlock(event.files))
+        if isinstance(event, ModuleShadowed):
+            text = planted_warning(event.path, event.module, event.undoable)
+            return self._add(NoticeBlock("error", text))
         if isinstance(event, TurnFinished):
             self.status, self.usage = "done", event.usage
             return None

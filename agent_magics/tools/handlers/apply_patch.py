@@ -33,6 +33,7 @@ from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import confined_files, is_writable, writable_roots
+from agent_magics.tools.shadowing import kernel_folder, shadow_reason, shadowing
 from agent_magics.tools.spec import ToolSpec
 from agent_magics.tools.specs.patch import (
     apply_patch_spec,
@@ -59,8 +60,13 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
     turn = inv.turn
     roots = writable_roots(turn.cwd, turn.sandbox_mode)
     paths = verified.touched_paths
-    inside = all(is_writable(p, roots) for p in paths)
-    requirement = patch_approval_requirement(turn.approval_policy, turn.sandbox_mode, inside)
+    writes = [c.move_path or c.path for c in verified.changes if c.kind != "delete"]
+    shadows = dict(shadowing(writes, [turn.cwd, *kernel_folder()]))
+    reason = shadow_reason(list(shadows.items())) if shadows else None
+    inside = all(is_writable(p, roots) for p in paths) and not shadows
+    requirement = patch_approval_requirement(
+        turn.approval_policy, turn.sandbox_mode, inside, reason
+    )
     request = ApprovalRequest(
         call_id=inv.call_id,
         tool_name=inv.tool_name,
@@ -74,7 +80,8 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
     async def attempt(sandbox: SandboxSpec) -> tuple[str, int, float]:
         started = time.monotonic()
         if sandbox.confined and not inside:
-            denied = "".join(write_denied(p) for p in paths if not is_writable(p, roots))
+            outside = [p for p in paths if p in shadows or not is_writable(p, roots)]
+            denied = "".join(write_denied(p) for p in outside)
             return denied, 1, time.monotonic() - started
         files = confined_files(roots) if sandbox.confined else PlainFiles()
         written = inv.services.before_write(paths)
