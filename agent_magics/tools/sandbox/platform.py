@@ -140,15 +140,21 @@ def proc_environ_notice(mode: SandboxMode) -> str | None:
     )
 
 
+def _unhiding_mechanism(mode: SandboxMode) -> str | None:
+    """The name of the mechanism confining commands when it cannot hide a path from
+    reading (every one but bubblewrap), else ``None``."""
+    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind in (None, "bwrap"):
+        return None
+    return {"landlock": "Landlock", "seatbelt": "Seatbelt"}.get(str(probe().kind), "it")
+
+
 def runtime_folder_notice(mode: SandboxMode) -> str | None:
     """The sentence a session shows once when sandboxed commands can read Jupyter's
     runtime folder (every mechanism but bubblewrap, which hides it), else ``None``."""
-    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind in (None, "bwrap"):
-        return None
+    mechanism = _unhiding_mechanism(mode)
     folders = [str(p) for p in hidden_paths([]) if os.path.lexists(p)]
-    if not folders:
+    if mechanism is None or not folders:
         return None
-    mechanism = {"landlock": "Landlock", "seatbelt": "Seatbelt"}.get(str(probe().kind), "it")
     return (
         f"Sandboxed commands can read Jupyter's runtime folder ({', '.join(folders)}: the "
         f"server's token, the kernels' signing keys): {mechanism} does not hide a folder "
@@ -159,11 +165,9 @@ def runtime_folder_notice(mode: SandboxMode) -> str | None:
 def signing_key_notice(mode: SandboxMode) -> str | None:
     """The sentence a session shows once when sandboxed commands can read the session
     signing key (every mechanism but bubblewrap, which hides it), else ``None``."""
-    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind in (None, "bwrap"):
+    mechanism = _unhiding_mechanism(mode)
+    if mechanism is None or not signing_key_path().exists():  # made at a first save
         return None
-    if not signing_key_path().exists():  # made when a session is first saved
-        return None
-    mechanism = {"landlock": "Landlock", "seatbelt": "Seatbelt"}.get(str(probe().kind), "it")
     return (
         f"Sandboxed commands can read the session signing key ({signing_key_path()}), "
         f"which vouches for the settings of saved sessions: {mechanism} does not hide a "
