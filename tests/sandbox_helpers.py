@@ -158,26 +158,57 @@ async def run_orchestrated(
     return text
 
 
-def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str, **extra: Any) -> str:
-    """Run ``cmd`` as the model's only tool call in ``agent-magics exec``."""
-    call = function_call("exec_command", {"cmd": cmd, **extra}, "c1")
-    script = [[call], [message("done")]]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    env |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY, MECHANISM_ENV: mechanism}
-    with ScriptedResponsesServer(script) as server:
-        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+@dataclass
+class ExecRun:
+    """What one ``agent-magics exec`` turn left: the process, and the server it spoke to."""
+
+    done: subprocess.CompletedProcess[str]
+    server: ScriptedResponsesServer
+
+    def outputs(self) -> dict[str, Any]:
+        """The model's first calls' outputs, by call id."""
+        return self.server.outputs(1)
+
+
+def exec_calls(
+    arena: Arena,
+    mechanism: str,
+    calls: list[dict[str, Any]],
+    *,
+    mode: str = "workspace-write",
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
+    skip_env: tuple[str, ...] = (),
+) -> ExecRun:
+    """``calls`` as the model's first answer in ``agent-magics exec -a never`` run by
+    ``python`` in ``arena`` under ``mechanism`` (``HOME`` is the arena's unless ``env``
+    says otherwise; variables starting with ``skip_env`` are left out)."""
+    skip = ("AGENT_MAGICS_", "OPENAI_", *skip_env)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
+    base |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY, MECHANISM_ENV: mechanism}
+    base |= env or {}
+    with ScriptedResponsesServer([calls, [message("done")]]) as server:
+        argv = [python, "-m", "agent_magics", "exec", "--provider", "responses"]
         argv += ["--base-url", server.base_url, "-m", "m", "-s", mode, "-a", "never"]
         # the escape tests compare every file in and around the workspace (the home
         # included): no session file, no shell snapshot under the home
         argv += ["-c", "sessions_dir=false", "-c", "shell_snapshot=false"]
         argv += ["-C", str(arena.ws), "try it"]
         done = subprocess.run(
-            argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
+            argv, env=base, cwd=arena.ws, capture_output=True, text=True, timeout=120,
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert "approval" not in done.stderr  # nobody was asked
-        output: str = server.outputs(1)["c1"]
+    assert done.returncode == 0, done.stderr
+    return ExecRun(done, server)
+
+
+def run_cli(arena: Arena, mechanism: str, cmd: str, mode: str, **extra: Any) -> str:
+    """Run ``cmd`` as the model's only tool call in ``agent-magics exec``."""
+    run = exec_calls(
+        arena, mechanism, [function_call("exec_command", {"cmd": cmd, **extra}, "c1")], mode=mode
+    )
+    assert "approval" not in run.done.stderr  # nobody was asked
+    output: str = run.outputs()["c1"]
     return output
 
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +22,7 @@ from agent_magics.models.secret import REDACTED
 from agent_magics.redaction import SessionRedactor, register_secrets
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
-from tests.sandbox_helpers import KEY, LINUX_MECHANISMS, Arena, require_mechanism
+from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 
 SERVER_TOKEN = "jps" + secrets.token_hex(24)
 OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)
@@ -61,22 +58,9 @@ def exec_turn(
 ) -> tuple[str, str, ScriptedResponsesServer]:
     """``cmd`` as the model's only call in ``agent-magics exec``: (its output as the model
     got it, stderr, the server)."""
-    script = [[function_call("exec_command", {"cmd": cmd}, "c1")], [message("done")]]
-    skip = ("AGENT_MAGICS_", "OPENAI_", "JUPYTER", "XDG_")
-    base = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
-    base |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY}
-    base |= {"AGENT_MAGICS_SANDBOX_MECHANISM": mechanism, **env}
-    with ScriptedResponsesServer(script) as server:
-        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
-        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "-a", "never"]
-        argv += ["-c", "sessions_dir=false", "-c", "shell_snapshot=false"]
-        argv += ["-C", str(arena.ws), "look around"]
-        done = subprocess.run(
-            argv, env=base, cwd=arena.ws, capture_output=True, text=True, timeout=120,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return str(server.outputs(1)["c1"]), done.stderr, server
+    call = function_call("exec_command", {"cmd": cmd}, "c1")
+    run = exec_calls(arena, mechanism, [call], env=env, skip_env=("JUPYTER", "XDG_"))
+    return str(run.outputs()["c1"]), run.done.stderr, run.server
 
 
 @pytest.mark.slow  # real sandboxes and CLI runs

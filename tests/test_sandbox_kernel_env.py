@@ -12,7 +12,6 @@ Codex protects ``.git`` and ``.codex`` only; it runs no code of a kernel's envir
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import sysconfig
@@ -20,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.sandbox_helpers import KEY, LINUX_MECHANISMS, Arena, require_mechanism
+from agent_magics.testing import custom_tool_call, function_call
+from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 
 pytestmark = pytest.mark.slow  # real sandboxes and CLI runs
 
@@ -89,20 +88,8 @@ def test_the_kernels_code_stays_read_only(arena: Arena, mechanism: str, case: st
         function_call("exec_command", {"cmd": plant_command(targets, renamed)}, "c1"),
         custom_tool_call("apply_patch", plant_patch(targets), "p1"),
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    env |= {"HOME": str(arena.home), "OPENAI_API_KEY": KEY}
-    env |= {"AGENT_MAGICS_SANDBOX_MECHANISM": mechanism, **extra_env}
-    with ScriptedResponsesServer([calls, [message("done")]]) as server:
-        argv = [python, "-m", "agent_magics", "exec", "--provider", "responses"]
-        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "-a", "never"]
-        argv += ["-c", "sessions_dir=false", "-c", "shell_snapshot=false"]
-        argv += ["-C", str(arena.ws), "plant"]
-        done = subprocess.run(
-            argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        outputs = server.outputs(1)
+    run = exec_calls(arena, mechanism, calls, env=extra_env, python=python)
+    outputs, done = run.outputs(), run.done
     assert "end" in str(outputs["c1"])
     assert (arena.ws / "src" / "ok.txt").read_text() == "ok\n"  # the workspace is writable
     planted = [t for t in targets if (arena.ws / t).exists()]

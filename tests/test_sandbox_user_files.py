@@ -16,16 +16,14 @@ import base64
 import json
 import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_magics.models.secret import REDACTED
-from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.sandbox_helpers import KEY, LINUX_MECHANISMS, Arena, require_mechanism
+from agent_magics.testing import custom_tool_call, function_call
+from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 from tests.test_jupyter_secrets import leaked
 
 pytestmark = pytest.mark.slow  # real sandboxes and CLI runs
@@ -41,20 +39,8 @@ def run_exec(
 ) -> tuple[dict[str, Any], str, str]:
     """``calls`` as the model's first answer in ``agent-magics exec`` with ``home`` as
     HOME: (the outputs the model got by call id, everything it was sent, stderr)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    env |= {"HOME": str(home), "OPENAI_API_KEY": KEY, "AGENT_MAGICS_SANDBOX_MECHANISM": mechanism}
-    env.pop("ZDOTDIR", None)
-    with ScriptedResponsesServer([calls, [message("done")]]) as server:
-        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
-        argv += ["--base-url", server.base_url, "-m", "m", "-s", "workspace-write", "-a", "never"]
-        argv += ["-c", "sessions_dir=false", "-c", "shell_snapshot=false"]
-        argv += ["-C", str(arena.ws), "go"]
-        done = subprocess.run(
-            argv, env=env, cwd=arena.ws, capture_output=True, text=True, timeout=120,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        return server.outputs(1), json.dumps(server.requests), done.stderr
+    run = exec_calls(arena, mechanism, calls, env={"HOME": str(home)}, skip_env=("ZDOTDIR",))
+    return run.outputs(), json.dumps(run.server.requests), run.done.stderr
 
 
 @pytest.mark.parametrize("where", HOMES)
