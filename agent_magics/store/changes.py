@@ -20,7 +20,10 @@ A change is seen two ways:
    both: undo takes back the agent's writes, and the part before only when asked.
 
 What is not caught, by design: changes outside the working folder made by commands,
-folders in :data:`~agent_magics.store.scan.SKIPPED_DIRS`, files past the scan's budget,
+folders in :data:`~agent_magics.store.scan.SKIPPED_DIRS`, the files a Jupyter server keeps
+beside the notebooks (:data:`~agent_magics.store.scan.JUPYTER_FILES`: they are never the
+agent's changes, so they never show in a turn's diff nor make undo refuse), files past
+the scan's budget,
 symlinks and other non-regular files, and a change that leaves size, mtime, mode and
 inode all equal. A file past the kept-bytes budget is named as changed, with no diff and
 no undo. The originals are also copied to disk (:mod:`.undo_copies`).

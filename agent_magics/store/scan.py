@@ -7,6 +7,7 @@ turn's end keeps the stats only.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 from dataclasses import dataclass, field
@@ -27,7 +28,6 @@ SKIPPED_DIRS = frozenset(
         ".hg",
         ".svn",
         ".agent_magics",
-        ".ipynb_checkpoints",
         "node_modules",
         ".venv",
         "venv",
@@ -39,6 +39,26 @@ SKIPPED_DIRS = frozenset(
     }
 )
 """Folders a scan does not enter: version control, our own files, caches, environments."""
+JUPYTER_FILES = (
+    # jupyter_server (FileCheckpoints): a copy of each file as last saved, per folder.
+    ".ipynb_checkpoints",
+    # jupyter_server (atomic saving): the copy of a file it keeps while it replaces it.
+    ".~*",
+    # jupyter-lsp: the code of the open notebooks, written for the language servers.
+    ".virtual_documents",
+    # jupyter-collaboration (pycrdt-store's SQLiteYStore, in the folder the server was
+    # started in): the history of every open document, SQLite's journal beside it (the
+    # -wal and -shm files when the store is set to WAL), and the old store, moved aside
+    # as .jupyter_ystore(1).db when its version changes.
+    ".jupyter_ystore.db",
+    ".jupyter_ystore.db-journal",
+    ".jupyter_ystore.db-wal",
+    ".jupyter_ystore.db-shm",
+    ".jupyter_ystore([0-9]*).db",
+)
+"""Names (patterns) of the files and folders a Jupyter server or front end keeps beside
+the notebooks, at any depth: never the agent's changes, so a scan skips them (a change
+the agent's own file tools make there is still the agent's)."""
 
 Stamp = tuple[int, int, int, int]  # size, mtime_ns, mode, inode
 
@@ -67,7 +87,11 @@ class Scan:
             parts = path.relative_to(self.root).parts
         except ValueError:
             return False
-        return self.complete and not any(p in SKIPPED_DIRS for p in parts[:-1])
+        return (
+            self.complete
+            and not any(p in SKIPPED_DIRS for p in parts[:-1])
+            and not any(jupyter_file(p) for p in parts)
+        )
 
     def changed(self, later: Scan) -> list[str]:
         """Paths that came, went or moved between this scan and ``later`` (a file that
@@ -80,6 +104,11 @@ class Scan:
         return sorted(set(out))
 
 
+def jupyter_file(name: str) -> bool:
+    """Whether a file or folder named ``name`` is one of :data:`JUPYTER_FILES`."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in JUPYTER_FILES)
+
+
 def _own_notebook(name: str, path: str) -> bool:
     """The kernel's own notebook: its editor saves it while the turn runs."""
     return name.endswith(".ipynb") and is_own_notebook(Path(path))
@@ -87,7 +116,8 @@ def _own_notebook(name: str, path: str) -> bool:
 
 def scan_folder(root: Path, keep: bool) -> Scan:
     """The regular files under ``root`` (symlinks not followed, :data:`SKIPPED_DIRS` not
-    entered), at most :data:`MAX_SCAN_FILES`; ``keep``: also the small files' content."""
+    entered, :data:`JUPYTER_FILES` left out), at most :data:`MAX_SCAN_FILES`; ``keep``:
+    also the small files' content."""
     found = Scan(root)
     kept_bytes = 0
     todo = [str(root)]
@@ -98,6 +128,8 @@ def scan_folder(root: Path, keep: bool) -> Scan:
         except OSError:
             continue
         for entry in entries:
+            if jupyter_file(entry.name):
+                continue
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
