@@ -31,8 +31,9 @@ AGENTS_OVERRIDE_FILE = "AGENTS.override.md"
 PROJECT_DOC_MAX_BYTES = 32 * 1024
 
 
-ENVIRONMENT_FIELDS = ("cwd", "approval_policy", "sandbox_mode", "network_access", "shell")
-"""The fields of an ``<environment_context>`` message, in the order Codex writes them."""
+ENVIRONMENT_FIELDS = ("cwd", "approval_policy", "sandbox_mode", "network_access", "shell", "python")
+"""The fields of an ``<environment_context>`` message, in the order Codex writes them,
+then ours: ``python``, the interpreter that ``python`` runs in commands."""
 ENVIRONMENT_OPEN = "<environment_context>"
 ENVIRONMENT_CLOSE = "</environment_context>"
 _FIELD_LINE = re.compile(r"^  <(" + "|".join(ENVIRONMENT_FIELDS) + r")>(.*)</\1>$", re.MULTILINE)
@@ -45,7 +46,7 @@ def escape(text: str) -> str:
 
 
 def environment_fields(
-    cwd: Path, approval_policy: str, sandbox_mode: str, network: bool, shell: str
+    cwd: Path, approval_policy: str, sandbox_mode: str, network: bool, shell: str, python: str
 ) -> dict[str, str]:
     """Where and how the agent runs, as the text of each field."""
     return {
@@ -54,6 +55,7 @@ def environment_fields(
         "sandbox_mode": sandbox_mode,
         "network_access": "enabled" if network else "restricted",
         "shell": shell,
+        "python": escape(python),
     }
 
 
@@ -77,9 +79,12 @@ def environment_update(told: Mapping[str, str], now: Mapping[str, str]) -> str |
     """The message that tells the model what changed since ``told``, as Codex sends it
     between turns: None when only the shell differs; else the folder if it changed, the
     approval policy if it changed, the sandbox mode and its network access if either
-    changed, and the shell always."""
+    changed, and the shell always. Our ``python`` field is sent when it changed (a
+    session resumed in another kernel, or begun before the field existed)."""
     sandbox = ("sandbox_mode", "network_access")
     changed = {k: now[k] for k in ("cwd", "approval_policy") if told.get(k) != now[k]}
+    if "python" in now and told.get("python") != now["python"]:
+        changed["python"] = now["python"]
     if any(told.get(k) != now[k] for k in sandbox):
         changed.update({k: now[k] for k in sandbox})
     if not changed:

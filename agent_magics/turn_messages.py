@@ -16,6 +16,7 @@ from agent_magics.instructions import (
 )
 from agent_magics.protocol import Message
 from agent_magics.protocol.items import AnyItem
+from agent_magics.tools import python_env
 from agent_magics.tools.context import TurnContext
 
 
@@ -26,6 +27,7 @@ def _fields(turn: TurnContext) -> dict[str, str]:
         str(turn.sandbox_mode),
         turn.network_access,
         turn.shell.kind,
+        python_env.describe(),
     )
 
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from agent_magics.tools import python_env
 from agent_magics.tools.sandbox.roots import is_writable, read_only_subpaths
 
 # What a login shell (bash, sh, zsh) may read from the home folder before the script.
@@ -97,8 +98,10 @@ def _model_writable(path: Path, roots: Sequence[Path]) -> bool:
 
 def _on_path(name: str, cwd: Path | None) -> Path | None:
     """Where ``PATH`` finds ``name`` from ``cwd``; a relative path when a relative entry
-    comes first and ``cwd`` is unknown."""
-    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+    comes first and ``cwd`` is unknown. The agent's Python environment comes first, as
+    on every command's ``PATH`` (:func:`python_env.pin`)."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    for entry in [*python_env.bin_folders(), *entries]:
         folder = Path(entry or ".")
         if not folder.is_absolute():
             if cwd is None:

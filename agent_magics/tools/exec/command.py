@@ -3,16 +3,19 @@
 Scripts run in a shell: a POSIX shell as ``[shell, "-lc" | "-c", script]`` (``-lc`` for
 login semantics), PowerShell as ``[shell, ("-NoProfile",) "-Command", script]`` and cmd as
 ``[cmd, "/c", script]``. The environment is the agent's own plus a few variables Codex
-sets for every command (unified exec also forces plain, pager-free output).
+sets for every command (unified exec also forces plain, pager-free output), with the
+agent's Python environment first on ``PATH`` (:mod:`agent_magics.tools.python_env`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Literal
+
+from agent_magics.tools import python_env
 
 ShellFamily = Literal["posix", "powershell", "cmd"]
 
@@ -70,6 +73,16 @@ def shell_argv(shell: str, family: ShellFamily, script: str, login: bool) -> lis
     return [shell, "-lc" if login else "-c", script]
 
 
+def spawn_argv(argv: Sequence[str]) -> list[str]:
+    """What runs for ``argv``: a ``[sh|bash|zsh, "-lc", script]`` runs the script after
+    :func:`python_env.shell_line`, on its first line (line numbers and ``$0`` unchanged),
+    so the login profile cannot take the agent's Python off ``PATH``. Other argvs run as
+    they are. The argv shown, approved and judged stays the model's."""
+    if len(argv) != 3 or argv[1] != "-lc" or shell_family(argv[0]) != "posix":
+        return list(argv)
+    return [argv[0], "-lc", python_env.shell_line() + argv[2]]
+
+
 def use_login(requested: bool | None, allowed: bool) -> bool:
     """The ``login`` argument against the config: asking for a login shell when login
     shells are disabled is an error the model can fix."""
@@ -91,11 +104,13 @@ one past the output scrubber, e.g. through base64)."""
 def command_env(
     thread_id: str, *, unified: bool = False, call_id: str | None = None
 ) -> dict[str, str]:
-    """The agent's environment plus Codex's variables for one command.
+    """The agent's environment plus Codex's variables for one command, the agent's
+    Python environment first on ``PATH`` (:func:`python_env.pin`).
 
     The model server's key and Jupyter's tokens (``HIDDEN_FROM_TOOLS``) are left out: a
     command that prints its environment must not carry them into tool output."""
     env = {k: v for k, v in os.environ.items() if k not in HIDDEN_FROM_TOOLS}
+    python_env.pin(env)
     if thread_id:
         env["CODEX_THREAD_ID"] = thread_id
     if unified:

@@ -10,8 +10,10 @@ the working folder). Once it is ready and has been checked (sourcing it in a pla
 ``bash -c`` prints nothing and succeeds), a command the model asked to run as
 ``bash -lc SCRIPT`` runs as ``bash -c SCRIPT`` with ``BASH_ENV`` naming the snapshot:
 bash sources it before the script, and the snapshot's last lines put ``BASH_ENV`` back
-as the profile left it. The script text, its line numbers and ``$0`` are untouched;
-the profile's own output never reaches the command's. The argv the model sees and
+as the profile left it. The script's line numbers and ``$0`` are untouched (its first
+line starts with the one that puts the agent's Python first on ``PATH`` again, as for
+any login shell: :func:`agent_magics.tools.exec.command.spawn_argv`); the profile's
+own output never reaches the command's. The argv the model sees and
 approves stays the ``-lc`` one; the rewritten one is what the sandbox wraps.
 
 Until the snapshot is ready, when it failed (the profile exits, hangs past
@@ -38,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent_magics.tools.exec.command import command_env
+from agent_magics.tools.exec.command import command_env, spawn_argv
 from agent_magics.tools.exec.snapshot_capture import (
     SnapshotFailed,
     capture,
@@ -315,8 +317,10 @@ def close_shell_snapshot(services: SessionServices) -> None:
 def snapshot_command(
     services: SessionServices, argv: Sequence[str], env: Mapping[str, str]
 ) -> tuple[list[str], Mapping[str, str]]:
-    """What to spawn for ``argv``: through the session's snapshot when it can be used,
-    else ``argv`` and ``env`` as they are."""
+    """What to spawn for ``argv``: a login shell's script after the line that puts the
+    agent's Python first on ``PATH`` again (:func:`spawn_argv`), through the session's
+    snapshot when it can be used (the line then runs after the snapshot), else as it is."""
+    argv = spawn_argv(argv)
     snapshot = snapshot_of(services)
     rewritten = snapshot.command(argv, env) if snapshot is not None else None
-    return rewritten if rewritten is not None else (list(argv), env)
+    return rewritten if rewritten is not None else (argv, env)
