@@ -381,6 +381,8 @@ def test_sessions_list_and_resume_in_a_new_shell(
     assert table[1].split()[3:] == ["saved-model", "1", "15", "first"]
     assert resumed == (
         f"agent: Resuming session {path.stem} (3 items).\n"
+        "agent: Restored the session's latest settings: approval policy on-request, "
+        "sandbox workspace-write (options given now still win).\n"
         "agent: The next %%agent cell continues it.\n"
     )
     assert [r["model"] for r in requests] == ["saved-model", "saved-model", "other-model"]

@@ -1,7 +1,9 @@
 """A session written to disk as it happens: one JSONL file, one record a line.
 
 The first line (and one more each time the session is resumed) is ``session_meta``: the
-settings the session runs with, minus secrets. Then ``turn_started``, ``item`` (each
+settings the session runs with, minus secrets; a ``settings`` line before a turn whose
+settings (those a resumed session takes) differ from the last ones written. Then
+``turn_started``, ``item`` (each
 history item, its wire JSON, as it joins the history), ``decision``, ``tool_finished``,
 ``turn_ended`` and the records other parts add through :meth:`SessionLog.write`. A
 ``rollback`` record takes back the last ``items`` items written (a turn that failed
@@ -45,6 +47,7 @@ from agent_magics.store.folder import FILE_MODE, open_file, open_sessions_folder
 from agent_magics.store.readback import (
     META,
     ROLLBACK,
+    SETTINGS,
     SUFFIX,
     UNFINISHED_CALL_OUTPUT,
     LoadedSession,
@@ -56,6 +59,7 @@ from agent_magics.store.signing import START, provenance, seal, session_key
 __all__ = [
     "META",
     "ROLLBACK",
+    "SETTINGS",
     "SUFFIX",
     "UNFINISHED_CALL_OUTPUT",
     "LoadedSession",

@@ -23,6 +23,9 @@ from agent_magics.store.signing import Provenance, provenance, session_key
 
 SUFFIX = ".jsonl"
 META = "session_meta"
+SETTINGS = "settings"
+"""A record of the settings a session's turns run with from then on (``config``: the
+fields a resumed session takes), written when they change between turns."""
 ROLLBACK = "rollback"
 UNFINISHED_CALL_OUTPUT = (
     "aborted: the session stopped before this call finished, so its result is unknown"
@@ -32,13 +35,15 @@ UNFINISHED_CALL_OUTPUT = (
 
 @dataclass
 class LoadedSession:
-    """A session file read back. ``meta``: the last settings line this user's
-    agent_magics wrote, else the first one; ``verified``: every line of the file is this
-    user's (see :mod:`.signing`); ``foreign``: how many lines are not; ``interleaved``:
-    lines of ours that do not follow one another as written; ``dropped``: items of the
-    foreign lines left out (developer, system, unknown); ``history``: the items, with a
-    made-up output for each call that never got one; ``damaged``: one sentence when
-    something was skipped."""
+    """A session file read back. ``meta``: the last ``session_meta`` line this user's
+    agent_magics wrote, else the first one; ``saved``: the settings its lines of ours
+    give, the latest last (``session_meta``, then each ``settings`` line after it);
+    ``verified``: every line of the file is this user's (see :mod:`.signing`);
+    ``foreign``: how many lines are not; ``interleaved``: lines of ours that do not
+    follow one another as written; ``dropped``: items of the foreign lines left out
+    (developer, system, unknown); ``history``: the items, with a made-up output for
+    each call that never got one; ``damaged``: one sentence when something was
+    skipped."""
 
     path: Path
     meta: dict[str, Any] | None
@@ -49,6 +54,7 @@ class LoadedSession:
     foreign: int = 0
     interleaved: bool = False
     dropped: int = 0
+    saved: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -56,9 +62,8 @@ class LoadedSession:
 
     @property
     def config(self) -> dict[str, Any]:
-        """The saved settings, only when the whole file is this user's."""
-        saved = self.meta.get("config") if self.meta and self.verified else None
-        return saved if isinstance(saved, dict) else {}
+        """The latest saved settings, only when the whole file is this user's."""
+        return self.saved if self.verified else {}
 
 
 def parse_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int], bool]:
@@ -95,6 +100,7 @@ def read_session(path: Path, *, key: bytes | None = None) -> LoadedSession:
     metas = [(r, mine) for r, mine in zip(records, found.ours, strict=True) if r["type"] == META]
     ours = [r for r, mine in metas if mine]
     meta = ours[-1] if ours else (metas[0][0] if metas else None)
+    saved = _settings(records, found)
     kept, dropped = _items(records, found)
     skipped = kept.count(None)
     history = answer_unfinished_calls([item for item in kept if item is not None])
@@ -108,7 +114,23 @@ def read_session(path: Path, *, key: bytes | None = None) -> LoadedSession:
         found.foreign,
         found.breaks > 0,
         dropped,
+        saved,
     )
+
+
+def _settings(records: list[dict[str, Any]], found: Provenance) -> dict[str, Any]:
+    """The settings the records of ours give, in the order written: a ``session_meta``
+    sets them all, a ``settings`` record the fields it holds. Lines not ours give none."""
+    saved: dict[str, Any] = {}
+    for record, mine in zip(records, found.ours, strict=True):
+        config = record.get("config")
+        if not mine or not isinstance(config, dict):
+            continue
+        if record["type"] == META:
+            saved = dict(config)
+        elif record["type"] == SETTINGS:
+            saved.update(config)
+    return saved
 
 
 def _items(records: list[dict[str, Any]], found: Provenance) -> tuple[list[AnyItem | None], int]:

@@ -1,5 +1,9 @@
 """What keeps a session's file up to date: it listens to the session's events and is
-told when items join its history (``Session.on_history``), and writes each at once."""
+told when items join its history (``Session.on_history``), and writes each at once.
+
+A turn whose settings differ from the last ones written (a cell's ``-a untrusted -s
+read-only`` applies to the session in place) first gets a ``settings`` line, so a
+resumed session takes the settings its last turns ran with, not those of its start."""
 
 from __future__ import annotations
 
@@ -19,9 +23,18 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.store.log import ROLLBACK, SessionInUse, SessionLog, now_iso
+from agent_magics.store.log import (
+    ROLLBACK,
+    SETTINGS,
+    SessionInUse,
+    SessionLog,
+    config_record,
+    now_iso,
+)
+from agent_magics.store.resume import RESUMED_SETTINGS
 
 if TYPE_CHECKING:
+    from agent_magics.config import SessionConfig
     from agent_magics.session import Session
 
 _log = logging.getLogger("agent_magics")
@@ -37,6 +50,12 @@ def usage_record(usage: Usage) -> dict[str, int]:
     }
 
 
+def restored_fields(config: SessionConfig) -> dict[str, Any]:
+    """The settings as saved, only the fields a resumed session takes from them."""
+    saved = config_record(config)
+    return {k: saved.get(k) for k in RESUMED_SETTINGS}
+
+
 class SessionRecorder:
     """Writes ``session`` to ``folder/<id>.jsonl`` while it runs (the id is the session's
     ``thread_id``). ``turns``: how many turns the file already holds; ``resumed``: the
@@ -50,6 +69,7 @@ class SessionRecorder:
         self.session = session
         self.folder = folder
         self.log = SessionLog.open(folder, session.thread_id, session.config, session.redact.text)
+        self._settings = restored_fields(session.config)  # as the settings line has them
         self.turn = turns
         self._written = len(session.history) if turns or resumed else 0
         self._in_turn = False
@@ -132,7 +152,12 @@ class SessionRecorder:
                 )
             except OSError as exc:  # the closed log drops what is written
                 _log.warning("Cannot save the session in %s: %s", self.folder, exc)
+            self._settings = restored_fields(self.session.config)
             self.turn, self._written = 0, 0
+        settings = restored_fields(self.session.config)
+        if settings != self._settings:
+            self.log.write({"type": SETTINGS, "time": now_iso(), "config": settings})
+            self._settings = settings
         self.turn += 1
         self._in_turn = True
         self.log.write(

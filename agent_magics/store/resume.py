@@ -48,7 +48,8 @@ RESUMED_SETTINGS = (
     "supports_images",
     "mcp_servers",
 )
-"""What a resumed session takes from its (signed) file, below the options given now."""
+"""What a resumed session takes from its (signed) file, below the options given now: the
+latest values its lines give (``session_meta``, then each ``settings`` line after it)."""
 
 
 @dataclass
@@ -137,21 +138,36 @@ def load_resume(
             "it here would mix two histories in one file (end it there first: %agent reset "
             "or stop that kernel)."
         )
+    settings = resumed_settings(loaded.config)
     notes = [f"Resuming session {loaded.id} ({len(loaded.history)} items).", *notes]
     notes += provenance_notes(loaded)
     if loaded.damaged:
         notes.append(
             f"Session {loaded.id} is damaged: {loaded.damaged}; it resumes from the good items."
         )
+    if restored := restored_line(settings):
+        notes.append(restored)
     turns = [r["turn"] for r in loaded.records if isinstance(r.get("turn"), int)]
     ended = [r for r in loaded.records if r["type"] == "turn_ended"]
     tokens = ended[-1].get("session_tokens", 0) if ended else 0
     return Resume(
         loaded,
-        resumed_settings(loaded.config),
+        settings,
         max(turns, default=0),
         Usage(total_tokens=tokens if isinstance(tokens, int) else 0),
         notes,
+    )
+
+
+def restored_line(settings: dict[str, Any]) -> str | None:
+    """The one line that says which approval policy and sandbox a resume brings back
+    (none when the file gives no settings)."""
+    policy, sandbox = settings.get("approval_policy"), settings.get("sandbox_mode")
+    if policy is None and sandbox is None:
+        return None
+    return (
+        f"Restored the session's latest settings: approval policy {policy or 'default'}, "
+        f"sandbox {sandbox or 'default'} (options given now still win)."
     )
 
 
