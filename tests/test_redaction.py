@@ -60,14 +60,18 @@ def run_exec(
     )  # fmt: skip
 
 
-# Every process's environment this user may read: the agent's own among them.
-EVERY_ENVIRON = (
-    "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -e _KEY= -e _TOKEN="
+# The environment of the command's shell and of each process above it up to this test:
+# the agent's own among them, and no process this test did not start (the machine's other
+# processes may hold secrets of their own, and reading them all takes long on a busy one).
+ANCESTORS_ENVIRON = (
+    f"p=$$; while [ $p -gt 1 ] && [ $p -ne {os.getpid()} ]; do cat /proc/$p/environ; echo; "
+    "while read -r k v; do [ $k = PPid: ] && p=$v; done < /proc/$p/status; done 2>/dev/null"
+    " | tr '\\0' '\\n' | grep -a -e _KEY= -e _TOKEN="
 )
 SHELL_CALLS = {
     "unified_exec": function_call("exec_command", {"cmd": "cat /proc/$PPID/environ"}, "c2"),
-    "shell": function_call("shell", {"command": ["bash", "-c", EVERY_ENVIRON]}, "c2"),
-    "shell_command": function_call("shell_command", {"command": EVERY_ENVIRON}, "c2"),
+    "shell": function_call("shell", {"command": ["bash", "-c", ANCESTORS_ENVIRON]}, "c2"),
+    "shell_command": function_call("shell_command", {"command": ANCESTORS_ENVIRON}, "c2"),
 }
 
 
@@ -85,7 +89,7 @@ def test_the_key_read_from_proc_environ_never_reaches_the_model_codex_shares_thi
         SHELL_CALLS[shell_type],
     ]
     if shell_type == "unified_exec":
-        calls.append(function_call("exec_command", {"cmd": EVERY_ENVIRON}, "c3"))
+        calls.append(function_call("exec_command", {"cmd": ANCESTORS_ENVIRON}, "c3"))
     with ScriptedResponsesServer([calls, [message("Nothing found.")]]) as server:
         done = run_exec(
             tmp_path,
@@ -98,8 +102,9 @@ def test_the_key_read_from_proc_environ_never_reaches_the_model_codex_shares_thi
     assert done.returncode == 0, done.stderr
     outputs = server.outputs(1)
     assert set(outputs) == {call["call_id"] for call in calls}
-    # The model did read the environments (the key's name is there), not the key.
-    assert f"OPENAI_API_KEY={REDACTED}" in outputs["c1"]
+    # Each call did read the agent's environment (the key's name is there), not the key.
+    for call_id, output in outputs.items():
+        assert f"OPENAI_API_KEY={REDACTED}" in output, call_id
     text = json.dumps(outputs)
     assert "GITHUB_TOKEN=" in text
     assert leaked(text, KEY, GITHUB_TOKEN) == []

@@ -12,6 +12,7 @@ Codex protects ``.git`` and ``.codex`` only; it runs no code of a kernel's envir
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -43,10 +44,24 @@ def make_venv(folder: Path) -> Path:
     return python
 
 
+def linked_packages_in_tmp() -> bool:
+    """Whether this project's packages lie where the agent refuses to import from (/tmp,
+    $TMPDIR): a workspace venv linked to them then fails at its first import."""
+    purelib = os.path.realpath(sysconfig.get_paths()["purelib"])
+    temporary = [os.path.realpath(t) for t in ("/tmp", os.environ.get("TMPDIR")) if t]
+    return any(purelib == t or purelib.startswith(t + os.sep) for t in temporary)
+
+
 def setup(arena: Arena, case: str) -> tuple[str, dict[str, str], list[str], list[str]]:
     """(python, environment, files to plant, folders to rename away) for ``case``."""
     ws = arena.ws
     if case == "venv":
+        if linked_packages_in_tmp():
+            pytest.skip(
+                f"this project's packages lie in {sysconfig.get_paths()['purelib']}, under a "
+                "temporary folder the agent may write, so a venv linked to them cannot import "
+                "them (the case runs from a clone outside /tmp)"
+            )
         python = make_venv(ws / ".venv")
         site = f".venv/lib/{PYTHON_DIR}/site-packages"
         return str(python), {}, [f"{site}/planted.pth", ".venv/bin/planted"], [".venv"]
