@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agent_magics.ui.controller import Controller
     from agent_magics.ui.line_commands import LineCommands
     from agent_magics.ui.trust_question import ProjectTrust
+    from agent_magics.ui.waiting import BackgroundNote
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
 PROVIDERS = ["auto", "responses", "chat", "replay"]
@@ -58,9 +59,11 @@ class AgentMagics(Magics):
     overrides = List(Unicode(), help="key=value settings, as -c, for every session.").tag(
         config=True
     )
-    block = Bool(False, help="Keep the cell busy until the turn ends (ipykernel >= 7.4 only).").tag(
-        config=True
-    )
+    background = Bool(
+        False,
+        help="Let %%agent cells return at once while their turns go on (Run All does not "
+        "wait); they always do on ipykernel < 7.4, where a busy cell gets no clicks.",
+    ).tag(config=True)
     headless = Enum(
         ["auto", "always", "never"],
         "auto",
@@ -107,6 +110,16 @@ class AgentMagics(Magics):
         from agent_magics.ui.trust_question import ProjectTrust
 
         return ProjectTrust()
+
+    @cached_property
+    def background_note(self) -> BackgroundNote:
+        from agent_magics.ui.waiting import BackgroundNote
+
+        return BackgroundNote()
+
+    @property
+    def _kernel(self) -> Any:
+        return getattr(self.shell, "kernel", None)
 
     @cached_property
     def commands(self) -> LineCommands:
@@ -193,12 +206,22 @@ class AgentMagics(Magics):
         help="override a setting (VALUE read as TOML); repeatable",
     )
     @argument("--new", action="store_true", help="start a fresh session (forget options too)")
-    @argument("--block", action="store_true", help="keep the cell busy (ipykernel >= 7.4)")
+    @argument(
+        "--background",
+        action="store_true",
+        help="return at once, the turn going on (Run All does not wait for it)",
+    )
+    @argument("--block", action="store_true", help="wait for the turn (the default where it can)")
     @argument("--_awaited", action="store_true", help=argparse.SUPPRESS)
     @cell_magic("agent")  # type: ignore[arg-type]  # IPython types the marker loosely
     @manual(CELL_MANUAL)
     def agent_cell(self, line: str, cell: str) -> Any:
         args = parse_argstring(self.agent_cell, line)
+        if args.block and args.background:
+            print(
+                "agent: --block and --background contradict each other; give one.", file=sys.stderr
+            )
+            return None
         task = self._start(args, cell)
         return self.agent.wait(task) if args._awaited else None
 
@@ -231,36 +254,32 @@ class AgentMagics(Magics):
         if not args._awaited:
             if headless:
                 view.note("Headless, but this cell could not wait: the turn runs on its own.")
-            elif args.block or self.block:
-                from agent_magics.ui.runner import ipykernel_version
-
-                version = ".".join(map(str, ipykernel_version() or ())) or "unknown"
-                view.note(f"--block needs ipykernel 7.4 or newer (found {version}).")
-        background = not args._awaited
-        return self.agent.schedule(loop, source, prompt, view, approver, background)
+            elif said := self.background_note.take(self._kernel, args, self.background):
+                view.note(said)
+        return self.agent.schedule(loop, source, prompt, view, approver, not args._awaited)
 
     # -- the input transformer (awaited cells) ---------------------------------------------
 
     def transform(self, lines: list[str]) -> list[str]:
-        """Rewrite a ``%%agent`` cell into an awaited call when it must stay busy: in
-        headless runs, and with ``--block`` on ipykernel >= 7.4."""
+        """Rewrite a ``%%agent`` cell into an awaited call, so that it stays busy until
+        its turn ends and Run All waits: in headless runs, and on ipykernel >= 7.4 unless
+        the cell asks for the background (older kernels give a busy cell no clicks)."""
         if not lines or not CELL_LINE.match(lines[0]):
             return lines
         line = lines[0].rstrip("\n")[len("%%agent") :].strip()
-        kernel = getattr(self.shell, "kernel", None)
-        if kernel is None:
+        if self._kernel is None:
             return lines
         from agent_magics.ui.runner import can_block
+        from agent_magics.ui.waiting import awaited_call, in_background
 
         try:
             args = parse_argstring(self.agent_cell, line)
         except Exception:
             return lines  # the magic itself reports the error
-        if not (self._headless_now() or ((args.block or self.block) and can_block(kernel))):
-            return lines
-        body = "".join(lines[1:])
-        magic_line = f"--_awaited {line}".strip()
-        return [f"await get_ipython().run_cell_magic('agent', {magic_line!r}, {body!r})\n"]
+        if args.block and args.background:
+            return lines  # the magic itself reports the contradiction
+        waits = not in_background(args, self.background) and can_block(self._kernel)
+        return awaited_call(line, lines[1:]) if self._headless_now() or waits else lines
 
     # -- the line magic --------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ def ws(kernel: Kernel) -> Path:
 
 def test_approve_runs_the_command(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted", "make a marker"))  # returns at once
+        kernel.execute(agent_cell(server.base_url, "-a untrusted", "make a marker"))
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         assert len(server.requests) == 1 and not (ws(kernel) / "marker.txt").exists()
         kernel.click(approve)
@@ -49,7 +49,7 @@ def test_approve_runs_the_command(kernel: Kernel) -> None:
 
 def test_deny_does_not_run_the_command(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted", "make a marker"))
+        kernel.execute(agent_cell(server.base_url, "-a untrusted", "make a marker"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Deny"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "exec command rejected by user" in server.outputs(1)["c1"]
@@ -61,7 +61,7 @@ def test_deny_does_not_run_the_command(kernel: Kernel) -> None:
 def test_approve_for_session_is_not_asked_again(kernel: Kernel) -> None:
     script = [[exec_call("c1", MARK)], [exec_call("c2", MARK)], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted", "twice"))
+        kernel.execute(agent_cell(server.base_url, "-a untrusted", "twice"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve for session"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 3)
         assert "ran-it" in server.outputs(2)["c2"]
@@ -81,7 +81,7 @@ def alive(pid: int) -> bool:
 def test_interrupt_kills_the_command_and_the_next_cell_runs(kernel: Kernel) -> None:
     sleeper = exec_call("c1", "echo $$ > sleep.pid; exec sleep 300", yield_time_ms=30_000)
     with ScriptedResponsesServer([[sleeper], [message("next turn ok")]]) as server:
-        kernel.run(agent_cell(server.base_url, "-a never -s danger-full-access", "sleep"))
+        kernel.execute(agent_cell(server.base_url, "-a never -s danger-full-access", "sleep"))
         pid_file = ws(kernel) / "sleep.pid"
         kernel.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
         pid = int(pid_file.read_text())
@@ -100,19 +100,27 @@ def test_interrupt_kills_the_command_and_the_next_cell_runs(kernel: Kernel) -> N
         assert not [m for m in kernel.log if m["msg_type"] == "error"]
 
 
-def test_block_keeps_the_cell_busy_on_ipykernel_7_4(kernel: Kernel) -> None:
+@pytest.mark.parametrize("option", ["", "--block"])
+def test_the_cell_waits_for_its_turn_on_ipykernel_7_4(kernel: Kernel, option: str) -> None:
+    """The default (and ``--block``, which asks for it): busy until the turn ends, while
+    the approval card still takes its click; older kernels run it in the background."""
     version = kernel.value("__import__('ipykernel').__version__")
-    blocking = tuple(int(p) for p in version.split(".")[:2]) >= (7, 4)
+    waits = tuple(int(p) for p in version.split(".")[:2]) >= (7, 4)
+    note = (
+        f"ipykernel {version} cannot deliver button clicks to a busy cell, so this turn runs "
+        "in the background: Run All will not wait for it; ipykernel 7.4 or newer waits."
+    )
     with ScriptedResponsesServer([[exec_call("c1", MARK)], [message("ok")]]) as server:
         msg_id = kernel.execute(
-            agent_cell(server.base_url, "-a untrusted --block", "make a marker")
+            agent_cell(server.base_url, f"-a untrusted {option}", "make a marker")
         )
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
-        if blocking:
+        if waits:
             assert not kernel.idle(msg_id)  # the cell waits for the turn
+            assert not kernel.shows(note)
         else:
             kernel.wait_for(lambda: kernel.idle(msg_id))
-            assert kernel.shows(f"--block needs ipykernel 7.4 or newer (found {version}).")
+            assert kernel.shows(note)
         kernel.click(approve)
         kernel.wait_for(lambda: kernel.idle(msg_id))
         kernel.wait_for(lambda: len(server.requests) == 2)

@@ -84,18 +84,18 @@ def test_a_repr_or_len_that_never_returns_is_not_called(kernel: Kernel) -> None:
     assert kernel.value("1 + 1") == 2  # the kernel is free
 
 
-@pytest.mark.parametrize("block", [False, True], ids=["background", "block"])
-def test_stop_ends_a_turn_whose_code_holds_the_loop(kernel: Kernel, block: bool) -> None:
-    if block and version_of(kernel) < (7, 4):
-        pytest.skip("--block needs ipykernel 7.4 or newer")
+@pytest.mark.parametrize("waits", [False, True], ids=["background", "waiting"])
+def test_stop_ends_a_turn_whose_code_holds_the_loop(kernel: Kernel, waits: bool) -> None:
+    if waits and version_of(kernel) < (7, 4):
+        pytest.skip("a cell waits for its turn on ipykernel 7.4 or newer")
     assert "error" not in [m["msg_type"] for m in kernel.run(SPIN)]
     script: list[Turn] = [[function_call("spin", {}, "c1")], [message("next turn ok")]]
     with ScriptedResponsesServer(script) as server:
-        options = "-a untrusted" + (" --block" if block else "")
+        options = "-a untrusted" + ("" if waits else " --background")
         msg_id = kernel.execute(agent_cell(server.base_url, options, "spin"))
         kernel.wait_for(lambda: (kernel.ws / "spinning").exists())
-        reply = None if block else kernel.wait_for(lambda: reply_of(kernel, msg_id))
-        if block:
+        reply = None if waits else kernel.wait_for(lambda: reply_of(kernel, msg_id))
+        if waits:
             assert not kernel.idle(msg_id)  # the cell awaits the turn
         kernel.km.interrupt_kernel()  # once
         kernel.wait_for(lambda: kernel.shows("Turn interrupted."), DEADLINE)

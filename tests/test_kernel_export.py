@@ -23,7 +23,7 @@ def test_the_kernel_session_exports_with_its_decisions_and_figure(kernel: Kernel
         [message("Made it and plotted.")],
     ]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted", "make and plot"))
+        kernel.execute(agent_cell(server.base_url, "-a untrusted", "make and plot"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve"))[-1])
         kernel.wait_for(lambda: len(kernel.buttons("Approve")) == 2)
         kernel.click(kernel.buttons("Approve")[-1])

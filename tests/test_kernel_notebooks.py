@@ -38,7 +38,7 @@ def test_a_notebook_file_is_read_as_cells_and_edited_into_a_valid_notebook(
         [message("inserted")],
     ]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted", "add a cell after the first"))
+        kernel.execute(agent_cell(server.base_url, "-a untrusted", "add a cell after the first"))
         kernel.wait_for(lambda: len(server.requests) == 2)
         offered = [t.get("name") for t in server.requests[0]["tools"]]
         assert {"read_notebook", "edit_notebook"} <= set(offered)

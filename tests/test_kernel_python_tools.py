@@ -41,7 +41,9 @@ def test_a_decorated_function_is_offered_validated_and_called(kernel: Kernel) ->
         [message("Scaled: 3 and 6.")],
     ]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a on-request", "scale 1 and 2 by 3"))
+        # --background: the kernel answers `scaled` below while the card waits
+        options = "-a on-request --background"
+        kernel.run(agent_cell(server.base_url, options, "scale 1 and 2 by 3"))
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         # The bad call was answered to the model without asking anyone.
         assert len(server.requests) == 2

@@ -87,7 +87,7 @@ def test_on_request_asks_and_runs_only_after_the_click(kernel: Kernel) -> None:
         [message("ok")],
     ]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a on-request -s read-only"))
+        kernel.execute(agent_cell(server.base_url, "-a on-request -s read-only"))
         kernel.wait_for(lambda: kernel.buttons("Approve for session"))
         assert kernel.shows("outside the sandbox")
         assert not target.exists() and len(server.requests) == 1  # nothing ran before the click

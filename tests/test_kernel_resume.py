@@ -58,7 +58,7 @@ def test_a_kernel_killed_in_the_middle_of_a_turn_leaves_a_session_that_resumes(
     sleep = function_call("exec_command", {"cmd": "sleep 20"}, "c-sleep")
     script = [[sleep], [message("back again")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a never -s danger-full-access", "sleep"))
+        kernel.execute(agent_cell(server.base_url, "-a never -s danger-full-access", "sleep"))
         folder = kernel.ws / ".agent_magics" / "sessions"
         kernel.wait_for(lambda: any(b"c-sleep" in p.read_bytes() for p in folder.glob("*.jsonl")))
         kernel.pump(0.5)  # the command runs

@@ -39,7 +39,7 @@ def stream_text(kernel: Kernel) -> str:
 
 def test_approved_code_leaves_its_names_and_its_outputs_reach_the_model(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[python_call("c1", FIGURE)], [message("ok")]]) as server:
-        kernel.run(agent_cell(server.base_url, "-a on-request"))
+        kernel.execute(agent_cell(server.base_url, "-a on-request"))
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         assert kernel.shows("outside the sandbox")
         kernel.click(approve)
@@ -63,7 +63,7 @@ def test_approved_code_leaves_its_names_and_its_outputs_reach_the_model(kernel: 
 def test_denied_code_changes_nothing(kernel: Kernel) -> None:
     script = [[python_call("c1", "denied_name = 1")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted"))
+        kernel.execute(agent_cell(server.base_url, "-a untrusted"))
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Deny"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "did not allow this code to run" in text_of(server.outputs(1)["c1"])
@@ -85,7 +85,7 @@ def test_never_runs_without_a_question(kernel: Kernel) -> None:
 def test_the_stop_button_interrupts_the_code_and_the_kernel_stays_usable(kernel: Kernel) -> None:
     code = "open('started', 'w').close()\nimport time\ntime.sleep(60)\nafter_sleep = 1"
     with ScriptedResponsesServer([[python_call("c1", code)], [message("ok")]]) as server:
-        kernel.run(agent_cell(server.base_url, "-a never"))
+        kernel.execute(agent_cell(server.base_url, "-a never"))
         started = kernel.ws / "started"  # type: ignore[attr-defined]
         kernel.wait_for(lambda: started.exists())
         stopped_at = time.monotonic()

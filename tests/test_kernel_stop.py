@@ -1,6 +1,6 @@
 """The kernel's stop button (SIGINT, what ``km.interrupt_kernel()`` sends) during an
-approved command, in background mode and with ``--block`` (the cell awaits its turn,
-ipykernel >= 7.4): the command's process group is gone, the cell's ``execute_reply``
+approved command, with ``--background`` and in a cell that awaits its turn (the default
+on ipykernel >= 7.4): the command's process group is gone, the cell's ``execute_reply``
 arrives and the turn says it was interrupted.
 
 The command writes its process group id first and starts two sleeps in it. "Gone"
@@ -88,9 +88,9 @@ def stop_while_sleeping(kernel: Kernel, options: str, tool: str) -> None:
         kernel.wait_for(lambda: pgid_file.exists() and pgid_file.read_text().strip())
         pgid = int(pgid_file.read_text())
         assert group_alive(pgid)
-        blocking = "--block" in options
+        waiting = "--background" not in options
         reply = None
-        if blocking:
+        if waiting:
             assert not kernel.idle(msg_id)  # the cell awaits the turn
         else:
             reply = kernel.wait_for(lambda: reply_of(kernel, msg_id))
@@ -118,12 +118,12 @@ def stop_while_sleeping(kernel: Kernel, options: str, tool: str) -> None:
 
 @pytest.mark.parametrize("tool", ["exec_command", "shell"])
 def test_stop_button_in_background_mode(kernel: Kernel, tool: str) -> None:
-    stop_while_sleeping(kernel, f"{APPROVED} -s danger-full-access", tool)
+    stop_while_sleeping(kernel, f"{APPROVED} -s danger-full-access --background", tool)
 
 
 @pytest.mark.parametrize("tool", ["exec_command", "shell"])
 @pytest.mark.parametrize("approval", [APPROVED, "-a never"])
-def test_stop_button_with_block(kernel: Kernel, tool: str, approval: str) -> None:
+def test_stop_button_in_a_waiting_cell(kernel: Kernel, tool: str, approval: str) -> None:
     if version_of(kernel) < (7, 4):
-        pytest.skip("--block needs ipykernel 7.4 or newer")
-    stop_while_sleeping(kernel, f"{approval} -s danger-full-access --block", tool)
+        pytest.skip("a cell waits for its turn on ipykernel 7.4 or newer")
+    stop_while_sleeping(kernel, f"{approval} -s danger-full-access", tool)

@@ -1,5 +1,5 @@
 """The magics in an in-process IPython shell (no kernel: the terminal path), and the cell
-rewrite that makes headless and ``--block`` cells wait for their turn."""
+rewrite that makes a cell wait for its turn (headless, and on ipykernel >= 7.4)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,11 @@ def test_traitlets_config_sets_defaults(ip: Any, capsys: pytest.CaptureFixture[s
     [
         pytest.param("%%agent -c nope=1\nhi", "agent: Unknown setting(s): nope.\n", id="setting"),
         pytest.param("%%agent\n   \n", "agent: the cell is empty", id="empty"),
+        pytest.param(
+            "%%agent --block --background\nhi",
+            "agent: --block and --background contradict each other; give one.\n",
+            id="block-and-background",
+        ),
     ],
 )
 def test_mistakes_are_one_line(

@@ -103,10 +103,12 @@ class LineCommands:
         turn = f"running ({busy} in progress or queued)" if busy else "idle"
         if self.m._headless_now():
             mode = "headless (each turn runs to its end in its cell)"
-        elif self.m.block and can_block(getattr(self.m.shell, "kernel", None)):
-            mode = "block (the cell stays busy until the turn ends)"
+        elif self.m.background:
+            mode = "background (the cell returns at once; AgentMagics.background is set)"
+        elif can_block(getattr(self.m.shell, "kernel", None)):
+            mode = "wait (the cell stays busy until the turn ends; --background to not)"
         else:
-            mode = "background (the cell returns at once)"
+            mode = "background (the cell returns at once: this kernel gives a busy cell no clicks)"
         print(info.status_text(config, usage, turn, mode))
 
     def _cmd_tools(self) -> None:

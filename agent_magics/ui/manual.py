@@ -15,9 +15,11 @@ CELL_MANUAL = """Ask the coding agent: the cell's text is the prompt.
 The agent works in the notebook's folder with the tools of the Codex CLI (shell
 commands, apply_patch, update_plan, view_image...). Consecutive %%agent cells continue
 one conversation. Each tool call shows as a card; calls that need approval wait for
-Approve, Approve for session, Deny or Abort turn. The cell returns at once and the turn
-goes on in the background; --block (or %config AgentMagics.block = True) keeps the cell
-busy until the turn ends, on ipykernel 7.4 and newer.
+Approve, Approve for session, Deny or Abort turn. On ipykernel 7.4 and newer the cell
+stays busy until its turn ends, so Run All and the next cell see what it did;
+--background (or %config AgentMagics.background = True) makes it return at once while
+the turn goes on. Older kernels give a busy cell no clicks: there every turn runs in the
+background, and the first cell says so.
 
 In a kernel the agent also has tools of its own:
   run_python        runs code in your namespace, like a cell, and sees what it prints,

@@ -13,8 +13,8 @@ setting ours there installs it as soon as the current request ends. A turn whose
 holds the loop never runs what the handler schedules, so the handler also hands the
 stop to :class:`~agent_magics.kernel.interrupt.StopArrival`, which raises it in that
 code when the loop does not pick it up.
-:class:`SignalWakeup` makes a signal wake the loop at once, which an awaited cell
-(``--block``, headless) needs to be stopped while a command runs quietly.
+:class:`SignalWakeup` makes a signal wake the loop at once, which an awaited cell (the
+default on ipykernel >= 7.4, and headless) needs to be stopped while a command runs quietly.
 """
 
 from __future__ import annotations
