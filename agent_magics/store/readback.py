@@ -33,6 +33,27 @@ UNFINISHED_CALL_OUTPUT = (
 """What a resumed history tells the model about a call whose output was never written."""
 
 
+# The settings a resume restores (and a settings line records when they change).
+RESUMED_SETTINGS = (
+    "model",
+    "provider",
+    "base_url",
+    "approval_policy",
+    "sandbox_mode",
+    "cwd",
+    "reasoning_effort",
+    "instructions",
+    "apply_patch_tool_type",
+    "experimental_supported_tools",
+    "shell_type",
+    "allow_login_shell",
+    "tool_output_token_limit",
+    "parallel_tool_calls",
+    "supports_images",
+    "mcp_servers",
+)
+
+
 @dataclass
 class LoadedSession:
     """A session file read back. ``meta``: the last ``session_meta`` line this user's

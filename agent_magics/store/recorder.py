@@ -31,7 +31,7 @@ from agent_magics.store.log import (
     config_record,
     now_iso,
 )
-from agent_magics.store.resume import RESUMED_SETTINGS
+from agent_magics.store.readback import RESUMED_SETTINGS
 
 if TYPE_CHECKING:
     from agent_magics.config import SessionConfig

@@ -23,31 +23,13 @@ from agent_magics.events import Usage
 from agent_magics.models.secret import REDACTED
 from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.log import in_use
-from agent_magics.store.readback import LoadedSession, read_session
+from agent_magics.store.readback import RESUMED_SETTINGS, LoadedSession, read_session
 from agent_magics.store.signing import session_key
 
 if TYPE_CHECKING:
     from agent_magics.session import Session
 
 LAST = "last"
-RESUMED_SETTINGS = (
-    "model",
-    "provider",
-    "base_url",
-    "approval_policy",
-    "sandbox_mode",
-    "cwd",
-    "reasoning_effort",
-    "instructions",
-    "apply_patch_tool_type",
-    "experimental_supported_tools",
-    "shell_type",
-    "allow_login_shell",
-    "tool_output_token_limit",
-    "parallel_tool_calls",
-    "supports_images",
-    "mcp_servers",
-)
 """What a resumed session takes from its (signed) file, below the options given now: the
 latest values its lines give (``session_meta``, then each ``settings`` line after it)."""
 
