@@ -290,4 +290,7 @@ async def test_what_is_shown_instead(shell: InteractiveShell) -> None:
 def test_a_plain_lookup_would_have_run_code(shell: InteractiveShell) -> None:
     """The colliding key is stored first, so a dict lookup of 'k' would compare with it."""
     assert shell.user_ns["collide"]["k"] == "string key"
-    assert shell.user_ns["calls"] == [("Colliding", "__eq__")]  # what a lookup does
+    # what a lookup does: compare with the colliding key (once or, for some hash seeds whose
+    # probe meets it again, twice)
+    calls = shell.user_ns["calls"]
+    assert calls and set(calls) == {("Colliding", "__eq__")}, calls
