@@ -52,7 +52,8 @@ def test_the_card_asks_with_the_controls_written_out(kernel: Kernel) -> None:
     precious = kernel.ws / "precious.txt"
     precious.write_text("keep me\n")
     with ScriptedResponsesServer(script()) as server:
-        kernel.run(agent_cell(server.base_url, "-a untrusted"))
+        # sent, not run to idle: on ipykernel >= 7.4 the cell stays busy until its turn ends
+        cell = kernel.execute(agent_cell(server.base_url, "-a untrusted"))
         approve = kernel.wait_for(lambda: kernel.buttons("Approve"))[-1]
         asked = kernel.html_values()
         assert any(SHOWN in read(v) for v in asked)
@@ -60,6 +61,7 @@ def test_the_card_asks_with_the_controls_written_out(kernel: Kernel) -> None:
         kernel.click(approve)
         kernel.wait_for(lambda: len(server.requests) == 2)
         kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.idle(cell))
     assert not precious.exists()  # what ran is what the card showed
     kept_html = kernel.wait_for(lambda: displays(kernel, "text/html"))
     kept_markdown = displays(kernel, "text/markdown")
