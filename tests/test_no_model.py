@@ -17,6 +17,7 @@ from agent_magics.recordings import DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.state import Transcript
+from tests.sandbox_helpers import LINUX_MECHANISMS, require_mechanism, use_mechanism
 
 
 @pytest.fixture
@@ -89,3 +90,27 @@ def test_status_says_there_is_no_model_and_names_the_one_there_is(
     ip.run_cell("%agent status")
     out = capsys.readouterr().out
     assert "(responses at https://api.openai.com/v1)" in out and "sk-status" not in out
+
+
+@pytest.mark.parametrize("mechanism", [*LINUX_MECHANISMS, "none"])
+def test_status_names_what_confines_commands(
+    ip: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, mechanism: str
+) -> None:
+    if mechanism != "none":
+        require_mechanism(mechanism)
+    expected = {
+        "bwrap": "(commands confined by bubblewrap ",
+        "landlock": "(commands confined by Landlock ABI ",
+        "none": "(no mechanism works here, so every command asks first: ",
+    }[mechanism]
+    with use_mechanism(monkeypatch, mechanism):
+        try:
+            ip.run_cell("%config AgentMagics.sandbox = 'workspace-write'")
+            ip.run_cell("%agent status")
+            out = capsys.readouterr().out
+            assert f"sandbox:         workspace-write {expected}" in out, out
+            ip.run_cell("%config AgentMagics.sandbox = 'danger-full-access'")
+            ip.run_cell("%agent status")
+            assert "danger-full-access (commands are not confined)" in capsys.readouterr().out
+        finally:  # the shell is one per process: its settings outlive the test
+            ip.run_cell("%config AgentMagics.sandbox = None")

@@ -1,4 +1,5 @@
-"""Texts of the ``%agent`` line commands (status, tools): pure functions."""
+"""Texts of the ``%agent`` line commands (status, tools): functions of the settings (and,
+for the sandbox line, of the mechanism this machine offers)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> st
         [
             f"model:           {model_text(config)}",
             f"approval policy: {config.approval_policy.value}",
-            f"sandbox:         {config.sandbox_mode.value}",
+            f"sandbox:         {config.sandbox_mode.value} ({sandbox_text(config)})",
             f"cwd:             {config.cwd}",
             f"tokens used:     {usage.total_tokens:,} ({usage.input_tokens:,} in, "
             f"{usage.output_tokens:,} out)",
@@ -25,6 +26,20 @@ def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> st
             f"mode:            {mode}",
         ]
     )
+
+
+def sandbox_text(config: SessionConfig) -> str:
+    """What confines commands: the mechanism at work, or why none does (every command
+    then asks), or nothing under danger-full-access."""
+    from agent_magics.tools.approval import SandboxMode
+    from agent_magics.tools.sandbox.platform import probe
+
+    if config.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
+        return "commands are not confined"
+    mechanism = probe()
+    if mechanism.kind is None:
+        return f"no mechanism works here, so every command asks first: {mechanism.detail}"
+    return f"commands confined by {mechanism.detail}"
 
 
 def model_text(config: SessionConfig) -> str:
