@@ -466,3 +466,30 @@ def test_throttle_draws_at_most_ten_times_a_second() -> None:
     assert all(b - a >= 0.1 - 1e-9 for a, b in itertools.pairwise(drawn))
     throttle.now()
     assert drawn[-1] == now[0] and not jobs
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [
+        pytest.param("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok\n", "done", id="zero"),
+        pytest.param(
+            "Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 127\n"
+            "Original token count: 9\nOutput:\nbash: python: command not found\n",
+            "failed",
+            id="127",
+        ),
+        pytest.param(
+            "Chunk ID: 1\nWall time: 1.0 seconds\nProcess running with session ID 3\n"
+            "Original token count: 0\nOutput:\n",
+            "done",
+            id="still-running",
+        ),
+        pytest.param('{"output": "x\\n", "metadata": {"exit_code": 2}}', "failed", id="shell-json"),
+    ],
+)
+def test_a_command_that_exits_with_an_error_is_headed_failed(answer: str, status: str) -> None:
+    t = Transcript()
+    t.apply(ToolCallProposed("c1", "exec_command", args(cmd="python x.py")))
+    t.apply(ToolCallStarted("c1", "exec_command"))
+    t.apply(ToolCallFinished("c1", "exec_command", answer, True, 0.1))
+    assert f"· {status}" in markdown.transcript_markdown(t)

@@ -37,6 +37,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
+from agent_magics.terminal_text import command_result
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.tools.shadowing import planted_warning
 
@@ -255,7 +256,7 @@ class Transcript:
             if event.stopped:
                 tool.status = "stopped"
             elif tool.status not in ("denied", "aborted"):
-                tool.status = "done" if event.success else "failed"
+                tool.status = "done" if event.success and not _exited_badly(event) else "failed"
         return tool
 
     def _decide(self, tool: ToolBlock, event: ApprovalDecided) -> None:
@@ -276,3 +277,10 @@ class Transcript:
     def fail(self, message: str) -> None:
         """End the turn with a sentence for the person (a setting to fix, a bug)."""
         self.apply(TurnFailed(message, self.usage or Usage()))
+
+
+def _exited_badly(event: ToolCallFinished) -> bool:
+    """Whether the call ran a command that exited with an error: the tool answered (so it
+    succeeded as a call), but the card must not head a failed command "done" in green."""
+    run = command_result(event.tool_name, event.output)
+    return run is not None and run.exit_code not in (None, 0)
