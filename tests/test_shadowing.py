@@ -31,7 +31,7 @@ from agent_magics.tools.shadowing import (
 )
 from agent_magics.ui.state import NoticeBlock, Transcript
 
-WS = Path("/work/ws")
+WS = Path("/project")  # a pure function of paths: the folder need not exist
 NAMES = frozenset({"pathlib", "json", "types", "numpy", "ipykernel_launcher", "sitecustomize"})
 EXT = importlib.machinery.EXTENSION_SUFFIXES[0]
 
