@@ -105,3 +105,33 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(
     assert (lab.notebooks / "marker.txt").read_text() == "ran\n"
     assert server.outputs(1)["c1"].startswith("aborted by user after")
     assert "Process exited with code 2" in server.outputs(2)["c2"]
+
+
+def test_run_all_waits_for_the_turn_in_jupyterlab(lab: Lab, browser: Any, tmp_path: Path) -> None:
+    """Run > Run All Cells: the cell after a ``%%agent`` turn reads the file the turn's
+    command wrote (ipykernel >= 7.4 keeps the cell busy until its turn ends)."""
+    wrote = {"cmd": "sleep 3; echo 42 > result.txt"}
+    script = [[function_call("exec_command", wrote, "c1")], [message("Wrote it.")]]
+    with ScriptedResponsesServer(script) as server:
+        opts = f"--base-url {server.base_url} -a never -c allow_login_shell=false"
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            nbformat.v4.new_code_cell("%load_ext agent_magics"),
+            nbformat.v4.new_code_cell(f"%%agent {opts}\nwrite it"),
+            nbformat.v4.new_code_cell("print('read:', open('result.txt').read())"),
+        ]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nbformat.write(nb, lab.notebooks / "runall.ipynb")
+        page = browser.new_page()
+        try:
+            page.goto(f"{lab.url}/lab/tree/runall.ipynb")
+            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+            page.locator(".jp-Notebook .jp-Cell").first.click()
+            page.keyboard.press("Escape")
+            page.get_by_text("Run", exact=True).first.click()
+            page.get_by_text("Run All Cells", exact=True).click()
+            page.get_by_text("read: 42").wait_for(timeout=60_000)
+            assert page.get_by_text("FileNotFoundError").count() == 0
+            keep_screenshot(page, tmp_path / "run-all.png")
+        finally:
+            page.close()
