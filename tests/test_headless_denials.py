@@ -13,7 +13,10 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.tools.exec.format import create_process_failed
+from agent_magics.tools.exec.guard import EXEC_REJECTED
 from agent_magics.ui.approver import HEADLESS_NOTES
+from agent_magics.ui.denials import NOT_RUN
 from tests.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
 
 pytestmark = pytest.mark.slow
@@ -53,3 +56,9 @@ def test_a_headless_notebook_explains_the_first_denial_once_and_counts_them(
     assert html.count("nobody can approve in a headless run") == 1
     assert "2 tool calls denied by the headless policy.</div>" in html
     assert not (tmp_path / "one.txt").exists() and not (tmp_path / "two.txt").exists()
+    # nobody was there to reject anything: the person reads our words, not Codex's
+    for shown in (markdown, html, bundle["text/plain"]):
+        assert "CreateProcess" not in shown and "by user" not in shown
+    assert markdown.count(NOT_RUN) == 1 and html.count(NOT_RUN) == 1  # the second call
+    # while the model still reads Codex's answer, byte for byte
+    assert server.outputs(1)["c1"] == create_process_failed(EXEC_REJECTED)

@@ -373,9 +373,8 @@ def test_headless_denial_is_explained() -> None:
     assert markdown.tool_markdown(t.tools[0], t.policy_note) == (
         "**exec_command** `rm x` · denied · by the headless policy\n\n"
         "```console\n$ rm x\n```\n\n"
-        "> Denied: nobody can approve.\n\n"
-        "<details><summary>Output (1 line)</summary>\n\n```text\nrejected\n```\n\n</details>"
-    )
+        "> Denied: nobody can approve."
+    )  # the answer the model got ("rejected", Codex's words) is not the person's
 
 
 def test_an_interrupt_closes_open_cards() -> None:

@@ -134,7 +134,8 @@ def test_a_headless_denial_says_the_policy_denied() -> None:
     html = transcript_html(t)
     assert ">denied</span></div>" in html
     assert "✘ Denied by the policy</div>" in html
-    assert "<details><summary>Output (1 line)</summary>" in html  # denied: nothing ran
+    assert "<details>" not in html and "rejected" not in html  # nothing ran; Codex's text
+    # (the answer the model got) is not the person's: they read the policy's note
     assert "<i>Denied: nobody can approve in a headless run.</i>" in html
 
 

@@ -1,8 +1,11 @@
-"""Calls a headless policy denied: the note that explains why, said once, and their count.
+"""Calls a headless policy denied: what their cards say, and their count.
 
 Nobody can answer an approval question in a headless run (nbclient, papermill), so the
-policy answers. The static transcript explains the first such denial, on its card, and
-counts them all in a line at the end of the turn.
+policy answers. The model still reads Codex's answer to a denied call (``exec_command
+failed: CreateProcess { message: "Rejected(\\"exec command rejected by user\\")" }``), but
+nobody was there to reject anything, so the person reads our words instead: the first
+denied card says why and how to let such calls run, each later one says it was not run,
+and a line at the end of the turn counts them all.
 """
 
 from __future__ import annotations
@@ -10,16 +13,30 @@ from __future__ import annotations
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui.state import ToolBlock, Transcript
 
+NOT_RUN = (
+    "Not run: this call needed approval, and nobody can give it in a headless run "
+    "(the first denied call says how to let such calls run)."
+)
+
+
+def denied_by_policy_block(block: ToolBlock) -> bool:
+    """Whether the headless policy, not a person, denied ``block``: its card then shows
+    our note in place of the answer the model got."""
+    return block.decided_by_policy and block.decision is ReviewDecision.DENIED
+
 
 def denied_by_policy(t: Transcript) -> list[ToolBlock]:
     """The calls the headless policy denied, in the order they came."""
-    return [b for b in t.tools if b.decided_by_policy and b.decision is ReviewDecision.DENIED]
+    return [b for b in t.tools if denied_by_policy_block(b)]
 
 
 def note_for(t: Transcript, block: ToolBlock) -> str | None:
-    """The policy's note for ``block``: only the first denied call carries it."""
+    """What ``block``'s card says about its denial: the policy's note on the first denied
+    call, :data:`NOT_RUN` on the later ones, ``None`` on a call the policy did not deny."""
+    if t.policy_note is None or not denied_by_policy_block(block):
+        return None
     first = next(iter(denied_by_policy(t)), None)
-    return t.policy_note if block is first else None
+    return t.policy_note if block is first else NOT_RUN
 
 
 def denial_summary(t: Transcript) -> str | None:

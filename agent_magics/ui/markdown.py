@@ -10,8 +10,7 @@ from __future__ import annotations
 from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
 from agent_magics.terminal_text import call_workdir
-from agent_magics.tools.approval import ReviewDecision
-from agent_magics.ui.denials import denial_summary, note_for
+from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
 from agent_magics.ui.render import (
     STATUS_LABELS,
     call_summary,
@@ -68,10 +67,12 @@ def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
         parts.append(f"![{block.image.path}]({block.image.data_url})")
     if block.image is None:  # images a tool's output carries (a figure of run_python)
         parts.extend(f"![output image {n}]({url})" for n, url in enumerate(block.images, 1))
-    if block.decided_by_policy and block.decision is ReviewDecision.DENIED and policy_note:
+    denied = denied_by_policy_block(block)
+    if denied and policy_note:
         parts.append(f"> {policy_note}")
     text, code = shown_output(block)
-    if (text or code is not None) and block.tool_name != "update_plan":
+    # a call the policy denied has no output but Codex's "rejected by user": said above
+    if (text or code is not None) and block.tool_name != "update_plan" and not denied:
         body = fence(clip_output(text), "text")
         title = output_title(text, code)
         parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")

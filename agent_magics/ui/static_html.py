@@ -20,10 +20,9 @@ from markdown_it import MarkdownIt
 
 from agent_magics.events import TurnAbortedEvent
 from agent_magics.termsafe import terminal_safe
-from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import render
 from agent_magics.ui.card_text import decision_html, output_opens
-from agent_magics.ui.denials import denial_summary, note_for
+from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.render import PRE_STYLE, esc
 from agent_magics.ui.state import (
@@ -113,10 +112,11 @@ def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = N
         parts.append(images.html(block.image.data_url, block.image.path))
     if block.image is None:
         parts.extend(images.html(url, f"output image {n}") for n, url in enumerate(block.images, 1))
-    denied = block.decided_by_policy and block.decision is ReviewDecision.DENIED
-    if denied and policy_note:
-        parts.append(f'<div style="{MUTED}"><i>{esc(policy_note)}</i></div>')
-    parts.append(output_html(block))
+    if denied_by_policy_block(block):  # our words in place of Codex's "rejected by user"
+        if policy_note:
+            parts.append(f'<div style="{MUTED}"><i>{esc(policy_note)}</i></div>')
+    else:
+        parts.append(output_html(block))
     return f'<div style="{CARD_STYLE}">{"".join(parts)}</div>'
 
 
