@@ -225,7 +225,7 @@ class AgentMagics(Magics):
         task = self._start(args, cell)
         return self.agent.wait(task) if args._awaited else None
 
-    def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[None] | None:
+    def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[str | None] | None:
         prompt = cell.strip()
         if not prompt:
             print("agent: the cell is empty; write the prompt below the %%agent line.")

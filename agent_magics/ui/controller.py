@@ -24,7 +24,13 @@ from agent_magics.tools.build import ExtraTools
 from agent_magics.turn_record import TurnRecord, TurnRecorder, usage_since
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
-from agent_magics.ui.runner import SigintGuard, SignalWakeup, TurnView, turn_outcome
+from agent_magics.ui.runner import (
+    AgentTurnFailed,
+    SigintGuard,
+    SignalWakeup,
+    TurnView,
+    turn_outcome,
+)
 from agent_magics.ui.sessions import SessionFiles
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TranscriptView
@@ -62,7 +68,7 @@ class Controller:
         self.context = context
         self.session: Session | None = None
         self.files = SessionFiles()  # the session's file, %agent sessions and resume
-        self.tasks: list[asyncio.Task[None]] = []
+        self.tasks: list[asyncio.Task[str | None]] = []
         self._guard: SigintGuard | None = None
         self._wakeup: SignalWakeup | None = None  # a stop reaches awaited cells at once
         self._own_loop: asyncio.AbstractEventLoop | None = None
@@ -157,10 +163,11 @@ class Controller:
         view: TurnView,
         approver: Approver,
         after: asyncio.Future[Any] | None = None,
-    ) -> None:
+    ) -> str | None:
         """One turn, ended cleanly whatever happens (see :func:`.runner.turn_outcome`):
         wait for ``after`` (the turn before), take the settings, pick the session, listen
-        to it and run. Only a cancellation is re-raised."""
+        to it and run. Only a cancellation is re-raised; a failure is returned, as the
+        sentence the view shows, for the cell that waits (:meth:`wait`)."""
         IN_TURN.set(True)  # in this task's context: a stop may be raised in its code
         if after is not None and not after.done():
             try:
@@ -168,7 +175,7 @@ class Controller:
             except asyncio.CancelledError:
                 view.fail("Cancelled before it started.")
                 raise
-        with turn_outcome(view, self.kill_processes):
+        with turn_outcome(view, self.kill_processes) as outcome:
             settings = config if isinstance(config, SessionConfig) else await config()
             session = self.session_for(settings, view)
             unsubscribe = session.subscribe(view)
@@ -188,6 +195,7 @@ class Controller:
                 unsubscribe()
                 if isinstance(approver, WidgetApprover):
                     approver.cancel_all()
+        return outcome.failed
 
     def leave_record(self, record: TurnRecord) -> None:
         """The turn as data for the next cells: ``_agent`` in the namespace."""
@@ -202,7 +210,7 @@ class Controller:
         view: TurnView,
         approver: Approver,
         background: bool,
-    ) -> asyncio.Task[None]:
+    ) -> asyncio.Task[str | None]:
         """Start the turn as a task (after the busy ones); a background turn also takes
         the kernel's idle interrupts."""
         previous = next((t for t in reversed(self.tasks) if not t.done()), None)
@@ -221,7 +229,7 @@ class Controller:
             self._guard.activate()
         return task
 
-    def _turn_done(self, task: asyncio.Task[None]) -> None:
+    def _turn_done(self, task: asyncio.Task[str | None]) -> None:
         if task in self.tasks:
             self.tasks.remove(task)
         if not task.cancelled():
@@ -232,17 +240,22 @@ class Controller:
             self._wakeup.deactivate()
 
     @staticmethod
-    async def wait(task: asyncio.Task[None] | None) -> None:
+    async def wait(task: asyncio.Task[str | None] | None) -> None:
         """The awaited form: the cell stays busy until the turn ends; an interrupt of the
-        cell stops the turn and ends the cell quietly (the transcript says so)."""
+        cell stops the turn and ends the cell quietly (the transcript says so). A turn
+        that failed fails its cell (:class:`.runner.AgentTurnFailed`), so papermill,
+        nbconvert --execute and Run All stop there, as ``agent-magics exec`` exits 1."""
         if task is None:
             return
         try:
             with stop_arrives(task.get_loop()):
-                await task
+                failed = await task
         except asyncio.CancelledError:
             task.cancel()
             await asyncio.wait([task])
+            return
+        if failed is not None:
+            raise AgentTurnFailed(failed)
 
     # -- MCP servers -----------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from agent_magics.errors import TurnAborted, UserError
 from agent_magics.events import Event
 from agent_magics.kernel.interrupt import StopArrival
+from agent_magics.termsafe import terminal_safe
 
 
 class TurnView(Protocol):
@@ -173,20 +174,45 @@ class SignalWakeup:
 BUG = "Internal error (a bug in agent_magics, please report it): {kind}: {message}"
 
 
+class AgentTurnFailed(Exception):
+    """Raised in a cell that waited for a turn that failed: nbclient, papermill and
+    ``jupyter nbconvert --execute`` then stop with a non-zero exit, Run All stops, as
+    ``agent-magics exec`` exits 1. IPython shows the one sentence, not a traceback of our
+    code; escape sequences a model server put in it are written out, since headless
+    runners print it on a terminal."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(terminal_safe(message))
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class Outcome:
+    """How a turn ended, for the cell that waits for it: ``failed`` is the sentence the
+    view was given when the turn failed (``None``: it finished or was stopped)."""
+
+    failed: str | None = None
+
+
 @contextmanager
-def turn_outcome(view: TurnView, on_stop: Callable[[], None]) -> Iterator[None]:
+def turn_outcome(view: TurnView, on_stop: Callable[[], None]) -> Iterator[Outcome]:
     """End a turn cleanly whatever happens: problems a person must fix end it with their
-    one sentence in ``view``; a stop (Abort turn, interrupt) calls ``on_stop``, which
-    kills the processes the tools started. Only a cancellation is re-raised."""
+    one sentence in ``view`` (and in the outcome); a stop (Abort turn, interrupt) calls
+    ``on_stop``, which kills the processes the tools started. Only a cancellation is
+    re-raised."""
+    outcome = Outcome()
     try:
-        yield
+        yield outcome
     except UserError as exc:
-        view.fail(str(exc))
+        outcome.failed = str(exc)
+        view.fail(outcome.failed)
     except TurnAborted:
         on_stop()
     except asyncio.CancelledError:
         on_stop()
         raise
     except Exception as exc:
-        view.fail(BUG.format(kind=type(exc).__name__, message=exc))
+        outcome.failed = BUG.format(kind=type(exc).__name__, message=exc)
+        view.fail(outcome.failed)
         traceback.print_exc(file=sys.__stderr__)
