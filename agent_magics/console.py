@@ -45,6 +45,7 @@ from agent_magics.terminal_text import (
     indent,
     patch_files,
     plural,
+    span,
     trim_lines,
 )
 from agent_magics.termsafe import terminal_safe
@@ -169,6 +170,7 @@ class TerminalConsole:
         self.denied = 0
         self._explained = False
         self._denied_calls: set[str] = set()
+        self._waited: dict[str, float] = {}  # per call: time its questions waited for you
         self._ask = stdin_approver(self.style, show_patch=False)
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
@@ -227,6 +229,8 @@ class TerminalConsole:
 
     def _decided(self, event: ApprovalDecided) -> list[str]:
         s = self.style
+        if self.interactive and not event.cached:
+            self._waited[event.call_id] = self._waited.get(event.call_id, 0.0) + event.waited_s
         if event.decision is not ReviewDecision.DENIED:
             how = " (remembered for the session)" if event.cached else ""
             return [f"  approval {event.decision.value}{how}"]
@@ -240,7 +244,10 @@ class TerminalConsole:
 
     def _finished(self, event: ToolCallFinished) -> list[str]:
         s = self.style
-        took = f"in {event.duration_s:.2f}s"
+        waited = self._waited.pop(event.call_id, 0.0)  # a person's wait is not run time
+        took = f"in {max(0.0, event.duration_s - waited):.2f}s"
+        if waited:
+            took += f" (after waiting {span(waited)} for you)"
         run = command_result(event.tool_name, event.output)
         if run is not None:
             body = [s(("  " + line).rstrip(), DIM) for line in trim_lines(run.output)]

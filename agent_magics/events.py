@@ -99,11 +99,14 @@ class ApprovalRequested:
 
 @dataclass(frozen=True)
 class ApprovalDecided:
-    """A person (or, when ``cached``, an earlier "for the session") decided a call."""
+    """A person (or, when ``cached``, an earlier "for the session") decided a call;
+    ``waited_s`` is how long the question waited for the answer (a card shows it apart
+    from the call's run time)."""
 
     call_id: str
     decision: ReviewDecision
     cached: bool = False
+    waited_s: float = 0.0
 
 
 @dataclass(frozen=True)

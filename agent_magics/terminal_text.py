@@ -167,3 +167,23 @@ def command_result(tool_name: str, output: Any) -> CommandResult | None:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def span(seconds: float) -> str:
+    """A duration as a person reads it: ``0.3 s``, ``42.0 s``, ``2 min 3 s``."""
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
+def run_and_wait(duration_s: float, waited_s: float, ran: bool = True) -> str:
+    """How long a call took, with the time it waited for a person's answer said apart:
+    ``0.3 s, after waiting 2 min 3 s for you``. A tool's duration is measured from the
+    call's start, question included, so the wait is taken out of the run time; a call
+    that never ran (denied) has only its wait."""
+    run = span(max(0.0, duration_s - waited_s))
+    if waited_s < 0.05:  # an answer within a tenth of a second: no wait worth saying
+        return run
+    wait = f"after waiting {span(waited_s)} for you"
+    return f"{run}, {wait}" if ran else wait

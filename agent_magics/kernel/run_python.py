@@ -50,6 +50,7 @@ from agent_magics.tools.policy import (
     PYTHON_IN_KERNEL,
     kernel_approval_requirement,
     kernel_session_key,
+    kernel_session_scope,
 )
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
@@ -127,6 +128,7 @@ class RunPythonHandler:
             cwd=turn.cwd,
             command=(args.code,),  # what a person reads when asked in a terminal
             keys=kernel_session_key(turn.sandbox_mode, SESSION_KEY, args.code),
+            session_scope=kernel_session_scope(turn.sandbox_mode, self.name),
         )
         requirement = kernel_approval_requirement(
             turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL

@@ -68,10 +68,13 @@ class Skip:
 
 @dataclass(frozen=True)
 class NeedsApproval:
-    """Ask a person first; ``reason`` is shown with the question."""
+    """Ask a person first; ``reason`` is shown with the question, ``rule`` says which
+    rule of the policy asks, in the person's words (words only: not part of what the
+    requirement decides, so two requirements that decide alike compare equal)."""
 
     reason: str | None = None
     bypass_sandbox: bool = False
+    rule: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,11 @@ class ApprovalRequest:
     arguments: str | None = None
     remember_allowed: bool = True
     """False when "approve for session" must not be offered (always-ask tools)."""
+    rule: str | None = None
+    """Why a person is asked: the rule of the policy that applied, in our words."""
+    session_scope: str | None = None
+    """What "approve for session" would cover, said from what ``keys`` hold (the tool
+    that builds the keys writes it beside them)."""
 
     def subject(self) -> str:
         """What would run, in one piece of text: the command, the patch, or the MCP
@@ -130,6 +138,16 @@ async def deny_all(request: ApprovalRequest) -> ReviewDecision:
 async def approve_all(request: ApprovalRequest) -> ReviewDecision:
     """Approve every request (for scripted runs that opted into it)."""
     return ReviewDecision.APPROVED
+
+
+def files_scope(paths: Sequence[Path]) -> str:
+    """What "approve for session" covers for a write keyed by the files it touches: a
+    later write passes when every file it touches was approved (:class:`ApprovalStore`)."""
+    names = ", ".join(p.name for p in paths) or "these files"
+    return (
+        f"later edits that touch only {names} go in without asking; an edit of any other "
+        "file asks again, and so does writing outside the sandbox after it blocked one"
+    )
 
 
 class ApprovalStore:

@@ -12,6 +12,7 @@ through the session's ``Approver``, an async callback the front end provides.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
@@ -36,6 +37,18 @@ T = TypeVar("T")
 
 NEVER_PROMPT = "approval required by policy, but AskForApproval is set to Never"
 RETRY_REASON = "command failed; retry without sandbox?"
+NO_SANDBOX_RULE = (
+    "No sandbox works on this machine, so nothing confines this call: every such call "
+    "asks before it runs."
+)
+
+
+def retry_rule(policy: ApprovalPolicy) -> str:
+    """Why the second question of a call is asked: the sandbox blocked the first try."""
+    return (
+        "The sandbox blocked the first attempt; under the approval policy "
+        f"{policy.value} you may let it run again without the sandbox."
+    )
 
 
 def _never_denied(_result: object) -> bool:
@@ -84,8 +97,12 @@ async def run_guarded(inv: ToolInvocation, call: GuardedCall[T]) -> Ran[T]:
     if isinstance(requirement, NeedsApproval) or sandbox is None:
         if inv.turn.approval_policy is ApprovalPolicy.NEVER:
             raise RespondToModel(NEVER_PROMPT)
-        reason = requirement.reason if isinstance(requirement, NeedsApproval) else None
-        await _decide(inv.services, replace(request, reason=reason or request.reason), call)
+        unconfined = NO_SANDBOX_RULE if sandbox is None else None  # the person stands in
+        reason, rule = None, unconfined
+        if isinstance(requirement, NeedsApproval):
+            reason, rule = requirement.reason, requirement.rule or unconfined
+        asked = replace(request, reason=reason or request.reason, rule=rule)
+        await _decide(inv.services, asked, call)
         approved_by_person = True
     if sandbox is None:  # no working mechanism: the person's approval stands in for it
         sandbox = NO_SANDBOX
@@ -96,7 +113,8 @@ async def run_guarded(inv: ToolInvocation, call: GuardedCall[T]) -> Ran[T]:
         return Ran(result, sandbox)
     try:
         if not approved_by_person:
-            retry = replace(request, reason=RETRY_REASON, retry_without_sandbox=True)
+            rule = retry_rule(inv.turn.approval_policy)
+            retry = replace(request, reason=RETRY_REASON, rule=rule, retry_without_sandbox=True)
             # A patch's retry question always reaches the person, even for files
             # approved for the session; a command's is skipped when remembered.
             await _decide(inv.services, retry, call, use_cache=request.kind != "patch")
@@ -116,8 +134,10 @@ async def ask(
         services.emit(ApprovalDecided(request.call_id, ReviewDecision.APPROVED_FOR_SESSION, True))
         return ReviewDecision.APPROVED_FOR_SESSION
     services.emit(ApprovalRequested(request))
+    asked = time.monotonic()
     decision = await services.approver(request)
-    services.emit(ApprovalDecided(request.call_id, decision))
+    waited = time.monotonic() - asked
+    services.emit(ApprovalDecided(request.call_id, decision, waited_s=waited))
     if decision is ReviewDecision.APPROVED_FOR_SESSION:
         store.remember(request.keys)
     return decision

@@ -28,6 +28,28 @@ if TYPE_CHECKING:
     from agent_magics.mcp.config import ApprovalMode
 
 
+RULE_DANGEROUS = (
+    "The command force-deletes files (rm -f or rm -rf), which asks under every approval "
+    "policy but never."
+)
+RULE_UNTRUSTED = (
+    "The approval policy is untrusted: only commands known to be safe (reading, listing, "
+    "searching) run without asking, and this one is not among them."
+)
+RULE_UNTRUSTED_HEREDOC = (
+    "The approval policy is untrusted: only commands known to be safe run without asking, "
+    "and a command fed by a here-document never counts as known to be safe."
+)
+RULE_ESCALATED = (
+    "The command asks to run outside the sandbox, and the approval policy on-request "
+    "asks you first."
+)
+RULE_MORE_PERMISSIONS = (
+    "The command asks for more access than the sandbox gives, and the approval policy "
+    "on-request asks you first."
+)
+
+
 def exec_approval_requirement(
     policy: ApprovalPolicy,
     sandbox: SandboxMode,
@@ -64,15 +86,17 @@ def exec_approval_requirement(
     if any(is_dangerous_command(c) for c in commands):
         if policy is ApprovalPolicy.NEVER:
             return Forbidden(f"`{shlex.join(whole)}` rejected: blocked by policy")
-        return NeedsApproval(justification, bypass_sandbox=bypass)
+        return NeedsApproval(justification, bypass_sandbox=bypass, rule=RULE_DANGEROUS)
     if policy in (ApprovalPolicy.NEVER, ApprovalPolicy.ON_FAILURE):
         return Skip(bypass_sandbox=bypass)
     if policy is ApprovalPolicy.UNTRUSTED:
-        return NeedsApproval(justification, bypass_sandbox=bypass)
+        rule = RULE_UNTRUSTED_HEREDOC if complex_parsed else RULE_UNTRUSTED
+        return NeedsApproval(justification, bypass_sandbox=bypass, rule=rule)
     if sandbox is SandboxMode.DANGER_FULL_ACCESS:
         return Skip()
     if escalate:
-        return NeedsApproval(justification, bypass_sandbox=bypass)
+        rule = RULE_ESCALATED if bypass else RULE_MORE_PERMISSIONS
+        return NeedsApproval(justification, bypass_sandbox=bypass, rule=rule)
     return Skip()
 
 
@@ -108,6 +132,13 @@ def can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
 
 
 PATCH_OUTSIDE = "writing outside of the project; rejected by user approval settings"
+RULE_PATCH_UNTRUSTED = "The approval policy is untrusted: every edit of a file asks."
+RULE_PATCH_SHADOWS = (
+    "The edit writes a file that Python would import in place of a module of the same name."
+)
+RULE_PATCH_OUTSIDE = (
+    "The edit writes outside the folders this session may write to (the sandbox's writable roots)."
+)
 
 
 def patch_approval_requirement(
@@ -126,18 +157,18 @@ def patch_approval_requirement(
     that check is the patch's sandbox on every platform.
     """
     if policy is ApprovalPolicy.UNTRUSTED:
-        return NeedsApproval(shadows)
+        return NeedsApproval(shadows, rule=RULE_PATCH_UNTRUSTED)
     if sandbox is SandboxMode.DANGER_FULL_ACCESS:
         return Skip(bypass_sandbox=True)
     if shadows is not None:
         if policy is ApprovalPolicy.NEVER:
             return Forbidden(f"patch rejected: {shadows}; give the file another name")
-        return NeedsApproval(shadows)
+        return NeedsApproval(shadows, rule=RULE_PATCH_SHADOWS)
     if all_writable or policy is ApprovalPolicy.ON_FAILURE:
         return Skip()
     if policy is ApprovalPolicy.NEVER:
         return Forbidden(f"patch rejected: {PATCH_OUTSIDE}")
-    return NeedsApproval()
+    return NeedsApproval(rule=RULE_PATCH_OUTSIDE)
 
 
 def patch_can_retry_unsandboxed(policy: ApprovalPolicy) -> bool:
@@ -149,6 +180,7 @@ MCP_DESTRUCTIVE = "The tool says it may change or delete data."
 MCP_UNKNOWN_EFFECTS = "The tool does not say that it only reads and stays on this machine."
 MCP_NOT_READ_ONLY = "The tool does not say that it only reads."
 MCP_ALWAYS_ASK = "This server's tools always ask before they run."
+RULE_MCP = "An MCP tool runs on its own server, which the sandbox does not confine."
 
 
 def _hint(annotations: Mapping[str, Any] | None, name: str) -> bool | None:
@@ -180,19 +212,25 @@ def mcp_approval_requirement(
     if approval_policy is ApprovalPolicy.NEVER or mode == "approve":
         return run
     if mode == "prompt":
-        return NeedsApproval(MCP_ALWAYS_ASK, bypass_sandbox=True)
+        return _mcp_asks(MCP_ALWAYS_ASK)
     read_only = _hint(annotations, "readOnlyHint") is True
     if mode == "writes":
-        return run if read_only else NeedsApproval(MCP_NOT_READ_ONLY, bypass_sandbox=True)
+        return run if read_only else _mcp_asks(MCP_NOT_READ_ONLY)
     destructive = _hint(annotations, "destructiveHint")
     if destructive is True:
-        return NeedsApproval(MCP_DESTRUCTIVE, bypass_sandbox=True)
+        return _mcp_asks(MCP_DESTRUCTIVE)
     if read_only:
         return run
     open_world = _hint(annotations, "openWorldHint")
     if destructive is False and open_world is False:
         return run
-    return NeedsApproval(MCP_UNKNOWN_EFFECTS, bypass_sandbox=True)
+    return _mcp_asks(MCP_UNKNOWN_EFFECTS)
+
+
+def _mcp_asks(why: str) -> NeedsApproval:
+    """An MCP call that asks: the sandbox has no say over the server, so the rule is
+    what the tool says of itself (``why``)."""
+    return NeedsApproval(why, bypass_sandbox=True, rule=f"{RULE_MCP} {why}")
 
 
 PYTHON_IN_KERNEL = "Runs in your kernel, outside the sandbox: it can change your variables."
@@ -203,8 +241,28 @@ KERNEL_READ_ONLY = (
 )
 
 
+def kernel_rule(policy: ApprovalPolicy, function: bool) -> str:
+    """Why a kernel call asks, in the person's words. Where the code runs (outside the
+    sandbox) is said once, under the code on the card, not here again."""
+    if function:
+        return (
+            f"The approval policy is {policy.value}, and your function was offered to "
+            "the agent to ask before each call (offer it with --auto to let it run "
+            "without asking)."
+        )
+    return (
+        f"The approval policy is {policy.value}: code the model writes runs in your "
+        "kernel only once you approve it, as it can change your variables and files."
+    )
+
+
 def kernel_approval_requirement(
-    policy: ApprovalPolicy, sandbox: SandboxMode, reason: str, *, auto: bool = False
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    reason: str,
+    *,
+    auto: bool = False,
+    function: bool = False,
 ) -> Skip | NeedsApproval | Forbidden:
     """Whether code that runs in the kernel's own process needs a person: run_python's
     code, or a person's function offered as a tool (``auto``: registered with
@@ -223,7 +281,18 @@ def kernel_approval_requirement(
         return Forbidden(KERNEL_READ_ONLY)
     if policy is ApprovalPolicy.NEVER:
         return Skip(bypass_sandbox=True)
-    return NeedsApproval(reason, bypass_sandbox=True)
+    return NeedsApproval(reason, bypass_sandbox=True, rule=kernel_rule(policy, function))
+
+
+def kernel_session_scope(sandbox: SandboxMode, what: str) -> str:
+    """What :func:`kernel_session_key` makes "approve for session" cover, in words;
+    ``what`` names the calls (``run_python``, a function's name)."""
+    if sandbox is SandboxMode.READ_ONLY:
+        return (
+            f"this very {what} call (the same code or arguments) runs again without "
+            "asking; any other asks, as the sandbox is read-only"
+        )
+    return f"every later {what} call of this session runs without asking, whatever it runs"
 
 
 def kernel_session_key(sandbox: SandboxMode, tool: Sequence[str], exact: str) -> list[Any]:

@@ -1,5 +1,6 @@
-"""What a tool card shows besides its call: the decision once the question is answered,
-a running command's latest output, and whether the output opens by itself.
+"""What a tool card shows besides its call: the question and why it is asked, the
+decision once it is answered, how long the call ran and waited, a running command's latest
+output, and whether the output opens by itself.
 
 Pure functions over :class:`~agent_magics.ui.state.ToolBlock`, shared by the live cards
 (:mod:`.widgets`) and the static transcript (:mod:`.static_html`), so both say the same.
@@ -7,9 +8,11 @@ Pure functions over :class:`~agent_magics.ui.state.ToolBlock`, shared by the liv
 
 from __future__ import annotations
 
-from agent_magics.tools.approval import ReviewDecision
+from agent_magics.terminal_text import run_and_wait
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.ui.render import COMMAND_TOOLS, PRE_STYLE, esc
 from agent_magics.ui.state import ToolBlock
+from agent_magics.visible import visible
 
 STOPPABLE_TOOLS = (*COMMAND_TOOLS, "write_stdin")  # a running card of these has Stop
 LIVE_TAIL_LINES = 5  # lines of a running command's output shown as it runs
@@ -29,9 +32,12 @@ DECISION_COLORS = {
 }
 
 
+MUTED = "color:#6e7781"
+
+
 def decision_line(block: ToolBlock) -> str:
     """The decision on a call and who made it, as a card shows it once the question is
-    answered (``""`` when nobody was asked)."""
+    answered (``""`` when nobody was asked); a yes for the session says what it covers."""
     d = block.decision
     if d is None:
         return ""
@@ -39,7 +45,59 @@ def decision_line(block: ToolBlock) -> str:
         return "Allowed: approved earlier for this session"
     if block.decided_by_policy:
         return "Denied by the policy" if d is ReviewDecision.DENIED else "Approved by the policy"
+    scope = block.request.session_scope if block.request is not None else None
+    if d is ReviewDecision.APPROVED_FOR_SESSION and scope:
+        return f"{DECIDED_BY_PERSON[d]}: {scope}"
     return DECIDED_BY_PERSON[d]
+
+
+def took_text(block: ToolBlock) -> str:
+    """How long the call ran and, apart, how long it waited for your answer (``""``
+    until it ends). Only a person's answer is a wait: a policy's or a remembered one is
+    not shown as one."""
+    if not block.duration_s:
+        return ""
+    by_person = block.decision is not None and not block.remembered
+    waited = block.waited_s if by_person and not block.decided_by_policy else 0.0
+    return run_and_wait(block.duration_s, waited, ran=block.status not in ("denied", "aborted"))
+
+
+def took_html(block: ToolBlock) -> str:
+    """:func:`took_text` as the card's header ends with it (``""`` until the call ends)."""
+    text = took_text(block)
+    return f' <span style="{MUTED}">({esc(text)})</span>' if text else ""
+
+
+def reason_note(request: ApprovalRequest) -> str | None:
+    """The reason given with a question, beside the rule that asks: a command's is the
+    model's own justification; a kernel call's would repeat the rule and the note under
+    its code; a retry's is the rule itself."""
+    reason = request.reason
+    if not reason or request.retry_without_sandbox or reason in (request.rule or ""):
+        return None
+    if request.tool_name == "run_python" or request.kind == "function":
+        return None
+    return f"The model's reason: {reason}" if request.kind == "exec" else reason
+
+
+def question_html(block: ToolBlock) -> str:
+    """The question above the approval buttons: why it is asked (the rule that applied),
+    the model's reason if it gave one, and what "Approve for session" would cover."""
+    request = block.request
+    ask = "Allow this call?"
+    if request is not None and request.retry_without_sandbox:
+        ask += " (it would run without the sandbox)"
+    lines = [f"<b>{ask}</b>"]
+    if request is None:
+        return lines[0]
+    if request.rule:
+        lines.append(f"<div>Why you are asked: {esc(request.rule)}</div>")
+    if (note := reason_note(request)) is not None:
+        lines.append(f"<div>{esc(visible(note))}</div>")
+    if request.remember_allowed and request.session_scope:
+        scope = esc(request.session_scope)
+        lines.append(f'<div style="{MUTED}">Approve for session: {scope}.</div>')
+    return "".join(lines)
 
 
 def decision_html(block: ToolBlock) -> str:

@@ -77,6 +77,7 @@ class ToolBlock:
     plan: PlanUpdated | None = None
     image: ImageViewed | None = None
     duration_s: float | None = None
+    waited_s: float = 0.0  # of ``duration_s``, the time its questions waited for a person
     server: str | None = None  # an MCP tool's server and own name
     mcp_tool: str | None = None
 
@@ -261,6 +262,7 @@ class Transcript:
 
     def _decide(self, tool: ToolBlock, event: ApprovalDecided) -> None:
         tool.decision, tool.remembered = event.decision, event.cached
+        tool.waited_s += event.waited_s
         tool.decided_by_policy = self.policy_note is not None and not event.cached
         if event.decision is ReviewDecision.DENIED:
             tool.status = "denied"

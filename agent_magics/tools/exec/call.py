@@ -24,6 +24,7 @@ from agent_magics.tools.approval import ApprovalRequest, SandboxPermissions
 from agent_magics.tools.context import ToolInvocation
 from agent_magics.tools.exec.guard import (
     EXEC_REJECTED,
+    EXEC_SESSION_SCOPE,
     approval_key,
     check_permissions,
     model_writable_roots,
@@ -96,6 +97,7 @@ async def run_approved(
         command=tuple(argv),
         reason=args.justification,
         keys=[approval_key(argv, cwd, permissions, tty=tty)],
+        session_scope=EXEC_SESSION_SCOPE,
     )
     requirement = command_approval_requirement(
         turn.approval_policy,

@@ -38,6 +38,14 @@ DENIAL_KEYWORDS = (
 )
 
 
+EXEC_SESSION_SCOPE = (
+    "this same command, in this same folder, runs again without asking; another command, "
+    "another argument or another folder asks again"
+)
+"""What "approve for session" covers, said from :func:`approval_key`: the whole command
+(its every word), the folder and the permissions it asked for."""
+
+
 def approval_key(
     argv: Sequence[str], cwd: Path, permissions: SandboxPermissions, tty: bool | None = None
 ) -> dict[str, Any]:

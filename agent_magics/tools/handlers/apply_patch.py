@@ -23,7 +23,7 @@ from agent_magics.apply_patch import (
 )
 from agent_magics.apply_patch.files import PlainFiles
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.tools.approval import ApprovalRequest, files_scope
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import CustomPayload, ToolInvocation, ToolOutput
@@ -75,6 +75,7 @@ async def run_apply_patch(inv: ToolInvocation, patch_text: str, cwd: Path) -> To
         patch=verified.patch,
         paths=tuple(paths),
         keys=[str(p) for p in paths],
+        session_scope=files_scope(paths),
     )
 
     async def attempt(sandbox: SandboxSpec) -> tuple[str, int, float]:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
 from agent_magics.rust_text import io_error_text
-from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.tools.approval import ApprovalRequest, files_scope
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
@@ -221,6 +221,7 @@ async def _guarded(
         patch=_describe(path, args),
         paths=(path,),
         keys=[str(path)],
+        session_scope=files_scope([path]),
     )
 
     async def attempt(sandbox: SandboxSpec) -> tuple[str, bool]:

@@ -95,6 +95,10 @@ class McpToolHandler:
             # No keys when "approve for session" is not offered: nothing is remembered.
             keys=[approval_key(self.server, self.mcp_tool)] if remembered else [],
             remember_allowed=remembered,
+            session_scope=(
+                f"later calls of {self.mcp_tool} on {self.server}, with any arguments, run "
+                "without asking; its other tools ask"
+            ),
         )
         requirement = mcp_approval_requirement(
             self.tool.annotations, self.approval_mode, turn.approval_policy, turn.sandbox_mode

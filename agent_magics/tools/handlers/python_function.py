@@ -43,6 +43,7 @@ from agent_magics.tools.policy import (
     FUNCTION_ASKS,
     kernel_approval_requirement,
     kernel_session_key,
+    kernel_session_scope,
 )
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec
@@ -84,12 +85,14 @@ class PythonFunctionHandler:
             cwd=turn.cwd,
             arguments=raw,
             keys=kernel_session_key(turn.sandbox_mode, ("function", self.name), raw),
+            session_scope=kernel_session_scope(turn.sandbox_mode, self.name),
         )
         requirement = kernel_approval_requirement(
             turn.approval_policy,
             turn.sandbox_mode,
             FUNCTION_ASKS,
             auto=self.tool.approval == "auto",
+            function=True,
         )
 
         async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
