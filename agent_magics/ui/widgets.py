@@ -55,6 +55,29 @@ def image_widget(data_url: str) -> W.Image | None:
     return W.Image(value=data, format=fmt, layout=W.Layout(max_width="100%"))
 
 
+def close_widgets(*roots: W.Widget) -> None:
+    """Close these widgets and every widget they hold (children, layout, style).
+
+    Each widget keeps a comm and its place in ipywidgets' registry until it is closed, so
+    a finished turn's widgets (about a hundred, with their layouts and styles) stayed in
+    the kernel for good once the static transcript had replaced them. Closing also tells
+    the front end to drop their models, so no widget state of theirs is saved."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        widget = stack.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        for name in widget.keys:
+            value = getattr(widget, name, None)
+            if isinstance(value, W.Widget):
+                stack.append(value)
+            elif isinstance(value, (tuple, list)):
+                stack.extend(v for v in value if isinstance(v, W.Widget))
+        widget.close()
+
+
 class ToolCard:
     """One tool call: header, arguments, plan or image, approval buttons (once answered,
     the decision in their place), a running command's latest output and its Stop button,
@@ -129,6 +152,12 @@ class ToolCard:
         self.stop_button.description = "Stopping…"
         self._on_stop(self.call_id)
 
+    def close(self) -> None:
+        """Close the card's widgets, also those not shown now (the answered buttons, Stop)."""
+        close_widgets(self.root, self.stop_button, *self.buttons.values())
+        self.buttons.clear()
+        self._on_decide = self._on_stop = None
+
     def update(self, block: ToolBlock) -> None:
         self.header.value = render.card_header_html(block)
         if block.status == "waiting" and block.request is not None and self._on_decide:
@@ -180,7 +209,8 @@ class ToolCard:
         elif block.image is not None and block.image is not self._shown_image:
             self._shown_image = block.image
             image = image_widget(block.image.data_url or "")
-            self.extra.children = (image,) if image is not None else ()
+            replaced, self.extra.children = self.extra.children, (image,) if image else ()
+            close_widgets(*replaced)
         elif block.images and not self.extra.children:  # figures a tool's output carries
             shown = [image_widget(url) for url in block.images]
             self.extra.children = tuple(w for w in shown if w is not None)
@@ -253,6 +283,7 @@ class TranscriptView:
         self._dirty: dict[int, Block] = {}
         self.throttle = Throttle(self._flush, schedule, interval, clock)
         self.handle: Any = None
+        self.closed = False
         self._flush()
 
     def __call__(self, event: Event) -> None:
@@ -292,6 +323,21 @@ class TranscriptView:
         self._flush()
         if self.handle is not None:
             self.handle.update(TranscriptDocument(self.state))
+            self.close()  # only now: the cell shows the document, no longer these widgets
+
+    def close(self) -> None:
+        """Close every widget of the turn and let go of them: their comms, models and
+        callbacks (which hold the approver and the controller) would otherwise stay in
+        the kernel until it exits."""
+        self.closed = True
+        self.throttle.cancel()
+        for view in self._views.values():
+            if isinstance(view, ToolCard):
+                view.close()
+        close_widgets(self.root)
+        self.cards.clear()
+        self._views.clear()
+        self._dirty.clear()
 
     def _view_for(self, block: Block) -> ToolCard | TextView | NoticeView | DiffView:
         view = self._views.get(id(block))
@@ -309,6 +355,8 @@ class TranscriptView:
         return view
 
     def _flush(self) -> None:
+        if self.closed:
+            return  # a late event: the widgets are gone, the document shows the turn
         dirty, self._dirty = self._dirty, {}
         if self.state.status in ("failed", "aborted"):
             dirty |= {id(t): t for t in self.state.tools}
