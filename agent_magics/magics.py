@@ -248,7 +248,7 @@ class AgentMagics(Magics):
         source, note = self.trust.settle_in_cell(
             project, headless is not None, loop, config, rebuild
         )
-        view, approver = self.agent.make_view(loop, headless)
+        view, approver = self.agent.make_view(loop, headless, awaited=args._awaited)
         if note is not None:
             view.note(note)
         if not args._awaited:

@@ -48,7 +48,7 @@ def test_a_headless_notebook_explains_the_first_denial_once_and_counts_them(
     (bundle,) = data  # one display, replaced by the finished transcript
     markdown, html = bundle["text/markdown"], bundle["text/html"]
     note = HEADLESS_NOTES["deny"]
-    assert markdown.count("· denied · ") == 2
+    assert markdown.count("· denied") == 2
     assert markdown.count(note) == 1  # said once, on the first denied call
     assert markdown.index(note) < markdown.index("`touch two.txt`")
     assert "*2 tool calls denied by the headless policy.*" in markdown

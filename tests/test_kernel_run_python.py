@@ -114,10 +114,11 @@ def test_the_timeout_interrupts_a_busy_loop(kernel: Kernel) -> None:
 
 def markdown_of(kernel: Kernel, msg_id: str) -> str:
     shown = [
-        m["content"]["data"].get("text/markdown", "")
+        m["content"]["data"]["text/markdown"]
         for m in kernel.log
         if m["parent_header"].get("msg_id") == msg_id
         and m["msg_type"] in ("display_data", "update_display_data")
+        and "text/markdown" in m["content"]["data"]
     ]
     return shown[-1] if shown else ""
 
@@ -136,7 +137,16 @@ def test_in_a_cell_that_awaits_the_turn(kernel: Kernel) -> None:
         kernel.wait_for(lambda: kernel.idle(msg_id), timeout=30)
         transcript = markdown_of(kernel, msg_id)
         assert f"```python\n{FIGURE}\n```" in transcript
-        assert "![output image 1](data:image/png;base64," in transcript
+        assert "*output image 1: shown below the transcript*" in transcript
+        figures = [  # the figure is kept once, as an output of its own
+            m["content"]["data"]
+            for m in kernel.log
+            if m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] == "display_data"
+            and "image/png" in m["content"]["data"]
+        ]
+        assert [f["text/plain"] for f in figures] == ["<output image 1>"]
+        assert "base64" not in transcript
         assert transcript.endswith("**Turn interrupted.**")
         assert "printed-by-agent" not in stream_text(kernel)
         following = kernel.run("print('next', made)")

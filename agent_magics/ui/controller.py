@@ -141,19 +141,24 @@ class Controller:
     # -- turns -----------------------------------------------------------------------------
 
     def make_view(
-        self, loop: asyncio.AbstractEventLoop, headless: HeadlessMode | None
+        self, loop: asyncio.AbstractEventLoop, headless: HeadlessMode | None, awaited: bool
     ) -> tuple[TurnView, Approver]:
-        """Widgets and click approvals, or (headless) a static transcript and a policy."""
+        """Widgets and click approvals, or (headless) a static transcript and a policy.
+        A cell that waits for its turn gets the turn's figures as outputs of their own
+        (see :mod:`.figures`); a turn in the background keeps them in its transcript."""
+        show_figure = display if awaited else None
         if headless is not None:
             view = StaticTranscript(
                 lambda md: display(md, display_id=True),
                 loop_scheduler(loop),
                 policy_note=HEADLESS_NOTES[headless],
+                show_figure=show_figure,
             )
             return view, headless_approver(headless)
         approver = WidgetApprover(loop)
         widgets = TranscriptView(loop_scheduler(loop), approver.decide, on_stop=self.stop_call)
         widgets.handle = display(widgets.root, display_id=True)
+        widgets.show_figure = show_figure
         return widgets, approver
 
     async def run_turn(

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.termsafe import terminal_safe
+from agent_magics.ui.figures import Figure, show_figures
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.state import NoticeBlock, Transcript
 from agent_magics.ui.static_html import TranscriptDocument, settle
@@ -61,16 +62,18 @@ class StaticTranscript:
         schedule: Scheduler,
         *,
         policy_note: str | None = None,
+        show_figure: Callable[[Figure], Any] | None = None,
         interval: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = Transcript(policy_note=policy_note)
+        self.show_figure = show_figure  # None: figures stay in the transcript's HTML
         self._finished = False
         self._handle = show(Markdown(self.markdown()))
         self.throttle = Throttle(self._flush, schedule, interval, clock)
 
     def markdown(self) -> str:
-        return transcript_markdown(self.state)
+        return transcript_markdown(self.state, self.show_figure is not None)
 
     def __call__(self, event: Event) -> None:
         self.state.apply(event)
@@ -98,10 +101,13 @@ class StaticTranscript:
         settle(self.state)
         self.throttle.cancel()
         self._finished = True
-        self._flush()
-
-    def _flush(self) -> None:
         if self._handle is None:
             return
-        shown = TranscriptDocument(self.state) if self._finished else Markdown(self.markdown())
-        self._handle.update(shown)
+        document = TranscriptDocument(self.state, self.show_figure is not None)
+        self._handle.update(document)
+        if self.show_figure is not None:
+            show_figures(document.figures, self.show_figure)
+
+    def _flush(self) -> None:
+        if self._handle is not None and not self._finished:
+            self._handle.update(Markdown(self.markdown()))

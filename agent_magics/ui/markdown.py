@@ -11,6 +11,7 @@ from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
 from agent_magics.terminal_text import call_workdir
 from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
+from agent_magics.ui.figures import figure_words
 from agent_magics.ui.render import (
     STATUS_LABELS,
     call_summary,
@@ -42,7 +43,9 @@ def plan_markdown(plan: PlanUpdated) -> str:
     return "\n".join(lines)
 
 
-def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
+def tool_markdown(
+    block: ToolBlock, policy_note: str | None = None, figures_apart: bool = False
+) -> str:
     summary = call_summary(block.tool_name, block.arguments, block.kind)
     decided = decision_text(block)
     head = f"**{block.label}** {inline_code(summary)} · {STATUS_LABELS[block.status]}"
@@ -63,10 +66,14 @@ def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
         parts.append(where + ("" if source is None else ":\n\n" + fence(visible(source), lang)))
     if block.plan is not None:
         parts.append(plan_markdown(block.plan))
+    # an image is named, not embedded: the HTML or an output of its own keeps it once
     if block.image is not None and block.image.data_url:
-        parts.append(f"![{block.image.path}]({block.image.data_url})")
+        parts.append(f"*{figure_words(block.image.path, figures_apart)}*")
     if block.image is None:  # images a tool's output carries (a figure of run_python)
-        parts.extend(f"![output image {n}]({url})" for n, url in enumerate(block.images, 1))
+        n = len(block.images)
+        parts.extend(
+            f"*{figure_words(f'output image {i}', figures_apart)}*" for i in range(1, n + 1)
+        )
     denied = denied_by_policy_block(block)
     if denied and policy_note:
         parts.append(f"> {policy_note}")
@@ -79,15 +86,16 @@ def tool_markdown(block: ToolBlock, policy_note: str | None = None) -> str:
     return "\n\n".join(parts)
 
 
-def transcript_markdown(t: Transcript) -> str:
-    """The whole turn as markdown, readable in a saved notebook without widget state."""
+def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:
+    """The whole turn as markdown, readable in a saved notebook without widget state;
+    its figures are named in words (``figures_apart``: they are outputs of their own)."""
     parts: list[str] = []
     for block in t.blocks:
         if isinstance(block, TextBlock):
             if block.text.strip():
                 parts.append(block.text.strip())
         elif isinstance(block, ToolBlock):
-            parts.append(tool_markdown(block, note_for(t, block)))
+            parts.append(tool_markdown(block, note_for(t, block), figures_apart))
         elif isinstance(block, DiffBlock):
             parts.append(turn_diff_markdown(block.files))
         else:

@@ -23,6 +23,7 @@ from agent_magics.termsafe import terminal_safe
 from agent_magics.ui import render
 from agent_magics.ui.card_text import decision_html, output_opens
 from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
+from agent_magics.ui.figures import figure_words
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.render import PRE_STYLE, esc
 from agent_magics.ui.state import (
@@ -72,10 +73,15 @@ def arguments_html(block: ToolBlock) -> str:
 
 
 class ImageBudget:
-    """Embeds images while the transcript's budget lasts; says so when it runs out."""
+    """Keeps images while the transcript's budget lasts; says so when it runs out. With
+    ``apart``, a kept image is named in words and gathered in ``figures`` (``(url,
+    alt)``), to be shown once as an output of its own (:mod:`.figures`); else it is
+    embedded here."""
 
-    def __init__(self, limit: int = IMAGE_BUDGET_BYTES) -> None:
+    def __init__(self, limit: int = IMAGE_BUDGET_BYTES, apart: bool = False) -> None:
         self.left = limit
+        self.apart = apart
+        self.figures: list[tuple[str, str]] = []
 
     def html(self, url: str, alt: str) -> str:
         if not EMBEDDED_IMAGE.match(url):
@@ -87,6 +93,9 @@ class ImageBudget:
                 f"transcript embeds at most {IMAGE_BUDGET_BYTES / 1e6:g} MB of images.</i></div>"
             )
         self.left -= len(url)
+        if self.apart:
+            self.figures.append((url, alt))
+            return f'<div style="{MUTED}"><i>{esc(figure_words(alt, True))}</i></div>'
         src, text = html.escape(url, quote=True), html.escape(alt, quote=True)
         return f'<img src="{src}" alt="{text}" style="max-width:100%">'
 
@@ -120,9 +129,11 @@ def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = N
     return f'<div style="{CARD_STYLE}">{"".join(parts)}</div>'
 
 
-def transcript_html(t: Transcript, image_budget: int = IMAGE_BUDGET_BYTES) -> str:
+def transcript_html(
+    t: Transcript, image_budget: int = IMAGE_BUDGET_BYTES, images: ImageBudget | None = None
+) -> str:
     """The whole turn: answers, tool calls, notes, how it ended and the tokens it used."""
-    images = ImageBudget(image_budget)
+    images = images if images is not None else ImageBudget(image_budget)
     parts: list[str] = []
     for block in t.blocks:
         if isinstance(block, TextBlock):
@@ -151,11 +162,15 @@ def settle(t: Transcript) -> None:
 
 class TranscriptDocument:
     """The finished turn for a cell's output: HTML, the same as markdown, and that
-    markdown made safe for a terminal as plain text."""
+    markdown made safe for a terminal as plain text. Each figure is kept once (see
+    :mod:`.figures`): embedded in the HTML, or with ``figures_apart`` gathered in
+    ``figures`` for outputs of their own; the text names it in words."""
 
-    def __init__(self, t: Transcript) -> None:
-        self.html = transcript_html(t)
-        self.markdown = transcript_markdown(t)
+    def __init__(self, t: Transcript, figures_apart: bool = False) -> None:
+        images = ImageBudget(apart=figures_apart)
+        self.html = transcript_html(t, images=images)
+        self.figures = images.figures
+        self.markdown = transcript_markdown(t, figures_apart)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {

@@ -20,6 +20,7 @@ import ipywidgets as W
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import card_text, render
+from agent_magics.ui.figures import Figure, show_figures
 from agent_magics.ui.state import Block, DiffBlock, NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.ui.static_html import TranscriptDocument, settle
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
@@ -283,6 +284,7 @@ class TranscriptView:
         self._dirty: dict[int, Block] = {}
         self.throttle = Throttle(self._flush, schedule, interval, clock)
         self.handle: Any = None
+        self.show_figure: Callable[[Figure], Any] | None = None  # figures as outputs
         self.closed = False
         self._flush()
 
@@ -322,7 +324,10 @@ class TranscriptView:
             self._dirty[id(tool)] = tool
         self._flush()
         if self.handle is not None:
-            self.handle.update(TranscriptDocument(self.state))
+            document = TranscriptDocument(self.state, self.show_figure is not None)
+            self.handle.update(document)
+            if self.show_figure is not None:
+                show_figures(document.figures, self.show_figure)
             self.close()  # only now: the cell shows the document, no longer these widgets
 
     def close(self) -> None:
