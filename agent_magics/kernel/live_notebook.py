@@ -22,7 +22,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
@@ -50,7 +50,7 @@ class JupyterServer:
     """Where a Jupyter server answers: ``url`` ends with ``/``, ``token`` may be empty."""
 
     url: str
-    token: str = ""
+    token: str = field(default="", repr=False)  # a secret: never in a message or a log
     root_dir: str | None = None
 
     @property
@@ -78,15 +78,25 @@ def running_servers(runtime_dir: str) -> list[dict[str, Any]]:
     return found
 
 
+PAGES = ("lab", "tree", "notebooks", "doc", "edit", "voila")
+"""Path segments that start a front end's page after the server's base URL."""
+
+
 def server_from_url(url: str) -> JupyterServer:
-    """A server from a URL as Jupyter prints it (``http://host:8888/lab?token=abc``)."""
+    """A server from a URL as Jupyter prints it (``http://host:8888/lab?token=abc``),
+    under a URL prefix too (``.../user/labs-demo-x1/lab/tree/a.ipynb``, as JupyterHub
+    and Binder name a person's server): the page starts at the first whole segment that
+    names one, after JupyterHub's ``user/<name>``."""
     parts = urlsplit(url)
     token = parse_qs(parts.query).get("token", [""])[0]
-    path = parts.path
-    for page in ("/lab", "/tree", "/notebooks"):
-        if page in path:
-            path = path[: path.index(page)]
-    base = urlunsplit((parts.scheme, parts.netloc, path.rstrip("/") + "/", "", ""))
+    segments = parts.path.split("/")
+    first = 3 if segments[1:2] == ["user"] and len(segments) >= 3 else 1
+    for at in range(first, len(segments)):
+        if segments[at] in PAGES:
+            segments = segments[:at]
+            break
+    path = "/".join(segments).rstrip("/") + "/"
+    base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return JupyterServer(base, token)
 
 
@@ -240,6 +250,10 @@ async def _session_path(
     response = await client.get(server.url + "api/sessions")
     if response.status_code in (401, 403):
         raise LiveUnavailable(f"its Jupyter server at {server.shown} refused the kernel's token")
+    if response.status_code == 404:  # a prefix (JupyterHub's /user/<name>/) left out or wrong
+        raise LiveUnavailable(
+            f"no Jupyter server answers at {server.shown} (HTTP 404: check the URL's prefix)"
+        )
     if response.status_code != 200:
         return None
     for session in response.json():

@@ -62,15 +62,23 @@ def _images(found: list[tuple[str, bytes]]) -> tuple[list[ContentItem], list[str
     return items, notes
 
 
-async def _read_open(live: LiveNotebook, path: Path) -> tuple[Any, str]:
-    """The open notebook from its editor, or from its file with a line saying why."""
+FROM_FILE_AGAIN = "(read from the file, as before: unsaved edits in the editor are not shown)"
+
+
+async def _read_open(live: LiveNotebook, path: Path, said: bool) -> tuple[Any, str, bool]:
+    """The open notebook from its editor, or from its file with a line saying why (the
+    why once: ``said`` when an earlier call of the session gave it), and whether it came
+    from the file."""
     try:
         doc = await live.open()
     except LiveUnavailable as exc:
         nb = await asyncio.to_thread(read_notebook_file, path)
-        return nb, f"(read from the file: unsaved edits in the editor are not shown, {exc.reason})"
+        if said:
+            return nb, FROM_FILE_AGAIN, True
+        why = f"(read from the file: unsaved edits in the editor are not shown, {exc.reason})"
+        return nb, why, True
     try:
-        return doc.notebook(), "(read from the editor's document, unsaved edits included)"
+        return doc.notebook(), "(read from the editor's document, unsaved edits included)", False
     finally:
         await doc.close()
 
@@ -84,6 +92,7 @@ class ReadNotebookHandler:
 
     def __init__(self, live: LiveNotebook | None = None) -> None:
         self.live = live
+        self.said_why = False  # why the open notebook is read from its file, said once
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return read_notebook_spec(config)
@@ -95,7 +104,8 @@ class ReadNotebookHandler:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
         if self.live is not None and await self.live.owns(path):
-            nb, source = await _read_open(self.live, path)
+            nb, source, from_file = await _read_open(self.live, path, self.said_why)
+            self.said_why = self.said_why or from_file
         else:
             nb, source = await asyncio.to_thread(read_notebook_file, path), ""
         if args.start_cell > max(len(nb.cells), 1):

@@ -1,0 +1,220 @@
+"""Live notebook edits on a server under a URL prefix with a token, as Binder and
+JupyterHub run it (``/user/<name>/``), and what the tools say when the live document
+cannot be reached.
+
+The turn test is the person's setup: a real ``jupyter server`` with jupyter-collaboration
+started with ``--ServerApp.base_url=/user/labs-someone/`` (a Binder-style name) and a
+token, the kernel started by it for the notebook through the REST API, and ``%%agent``
+turns in that kernel whose scripted model calls read_notebook and edit_notebook; a peer of
+the notebook's room checks that the cells went into the live document. The token never
+reaches the model nor the cell's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from agent_magics.kernel.live_notebook import (
+    PARENT_PID_ENV,
+    SERVER_URL_ENV,
+    KernelLiveNotebook,
+    find_server,
+    server_from_url,
+)
+from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
+from agent_magics.testing import message as say
+from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
+from agent_magics.tools.notebook_doc import SESSION_ENV
+from tests.browser import free_port, stop_server
+from tests.kernels import agent_cell
+from tests.test_jupyter_files import ServerKernel, turns_done
+from tests.test_live_notebook import Recorder, call, write_notebook
+
+PREFIX = "/user/labs-someone/"  # Binder names a person's server after the repository
+TOKEN = "prefix-test-token-5f1c"
+nbf: Any = nbformat
+
+
+def test_a_url_under_a_prefix_keeps_its_prefix() -> None:
+    """A page's name is a whole path segment: ``/user/labs-x/`` is not cut at ``/lab``."""
+    cases = {
+        "http://127.0.0.1:8888/lab?token=abc": "http://127.0.0.1:8888/",
+        f"http://127.0.0.1:8888{PREFIX}lab/tree/a.ipynb?token=t": f"http://127.0.0.1:8888{PREFIX}",
+        "http://127.0.0.1/user/notebooks-demo/notebooks/a.ipynb": "http://127.0.0.1/user/notebooks-demo/",
+        "http://127.0.0.1/user/tree/tree": "http://127.0.0.1/user/tree/",
+        "http://127.0.0.1/user/someone": "http://127.0.0.1/user/someone/",
+        "http://127.0.0.1/user/lab": "http://127.0.0.1/user/lab/",
+        "http://127.0.0.1/treehouse/lab/workspaces/auto-x": "http://127.0.0.1/treehouse/",
+    }  # fmt: skip
+    assert {url: server_from_url(url).url for url in cases} == cases
+    server = server_from_url(f"http://127.0.0.1:8888{PREFIX}lab?token={TOKEN}")
+    assert server.token == TOKEN and TOKEN not in repr(server)
+
+
+async def test_a_notebook_read_from_its_file_says_why_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server is gone (nothing listens at its URL): each read comes from the file and
+    says so, the reason only the first time; the token is in no answer."""
+    pytest.importorskip("jupyter_ydoc", reason="pip install -e '.[live]'")
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    nb = tmp_path / "a.ipynb"
+    write_notebook(nb)
+    port = free_port()
+    gone = f"http://127.0.0.1:{port}{PREFIX}lab?token={TOKEN}"
+    live = KernelLiveNotebook(None, {SESSION_ENV: str(nb), SERVER_URL_ENV: gone})
+    handler, recorder = ReadNotebookHandler(live), Recorder([])
+    answers = [(await call(handler, tmp_path, {"path": "a.ipynb"}, recorder))[0] for _ in "abc"]
+    first = answers[0].splitlines()[0]
+    assert first.startswith(f"{nb}: 2 cells, nbformat 4.5, language unknown (read from the file: ")
+    server = f"http://127.0.0.1:{port}{PREFIX.rstrip('/')}"
+    assert first.endswith(f"its Jupyter server at {server} did not answer (ConnectError))")
+    for later in answers[1:]:
+        assert (
+            later.splitlines()[0]
+            == f"{nb}: 2 cells, nbformat 4.5, language unknown {FROM_FILE_AGAIN}"
+        )
+    assert all("--- cell 1 · id one · code" in a and TOKEN not in a for a in answers)
+
+
+# -- a real server under a prefix, its kernel, and turns in it ----------------------------
+
+
+class PrefixServer:
+    """``jupyter server`` with jupyter-collaboration started in ``project`` under
+    :data:`PREFIX` on 127.0.0.1 with :data:`TOKEN`."""
+
+    def __init__(self, tmp_path: Path, project: Path) -> None:
+        pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
+        self.project, self.runtime = project, tmp_path / "runtime"
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
+                   JUPYTER_CONFIG_DIR=str(tmp_path / "config"))  # fmt: skip
+        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={free_port()}",
+                f"--ServerApp.base_url={PREFIX}", f"--IdentityProvider.token={TOKEN}",
+                f"--ServerApp.root_dir={project}"]  # fmt: skip
+        self.log = (tmp_path / "server.log").open("w")
+        self.process = subprocess.Popen(
+            argv, env=env, cwd=project, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while (server := find_server({PARENT_PID_ENV: str(self.process.pid)}, str(self.runtime),
+                                     None)) is None or not self._answers(server.url):  # fmt: skip
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.close()
+                raise RuntimeError((tmp_path / "server.log").read_text())
+            time.sleep(0.2)
+        self.url = server.url  # ends with the prefix and /
+
+    def _answers(self, url: str) -> bool:
+        try:
+            urllib.request.urlopen(f"{url}api/status?token={TOKEN}", timeout=5).close()
+        except OSError:
+            return False
+        return True
+
+    def start_kernel(self, notebook: str) -> Path:
+        """A session for ``notebook``, as JupyterLab opens it; its kernel's connection file."""
+        body = {"path": notebook, "name": notebook, "type": "notebook",
+                "kernel": {"name": "python3"}}  # fmt: skip
+        request = urllib.request.Request(
+            f"{self.url}api/sessions",
+            json.dumps(body).encode(),
+            {"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            kernel_id = json.loads(answer.read())["kernel"]["id"]
+        return self.runtime / f"kernel-{kernel_id}.json"
+
+    def close(self) -> None:
+        stop_server(self.process, self.log)
+
+
+@pytest.fixture
+def prefixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PrefixServer]:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_notebook(folder / "a.ipynb")
+    server = PrefixServer(tmp_path, folder)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server.runtime))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def read_and_insert(n: int, source: str) -> list[Turn]:
+    insert = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
+              "new_source": source}  # fmt: skip
+    return [
+        [function_call("read_notebook", {"path": "a.ipynb"}, f"r{n}")],
+        [function_call("edit_notebook", insert, f"e{n}")],
+        [say(f"turn {n} done")],
+    ]
+
+
+async def live_sources(server: PrefixServer) -> list[str]:
+    """The cells of the notebook's live document, as a peer of its room reads them."""
+    env = {SESSION_ENV: str(server.project / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
+    doc = await KernelLiveNotebook(None, env).open()
+    try:
+        return [str(c.source) for c in doc.notebook().cells]
+    finally:
+        await doc.close()
+
+
+@pytest.mark.slow
+async def test_a_turn_edits_the_open_notebook_on_a_server_under_a_prefix(
+    prefixed: PrefixServer,
+) -> None:
+    pytest.importorskip("pycrdt", reason="pip install -e '.[browser]'")
+    nb = prefixed.project / "a.ipynb"
+    kernel = ServerKernel(prefixed.start_kernel("a.ipynb"), prefixed.project)
+    page = f"{prefixed.url}lab/tree/a.ipynb?token={TOKEN}"  # as the person's browser shows it
+    wrong = f"{prefixed.url.replace(PREFIX, '/user/someone-else/')}?token={TOKEN}"
+    script = read_and_insert(1, "found = 1") + read_and_insert(4, "named = 2")
+    script += [[function_call("read_notebook", {"path": "a.ipynb"}, f"r{n}")] for n in (7, 8)]
+    script += [[say("turn 3 done")]]
+    try:
+        kernel.run("%load_ext agent_magics")
+        with ScriptedResponsesServer(script) as model:
+            # 1: the kernel finds its server (under the prefix) on its own
+            kernel.run(agent_cell(model.base_url, "-a never", "add a cell"), timeout=120)
+            kernel.wait_for(lambda: turns_done(kernel) == 1, timeout=90)
+            # 2: the server named by the URL of the person's page
+            kernel.run(f"import os; os.environ[{SERVER_URL_ENV!r}] = {page!r}")
+            kernel.run(agent_cell(model.base_url, "-a never", "add another"), timeout=120)
+            kernel.wait_for(lambda: turns_done(kernel) == 2, timeout=90)
+            # 3: a URL with the wrong prefix: read from the file, said why once
+            kernel.run(f"os.environ[{SERVER_URL_ENV!r}] = {wrong!r}")
+            kernel.run(agent_cell(model.base_url, "-a never", "read it twice"), timeout=120)
+            kernel.wait_for(lambda: turns_done(kernel) == 3, timeout=90)
+            live = await live_sources(prefixed)
+            shown = " ".join(kernel.html_values())
+            sent = json.dumps(model.requests)
+    finally:
+        kernel.close()
+    for n in (1, 4):
+        read, edit = model.outputs(n)[f"r{n}"], model.outputs(n + 1)[f"e{n}"]
+        assert "(read from the editor's document, unsaved edits included)" in read, read
+        assert edit.endswith(f"in {nb}, the notebook open in the user's editor"), edit
+    assert live == ["x = 1", "named = 2", "found = 1", "# Notes"]
+    first, second = model.outputs(7)["r7"], model.outputs(8)["r8"]
+    assert (
+        "(read from the file: unsaved edits in the editor are not shown, no Jupyter server "
+        in first
+    )
+    assert "/user/someone-else (HTTP 404: check the URL's prefix))" in first
+    assert FROM_FILE_AGAIN in second and "HTTP 404" not in second
+    assert TOKEN not in sent and TOKEN not in shown
