@@ -169,12 +169,22 @@ class AgentMagics(Magics):
         try:
             config = self.build_config(sticky, overrides)
         except UserError as exc:
+            if args._awaited:  # the cell fails, so a headless run or Run All stops here
+                raise self._failed(str(exc)) from None
             print(f"agent: {exc}", file=sys.stderr)
             return None
         if args.new:
             self.agent.end_session()
         self._sticky, self._sticky_overrides = sticky, overrides
         return config
+
+    @staticmethod
+    def _failed(message: str) -> Exception:
+        """What a cell that waits for its turn raises when the turn cannot start, as
+        when it fails (see :meth:`.ui.controller.Controller.wait`)."""
+        from agent_magics.ui.runner import AgentTurnFailed
+
+        return AgentTurnFailed(message)
 
     def _headless_now(self) -> bool:
         if self.headless != "auto":
@@ -228,7 +238,10 @@ class AgentMagics(Magics):
     def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[str | None] | None:
         prompt = cell.strip()
         if not prompt:
-            print("agent: the cell is empty; write the prompt below the %%agent line.")
+            empty = "the cell is empty; write the prompt below the %%agent line."
+            if args._awaited:
+                raise self._failed(empty[0].upper() + empty[1:])
+            print(f"agent: {empty}")
             return None
         config = self._configure(args)
         if config is None:

@@ -1,7 +1,8 @@
 """A notebook run headlessly whose %%agent turn could not run (no model configured, the
-server unreachable, a model the server does not have) fails its cell: nbclient and
-``jupyter nbconvert --execute`` stop there with a non-zero exit and the one sentence,
-as ``agent-magics exec`` exits 1, and the cells after it do not run.
+server unreachable, a model the server does not have, a bad setting, a blank prompt)
+fails its cell: nbclient and ``jupyter nbconvert --execute`` stop there with a non-zero
+exit and the one sentence, as ``agent-magics exec`` exits 1, and the cells after it do
+not run.
 
 Before, the cell stayed green and the run exited 0, the failure only in the saved
 transcript. Real kernels, a real closed port on 127.0.0.1, a real server answering 404."""
@@ -44,28 +45,32 @@ def closed_port() -> int:
 
 @contextmanager
 def failing_cell(case: str) -> Iterator[tuple[str, str]]:
-    """The %%agent line for ``case`` and the sentence the person must read."""
+    """The %%agent cell for ``case`` and the sentence the person must read."""
     if case == "no model":
-        yield f"%%agent {QUICK}", "No model is configured"
+        yield f"%%agent {QUICK}\ngo", "No model is configured"
+    elif case == "bad setting":
+        yield f"%%agent {QUICK} -c request_max_retries=500\ngo", "request_max_retries"
+    elif case == "empty cell":
+        yield f"%%agent {QUICK}\n  \n", "The cell is empty"
     elif case == "unreachable":
         url = f"http://127.0.0.1:{closed_port()}/v1"
-        yield f"%%agent --base-url {url} {QUICK}", "127.0.0.1"
+        yield f"%%agent --base-url {url} {QUICK}\ngo", "127.0.0.1"
     else:
         server = FaultServer([Answer(status=404, body=UNKNOWN)])
         try:
             yield (
-                f"%%agent --base-url {server.base_url} -m nope {QUICK}",
+                f"%%agent --base-url {server.base_url} -m nope {QUICK}\ngo",
                 "The model server has no model 'nope'",
             )
         finally:
             server.close()
 
 
-def notebook(agent_line: str) -> nbformat.NotebookNode:
+def notebook(agent_cell: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext agent_magics"),
-        nbformat.v4.new_code_cell(f"{agent_line}\ngo"),
+        nbformat.v4.new_code_cell(agent_cell),
         nbformat.v4.new_code_cell("print('ran after the turn')"),
     ]
     return nb
@@ -81,7 +86,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("case", ["no model", "unreachable", "unknown model"])
+@pytest.mark.parametrize(
+    "case", ["no model", "unreachable", "unknown model", "bad setting", "empty cell"]
+)
 @pytest.mark.parametrize("python", KERNEL_PYTHONS)
 def test_nbclient_stops_at_a_turn_that_could_not_run(python: str, case: str, home: Path) -> None:
     kernel = write_kernelspec(python, home / "specs")
@@ -96,8 +103,9 @@ def test_nbclient_stops_at_a_turn_that_could_not_run(python: str, case: str, hom
     (error,) = [o for o in nb.cells[1].outputs if o["output_type"] == "error"]
     assert error["ename"] == "AgentTurnFailed" and sentence in error["evalue"]
     assert error["traceback"] == [f"AgentTurnFailed: {error['evalue']}"]  # no code of ours
-    shown = [o["data"]["text/markdown"] for o in nb.cells[1].outputs if "data" in o]
-    assert shown and sentence in shown[-1]  # the saved transcript says it too
+    if case not in ("bad setting", "empty cell"):  # those stop before a turn begins
+        shown = [o["data"]["text/markdown"] for o in nb.cells[1].outputs if "data" in o]
+        assert shown and sentence in shown[-1]  # the saved transcript says it too
     assert nb.cells[2].outputs == []  # the run stopped at the failed cell
 
 
