@@ -241,6 +241,16 @@ class TurnFailed:
 
 
 @dataclass(frozen=True)
+class CellPlaced:
+    """Where an ``edit_notebook`` call acts, as a person finds it in the notebook: the
+    cell's position and first line (``cell 4 ("import pandas as pd")``), since the id
+    the model names it by is one JupyterLab never shows."""
+
+    call_id: str
+    place: str
+
+
+@dataclass(frozen=True)
 class TurnAbortedEvent:
     """The turn stopped before its end: ``reason`` is ``interrupted`` or why it was aborted."""
 
@@ -264,6 +274,7 @@ Event = (
     | ToolCallFinished
     | PlanUpdated
     | ImageViewed
+    | CellPlaced
     | RetryScheduled
     | TurnDiff
     | ModuleShadowed

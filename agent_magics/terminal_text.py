@@ -181,9 +181,9 @@ def run_and_wait(duration_s: float, waited_s: float, ran: bool = True) -> str:
     """How long a call took, with the time it waited for a person's answer said apart:
     ``0.3 s, after waiting 2 min 3 s for you``. A tool's duration is measured from the
     call's start, question included, so the wait is taken out of the run time; a call
-    that never ran (denied) has only its wait."""
+    that never ran (denied) has only its wait, if any (``""``)."""
     run = span(max(0.0, duration_s - waited_s))
     if waited_s < 0.05:  # an answer within a tenth of a second: no wait worth saying
-        return run
+        return run if ran else ""
     wait = f"after waiting {span(waited_s)} for you"
     return f"{run}, {wait}" if ran else wait

@@ -109,19 +109,22 @@ def test_which_notebook_the_kernel_belongs_to(tmp_path: Path) -> None:
 def test_the_card_shows_the_proposed_cell_with_a_copy_button() -> None:
     args = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
             "new_source": "y = x < 2"}  # fmt: skip
-    block = ToolBlock("c1", "edit_notebook", json.dumps(args))
+    block = ToolBlock("c1", "edit_notebook", json.dumps(args), cell_place='after cell 2 ("x = 1")')
     copy = COPY_SCRIPT.replace("'", "&#x27;").replace("<", "&lt;").replace(">", "&gt;")
     assert arguments_html(block) == (
-        '<div class="agent-magics-cell"><div>New code cell after cell one of a.ipynb '
+        '<div class="agent-magics-cell"><div>New code cell after cell 2 ("x = 1") of a.ipynb '
         f'<button class="agent-magics-copy" onclick="{copy}">Copy</button></div>'
         f'<pre style="{PRE_STYLE}">y = x &lt; 2</pre></div>'
     )
     assert tool_markdown(block).endswith(
-        "New code cell after cell one of a.ipynb:\n\n```python\ny = x < 2\n```"
+        'New code cell after cell 2 ("x = 1") of a.ipynb:\n\n```python\ny = x < 2\n```'
     )
     delete = ToolBlock("c2", "edit_notebook", json.dumps({"path": "a.ipynb", "cell_id": "two",
                                                           "edit_mode": "delete"}))  # fmt: skip
-    assert arguments_html(delete) == "<div>Delete cell two of a.ipynb</div>"
+    # before the tool has found the cell, the card does not show the model's id for it
+    assert arguments_html(delete) == "<div>Delete the cell the model named of a.ipynb</div>"
+    delete.cell_place = 'cell 3 ("y = 2")'
+    assert arguments_html(delete) == '<div>Delete cell 3 ("y = 2") of a.ipynb</div>'
 
 
 # -- no front end that can take the cell ----------------------------------------------

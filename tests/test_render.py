@@ -30,7 +30,7 @@ from agent_magics.events import (
     Usage,
 )
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.ui import info, markdown, render
+from agent_magics.ui import card_text, info, markdown, render
 from agent_magics.ui.state import NoticeBlock, ToolBlock, Transcript, output_parts
 from agent_magics.ui.throttle import Throttle
 
@@ -219,13 +219,21 @@ def test_session_notices(event: Any, kind: str, text: str) -> None:
     assert render.notice_html(block) == f'<div style="color:{color}"><i>{text}</i></div>'
 
 
-def test_question_names_the_reason_and_the_sandbox_retry() -> None:
-    request = ApprovalRequest("c", "exec_command", "exec", Path("/w"), reason="needs <net>")
+def test_question_names_the_rule_the_reason_and_the_sandbox_retry() -> None:
+    request = ApprovalRequest(
+        "c", "exec_command", "exec", Path("/w"), reason="needs <net>", rule="A <rule>."
+    )
     block = ToolBlock("c", "exec_command", "{}", request=request)
-    assert render.question_html(block) == "<b>needs &lt;net&gt;</b>"
-    block.request = ApprovalRequest("c", "x", "exec", Path("/w"), retry_without_sandbox=True)
-    assert render.question_html(block) == (
+    assert card_text.question_html(block) == (
+        "<b>Allow this call?</b><div>Why you are asked: A &lt;rule&gt;.</div>"
+        "<div>The model's reason: needs &lt;net&gt;</div>"
+    )
+    block.request = ApprovalRequest(
+        "c", "x", "exec", Path("/w"), reason="r", retry_without_sandbox=True, rule="Blocked."
+    )
+    assert card_text.question_html(block) == (
         "<b>Allow this call? (it would run without the sandbox)</b>"
+        "<div>Why you are asked: Blocked.</div>"
     )
 
 
@@ -342,15 +350,16 @@ def test_transcript_folds_a_turn_and_renders_markdown() -> None:
     for e in events:
         t.apply(e)
     assert t.status == "waiting"
-    t.apply(ApprovalDecided("c1", ReviewDecision.APPROVED))
+    t.apply(ApprovalDecided("c1", ReviewDecision.APPROVED, waited_s=123.0))
     assert t.status == "running"
     t.apply(ToolOutputDelta("c1", "gone\n"))
-    t.apply(ToolCallFinished("c1", "exec_command", "Exit code: 0\nOutput:\ngone\n", True, 0.1))
+    output = "Exit code: 0\nOutput:\ngone\n"
+    t.apply(ToolCallFinished("c1", "exec_command", output, True, 123.29))
     t.apply(AssistantMessage("Removed `x`."))
     t.apply(TurnFinished("Removed `x`.", Usage(10, 0, 5, 0, 15)))
     assert markdown.transcript_markdown(t) == (
         "Let me look.\n\n"
-        "**exec_command** `rm x` · done · approved\n\n"
+        "**exec_command** `rm x` · done (0.3 s, after waiting 2 min 3 s for you) · approved\n\n"
         "```console\n$ rm x\n```\n\n"
         "<details><summary>Output (1 line, exit code 0)</summary>\n\n"
         "```text\ngone\n```\n\n</details>\n\n"

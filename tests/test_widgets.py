@@ -114,8 +114,8 @@ async def test_approve_runs_the_command(tmp_path: Path, rig_factory: Callable[..
     assert card.decision.value == (
         '<div style="color:#1a7f37;font-weight:600">✔ Approved by you</div>'
     )
-    assert card.header.value == (  # the command shows once, in the body
-        '<b>exec_command</b> · <span style="color:#1a7f37;font-weight:600">done</span>'
+    assert card.header.value.startswith(  # the command shows once, in the body
+        '<b>exec_command</b> · <span style="color:#1a7f37;font-weight:600">done</span> <span'
     )
     assert card.arguments.value.count("echo ran-it") == 1
     assert card.output.selected_index is None  # collapsed until opened
@@ -149,7 +149,7 @@ async def test_approve_for_session_is_not_asked_again(
     await task
     second = rig.view.cards["c2"]
     assert not second.buttons  # no question, so no buttons were ever made
-    assert second.header.value.endswith("done</span>")
+    assert second.header.value.endswith(" s)</span>") and "done</span>" in second.header.value
     assert "Allowed: approved earlier for this session" in second.decision.value
     assert "Approved for this session by you" in rig.view.cards["c1"].decision.value
     assert "ran-it" in rig.server.outputs(2)["c2"]  # type: ignore[attr-defined]
@@ -340,7 +340,7 @@ async def test_stop_ends_that_command_and_the_turn_goes_on(
     assert outputs["c1"].startswith("aborted by user after ")
     assert "other-done" in outputs["c2"] and "Process exited with code 0" in outputs["c2"]
     assert "Done." in rig.view.status.value
-    assert card.header.value.endswith('font-weight:600">stopped</span>')
+    assert 'font-weight:600">stopped</span> <span' in card.header.value  # then its run time
     assert card.live.value == "" and card.stop_row.children == ()
     assert card.output.get_title(0) == "Output (3 lines)"
     assert card.output_body.value == render.output_html("one\ntwo\nstarted")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
 from agent_magics.terminal_text import call_workdir
+from agent_magics.ui.card_text import took_text
 from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
 from agent_magics.ui.figures import figure_words
 from agent_magics.ui.render import (
@@ -46,9 +47,13 @@ def plan_markdown(plan: PlanUpdated) -> str:
 def tool_markdown(
     block: ToolBlock, policy_note: str | None = None, figures_apart: bool = False
 ) -> str:
-    summary = call_summary(block.tool_name, block.arguments, block.kind)
-    decided = decision_text(block)
-    head = f"**{block.label}** {inline_code(summary)} · {STATUS_LABELS[block.status]}"
+    # run_python's code is shown in full below: its first line is not repeated here
+    in_full = python_code(block.tool_name, block.arguments) is not None
+    summary = None if in_full else call_summary(block.tool_name, block.arguments, block.kind)
+    shown = f" {inline_code(summary)}" if summary is not None else ""
+    decided, took = decision_text(block), took_text(block)
+    took = f" ({took})" if took else ""
+    head = f"**{block.label}**{shown} · {STATUS_LABELS[block.status]}{took}"
     parts = [head + (f" · {decided}" if decided else "")]
     command = command_text(block.tool_name, block.arguments)
     patch = patch_text(block.tool_name, block.arguments, block.kind)
@@ -60,7 +65,7 @@ def tool_markdown(
         parts.append(fence(visible(patch.rstrip("\n")), "diff"))
     elif (source := python_code(block.tool_name, block.arguments)) is not None:
         parts.append(fence(visible(source.rstrip("\n")), "python"))
-    elif (cell := notebook_edit(block.tool_name, block.arguments)) is not None:
+    elif (cell := notebook_edit(block.tool_name, block.arguments, block.cell_place)) is not None:
         lang = {"code": "python", "markdown": "markdown"}.get(cell[1], "")
         where, source = visible(cell[0]), cell[2]
         parts.append(where + ("" if source is None else ":\n\n" + fence(visible(source), lang)))

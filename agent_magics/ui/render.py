@@ -105,20 +105,27 @@ def patch_files(patch: str) -> str:
     return ", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch"
 
 
-def notebook_edit(tool_name: str, arguments: str) -> tuple[str, str, str | None] | None:
+def notebook_edit(
+    tool_name: str, arguments: str, place: str | None = None
+) -> tuple[str, str, str | None] | None:
     """What an ``edit_notebook`` call proposes: where, in words; the cell's type; and its
-    source (``None`` for a delete). ``None`` for other tools or unreadable arguments."""
+    source (``None`` for a delete). ``None`` for other tools or unreadable arguments.
+
+    ``place`` names the cell as a person finds it (``cell 4 ("import pandas as pd")``,
+    :class:`~agent_magics.events.CellPlaced`); until the tool has read the notebook, the
+    card says "the cell the model named", not the id JupyterLab never shows."""
     args = parse_arguments(arguments) if tool_name == "edit_notebook" else None
     if args is None:
         return None
     mode, cell_id, path = args.get("edit_mode"), args.get("cell_id"), args.get("path", "")
     kind, source = str(args.get("cell_type") or ""), str(args.get("new_source", ""))
+    cell = place or "the cell the model named"
     if mode == "insert":
-        where = f"after cell {cell_id}" if cell_id else "at the top"
+        where = place or ("after the cell the model named" if cell_id else "at the top")
         return f"New {kind} cell {where} of {path}", kind, source
     if mode == "delete":
-        return f"Delete cell {cell_id} of {path}", kind, None
-    return f"Cell {cell_id} of {path}, replaced by", kind, source
+        return f"Delete {cell} of {path}", kind, None
+    return f"{cell[0].upper()}{cell[1:]} of {path}, replaced by", kind, source
 
 
 def python_code(tool_name: str, arguments: str) -> str | None:
@@ -151,6 +158,8 @@ def _summary(tool_name: str, arguments: str, kind: str) -> str:
     if tool_name == "grep_files" and isinstance(args.get("pattern"), str):
         where = args.get("path")
         return str(args["pattern"]) + (f" in {where}" if isinstance(where, str) else "")
+    if tool_name == "edit_notebook" and isinstance(args.get("path"), str):
+        return str(args["path"])  # the body says which cell, as a person finds it
     if tool_name == "write_stdin":
         chars = args.get("chars") or ""
         what = f": {json.dumps(chars)}" if chars else " (poll)"
@@ -227,7 +236,7 @@ def arguments_html(block: ToolBlock) -> str:
         return diff_html(patch)
     if block.tool_name == "update_plan":
         return ""
-    cell = notebook_edit(block.tool_name, block.arguments)
+    cell = notebook_edit(block.tool_name, block.arguments, block.cell_place)
     if cell is not None:
         return proposed_cell_html(cell[0], cell[2])
     parsed = parse_arguments(block.arguments)
@@ -276,16 +285,6 @@ def card_header_html(block: ToolBlock) -> str:
     summary = header_summary(block)
     shown = f" <code>{esc(summary)}</code>" if summary is not None else ""
     return f"<b>{esc(block.label)}</b>{shown} · {status_html(block)}"
-
-
-def question_html(block: ToolBlock) -> str:
-    """The question above the approval buttons."""
-    request = block.request
-    reason = request.reason if request and request.reason else None
-    ask = esc(visible(reason)) if reason else "Allow this call?"
-    if request is not None and request.retry_without_sandbox:
-        ask += " (it would run without the sandbox)"
-    return f"<b>{ask}</b>"
 
 
 def clip_output(text: str, max_lines: int = DISPLAY_LINES, max_chars: int = DISPLAY_CHARS) -> str:

@@ -14,6 +14,7 @@ from agent_magics.events import (
     ApprovalDecided,
     ApprovalRequested,
     AssistantMessage,
+    CellPlaced,
     Event,
     FileDiff,
     ImageViewed,
@@ -78,6 +79,7 @@ class ToolBlock:
     image: ImageViewed | None = None
     duration_s: float | None = None
     waited_s: float = 0.0  # of ``duration_s``, the time its questions waited for a person
+    cell_place: str | None = None  # an edit_notebook call's cell, as a person finds it
     server: str | None = None  # an MCP tool's server and own name
     mcp_tool: str | None = None
 
@@ -251,6 +253,8 @@ class Transcript:
             tool.plan = event
         elif isinstance(event, ImageViewed):
             tool.image = event
+        elif isinstance(event, CellPlaced):
+            tool.cell_place = event.place
         elif isinstance(event, ToolCallFinished):
             tool.output, tool.images = output_parts(event.output)
             tool.duration_s = event.duration_s

@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from agent_magics.events import TurnAbortedEvent
 from agent_magics.termsafe import terminal_safe
 from agent_magics.ui import render
-from agent_magics.ui.card_text import decision_html, output_opens
+from agent_magics.ui.card_text import decision_html, output_opens, took_html
 from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
 from agent_magics.ui.figures import figure_words
 from agent_magics.ui.markdown import transcript_markdown
@@ -54,9 +54,8 @@ def answer_html(text: str) -> str:
 
 
 def header_html(block: ToolBlock) -> str:
-    """The card's header and how long the call took."""
-    took = f' <span style="{MUTED}">({block.duration_s:.1f} s)</span>' if block.duration_s else ""
-    return f"<div>{render.card_header_html(block)}{took}</div>"
+    """The card's header and how long the call ran (and waited for you), as on the card."""
+    return f"<div>{render.card_header_html(block)}{took_html(block)}</div>"
 
 
 def arguments_html(block: ToolBlock) -> str:
@@ -65,7 +64,7 @@ def arguments_html(block: ToolBlock) -> str:
     after the turn, from this copy. The button's click is our own fixed code (the cell's
     text is escaped); where a page runs no inline handlers (GitHub, an untrusted
     notebook), the text stays selectable."""
-    cell = render.notebook_edit(block.tool_name, block.arguments)
+    cell = render.notebook_edit(block.tool_name, block.arguments, block.cell_place)
     if cell is not None:
         where, _kind, source = cell
         return render.proposed_cell_html(where, source)

@@ -110,6 +110,7 @@ class ToolCard:
         self.stop_button.on_click(lambda _b: self.stop())
         self.stop_row = W.HBox()
         self._asked: Any = None
+        self._place: str | None = None
         self._shown_image: Any = None
         self._opened = False
         self.root = W.VBox(
@@ -160,7 +161,10 @@ class ToolCard:
         self._on_decide = self._on_stop = None
 
     def update(self, block: ToolBlock) -> None:
-        self.header.value = render.card_header_html(block)
+        self.header.value = render.card_header_html(block) + card_text.took_html(block)
+        if block.cell_place is not None and self._place != block.cell_place:
+            self._place = block.cell_place  # the edited cell, once the tool has found it
+            self.arguments.value = render.arguments_html(block)
         if block.status == "waiting" and block.request is not None and self._on_decide:
             if self._asked is not block.request:
                 self._asked = block.request
@@ -169,7 +173,7 @@ class ToolCard:
                 for button in self.buttons.values():
                     button.disabled = False
                 self.button_row.children = tuple(self.buttons.values())
-            self.question.value = render.question_html(block)
+            self.question.value = card_text.question_html(block)
             self.decision.value = ""
         else:  # answered (or never asked): the decision replaces the buttons
             for button in self.buttons.values():

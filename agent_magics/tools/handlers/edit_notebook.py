@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
+from agent_magics.events import CellPlaced
 from agent_magics.rust_text import io_error_text
 from agent_magics.tools.approval import ApprovalRequest, files_scope
 from agent_magics.tools.args import decode_call
@@ -104,6 +105,24 @@ def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
     return f"Replaced cell {args.cell_id} ({kind})"
 
 
+PLACE_LINE_CHARS = 40  # of a cell's first line, in the words that name it for a person
+
+
+def cell_place(nb: Any, args: EditNotebookArgs) -> str:
+    """Where the edit acts, as a person finds it: ``cell 4 ("import pandas as pd")``,
+    ``after cell 2 (...)`` or ``at the top`` (positions count from 1, before the edit)."""
+    if args.cell_id is None:
+        return "at the top"
+    index = find_cell(nb, args.cell_id)
+    lines = str(nb.cells[index].get("source", "")).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    if len(first) > PLACE_LINE_CHARS or len(lines) > 1:
+        first = first[: PLACE_LINE_CHARS - 1].rstrip() + "…"
+    shown = f'"{first}"' if first else "empty"
+    where = f"cell {index + 1} ({shown})"
+    return f"after {where}" if args.edit_mode == "insert" else where
+
+
 def _validated(nb: Any) -> bytes:
     try:
         return dumps(nb)
@@ -112,29 +131,32 @@ def _validated(nb: Any) -> bytes:
         raise RespondToModel(f"the edit would make the notebook invalid: {first}") from None
 
 
-def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str]:
+def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str, str]:
+    """The edited notebook's bytes, the report line, and where the edit acts."""
     nb = read_notebook_file(path)
+    place = cell_place(nb, args)
     line = apply_edit(nb, args)
-    return _validated(nb), line
+    return _validated(nb), line, place
 
 
 def _prepare_live(
     doc: LiveDocument, args: EditNotebookArgs
-) -> tuple[str, int | None, dict[str, Any] | None]:
+) -> tuple[str, int | None, dict[str, Any] | None, str]:
     """The edit made on a copy of the open notebook, so it is checked and validated
     before anyone is asked: its report line, the copy's index :meth:`LiveDocument.apply`
-    takes, and the new cell."""
+    takes, the new cell, and where the edit acts."""
     nb = doc.notebook()
     index = None if args.cell_id is None else find_cell(nb, args.cell_id)
+    place = cell_place(nb, args)
     line = apply_edit(nb, args)
     _validated(nb)
     at = 0 if index is None else index + 1 if args.edit_mode == "insert" else index
     cell = None if args.edit_mode == "delete" else dict(nb.cells[at])
-    return line, index, cell
+    return line, index, cell, place
 
 
-def _describe(path: Path, args: EditNotebookArgs) -> str:
-    head = f"{args.edit_mode} cell {args.cell_id or '(top)'} of {path}"
+def _describe(path: Path, args: EditNotebookArgs, place: str) -> str:
+    head = f"{args.edit_mode} {place} of {path}"
     return head if args.edit_mode == "delete" else f"{head}:\n{args.new_source}"
 
 
@@ -158,7 +180,7 @@ class EditNotebookHandler:
             return await self._edit_open(inv, path, args, self.live)
         if is_own_notebook(path):
             raise RespondToModel(OWN_NOTEBOOK)
-        data, line = await asyncio.to_thread(_prepare, path, args)
+        data, line, place = await asyncio.to_thread(_prepare, path, args)
 
         async def write_file(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
             written = inv.services.before_write([path])
@@ -176,7 +198,7 @@ class EditNotebookHandler:
                     written()
             return f"{line} in {path}", True
 
-        return await _guarded(inv, path, args, write_file)
+        return await _guarded(inv, path, args, place, write_file)
 
     async def _edit_open(
         self, inv: ToolInvocation, path: Path, args: EditNotebookArgs, live: LiveNotebook
@@ -188,7 +210,7 @@ class EditNotebookHandler:
         except LiveUnavailable as exc:
             return ToolOutput(live_unavailable(path, exc.reason), success=False)
         try:
-            line, index, cell = _prepare_live(doc, args)
+            line, index, cell, place = _prepare_live(doc, args)
 
             async def write_open(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
                 try:
@@ -197,7 +219,7 @@ class EditNotebookHandler:
                     return live_unavailable(path, exc.reason), False
                 return f"{line} in {path}, the notebook open in the user's editor", True
 
-            return await _guarded(inv, path, args, write_open)
+            return await _guarded(inv, path, args, place, write_open)
         finally:
             await doc.close()
 
@@ -206,10 +228,13 @@ async def _guarded(
     inv: ToolInvocation,
     path: Path,
     args: EditNotebookArgs,
+    place: str,
     write: Callable[[tuple[Path, ...] | None], Awaitable[tuple[str, bool]]],
 ) -> ToolOutput:
     """apply_patch's approval and confinement around ``write`` (given the writable roots
-    when confined, ``None`` when the person or the policy lifted the confinement)."""
+    when confined, ``None`` when the person or the policy lifted the confinement); the
+    card learns first where in the notebook the edit acts."""
+    inv.services.emit(CellPlaced(inv.call_id, place))
     turn = inv.turn
     roots = writable_roots(turn.cwd, turn.sandbox_mode)
     inside = is_writable(path, roots)
@@ -218,7 +243,7 @@ async def _guarded(
         tool_name=inv.tool_name,
         kind="patch",
         cwd=turn.cwd,
-        patch=_describe(path, args),
+        patch=_describe(path, args, place),
         paths=(path,),
         keys=[str(path)],
         session_scope=files_scope([path]),
