@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -109,10 +110,10 @@ def test_commands_read_as_typed_output_is_trimmed_and_a_patch_shown_once_in_plai
 
 
 def converse(
-    argv: list[str], env: dict[str, str], cwd: Path, answers: list[str]
+    argv: list[str], env: dict[str, str], cwd: Path, answers: list[str], pause_s: float = 0.0
 ) -> tuple[str, str]:
-    """Run ``argv`` with stdin and stderr on a PTY; answer each question in turn. The
-    terminal's text and stdout."""
+    """Run ``argv`` with stdin and stderr on a PTY; answer each question in turn, after
+    ``pause_s`` (a person reading it). The terminal's text and stdout."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         argv, stdin=slave, stderr=slave, stdout=subprocess.PIPE, env=env, cwd=cwd
@@ -135,6 +136,7 @@ def converse(
                 break
             seen += chunk
             while seen.count(b"abort turn: ") > asked and asked < len(answers):
+                time.sleep(pause_s)
                 os.write(master, answers[asked].encode() + b"\n")
                 asked += 1
         stdout = proc.stdout.read() if proc.stdout else b""
@@ -171,6 +173,19 @@ def test_on_a_terminal_questions_are_asked_and_the_diff_is_coloured(tmp_path: Pa
     assert patch_output.endswith(f"Success. Updated the following files:\nA {NOTE}\n")
     assert command_output == REJECTED
     assert not (tmp_path / "ws" / "made here.txt").exists()
+
+
+def test_a_commands_run_time_is_told_apart_from_the_wait_for_the_answer(tmp_path: Path) -> None:
+    turns: list[Any] = [
+        [function_call("exec_command", {"cmd": "python3 -c 'print(1)'"}, "c1")],
+        [message("ok")],
+    ]
+    with ScriptedResponsesServer(turns) as server:
+        argv = cli(tmp_path, server.base_url, "-a", "untrusted")
+        seen, _ = converse(argv, environment(tmp_path), tmp_path, ["y"], pause_s=2.5)
+    found = re.search(r"succeeded in (\d+\.\d\d)s \(after waiting (\d+\.\d) s for you\)", seen)
+    assert found, seen  # it read "succeeded in 2.6s", the wait counted as run time
+    assert float(found.group(2)) >= 2.5 and float(found.group(1)) < float(found.group(2))
 
 
 def test_the_demo_shows_the_turn_as_exec_does_and_ends_with_what_to_try_next(
