@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.testing import (
+    ScriptedResponsesServer,
+    custom_tool_call,
+    function_call,
+    message,
+)
 from tests.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
@@ -65,7 +70,12 @@ def run_turn(kernel: Kernel, script: list[Any], options: str, answers: list[str]
             if label == "Approve" and n == 1:
                 time.sleep(WAIT_S)  # the person reads the card before answering
             kernel.click(kernel.wait_for(lambda label=label: kernel.buttons(label))[-1])
-            kernel.wait_for(lambda: not any(question(v) for v in kernel.html_values()))
+            kernel.wait_for(  # answered: no question left, or the next one is up
+                lambda n=n: (
+                    len(kernel.buttons("Approve")) > n
+                    or not any(question(v) for v in kernel.html_values())
+                )
+            )
         kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
         kernel.wait_for(lambda: kernel.idle(cell))
     assert len(kernel.buttons("Approve")) == len(answers)  # no other call asked
@@ -171,3 +181,29 @@ def test_an_edited_cell_is_named_by_its_position_and_first_line(kernel: Kernel) 
     assert "c5a438b6" not in saved_html.split("Output (")[0]
     assert "c5a438b6" not in saved_markdown.split("Output (")[0]
     assert nbformat.read(str(kernel.ws / "nb.ipynb"), 4).cells[1].source == "df = None"
+
+
+def patch(name: str, line: str) -> str:
+    return f"*** Begin Patch\n*** Add File: {name}\n+{line}\n*** End Patch\n"
+
+
+def test_a_patch_question_says_why_and_which_files_the_session_covers(kernel: Kernel) -> None:
+    script = [
+        [custom_tool_call("apply_patch", patch("note.txt", "one"), "p1")],
+        [custom_tool_call("apply_patch", patch("note.txt", "two"), "p2")],
+        [custom_tool_call("apply_patch", patch("other.txt", "three"), "p3")],
+        [message("ok")],
+    ]
+    first, third = run_turn(kernel, script, "-a untrusted", ["Approve for session", "Deny"])
+    assert (
+        "Why you are asked: The approval policy is untrusted: every edit of a file asks." in first
+    )
+    covers = (
+        "later edits that touch only note.txt go in without asking; an edit of any other "
+        "file asks again, and so does writing outside the sandbox after it blocked one"
+    )
+    assert f"Approve for session: {covers}." in first
+    assert "other.txt" in third  # p2 (note.txt again) went in unasked, p3 asked
+    assert (kernel.ws / "note.txt").read_text() == "two\n"
+    assert not (kernel.ws / "other.txt").exists()
+    assert f"Approved for this session by you: {covers}" in read(kept(kernel, "text/html"))
