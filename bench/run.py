@@ -263,6 +263,24 @@ def bench_first_turn(ctx: Ctx) -> Result:
     return paired(got["candidate"], got["baseline"], "first turn vs third turn")
 
 
+@benchmark("kernel_memory_per_turn", "<= 40 KB")
+def bench_kernel_memory(ctx: Ctx) -> Result:
+    """KB of RSS a real kernel keeps per ``%%agent`` turn (a command and a patch, both
+    approved by a click) vs per plain cell, over as many of each in the same kernel."""
+    from kernel_memory_bench import kernel_memory
+
+    got = kernel_memory(ctx.pick(200, 30), ctx.tmp / "kernel_memory")
+    return Result(
+        got["per_turn_kb"],
+        "KB",
+        _ratio(got["per_turn_kb"], got["per_cell_kb"]),
+        got["per_cell_kb"],
+        f"{got['turns']} turns after {got['warmup']}, {got['clicks']} cards answered;"
+        f" the conversation's JSON grew {got['history_kb']:.2f} KB a turn; widgets left"
+        f" open: {got['widgets_left']}; {got['seconds_per_turn']:.2f} s a turn",
+    )
+
+
 def _rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, Result | None, str]]:
     """Rows of a benchmark module that measures several things at once."""
     out: list[tuple[str, str, Result | None, str]] = []
