@@ -34,12 +34,13 @@ from agent_magics.kernel.live_notebook import (
 )
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
+from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
 from agent_magics.tools.notebook_doc import SESSION_ENV
 from tests.browser import free_port, stop_server
-from tests.kernels import agent_cell
+from tests.kernels import Kernel, agent_cell
 from tests.test_jupyter_files import ServerKernel, turns_done
-from tests.test_live_notebook import Recorder, call, write_notebook
+from tests.test_live_notebook import write_notebook
 
 PREFIX = "/user/labs-someone/"  # Binder names a person's server after the repository
 TOKEN = "prefix-test-token-5f1c"
@@ -66,7 +67,8 @@ async def test_a_notebook_read_from_its_file_says_why_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The server is gone (nothing listens at its URL): each read comes from the file and
-    says so, the reason only the first time; the token is in no answer."""
+    says so, the reason only the first time in the session (its tools are made afresh
+    each turn); the token is in no answer."""
     pytest.importorskip("jupyter_ydoc", reason="pip install -e '.[live]'")
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     nb = tmp_path / "a.ipynb"
@@ -74,8 +76,11 @@ async def test_a_notebook_read_from_its_file_says_why_once(
     port = free_port()
     gone = f"http://127.0.0.1:{port}{PREFIX}lab?token={TOKEN}"
     live = KernelLiveNotebook(None, {SESSION_ENV: str(nb), SERVER_URL_ENV: gone})
-    handler, recorder = ReadNotebookHandler(live), Recorder([])
-    answers = [(await call(handler, tmp_path, {"path": "a.ipynb"}, recorder))[0] for _ in "abc"]
+    services, answers = SessionServices(), list[str]()
+    for n in range(3):  # a turn each
+        inv = ToolInvocation(f"c{n}", "read_notebook", FunctionPayload('{"path": "a.ipynb"}'),
+                             TurnContext(cwd=tmp_path), services)  # fmt: skip
+        answers.append(str((await ReadNotebookHandler(live).handle(inv)).content))
     first = answers[0].splitlines()[0]
     assert first.startswith(f"{nb}: 2 cells, nbformat 4.5, language unknown (read from the file: ")
     server = f"http://127.0.0.1:{port}{PREFIX.rstrip('/')}"
@@ -167,11 +172,14 @@ def read_and_insert(n: int, source: str) -> list[Turn]:
 async def live_sources(server: PrefixServer) -> list[str]:
     """The cells of the notebook's live document, as a peer of its room reads them."""
     env = {SESSION_ENV: str(server.project / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
-    doc = await KernelLiveNotebook(None, env).open()
+    live = KernelLiveNotebook(None, env)
+    doc = await live.open()
     try:
         return [str(c.source) for c in doc.notebook().cells]
     finally:
         await doc.close()
+        if hasattr(live, "close"):  # a room kept between calls is left here
+            await live.close()
 
 
 @pytest.mark.slow
@@ -218,3 +226,31 @@ async def test_a_turn_edits_the_open_notebook_on_a_server_under_a_prefix(
     assert "/user/someone-else (HTTP 404: check the URL's prefix))" in first
     assert FROM_FILE_AGAIN in second and "HTTP 404" not in second
     assert TOKEN not in sent and TOKEN not in shown
+
+
+@pytest.mark.slow
+def test_a_session_says_why_it_reads_from_the_file_once_over_its_turns(kernel: Kernel) -> None:
+    """The server named for the kernel is gone: the first turn's read says why it reads
+    the file, the next turn's read only that it does, as before (the tools are offered
+    afresh each turn, the session is the same); the token is in no answer nor output."""
+    pytest.importorskip("jupyter_ydoc", reason="pip install -e '.[live]'")
+    nb = kernel.ws / "a.ipynb"
+    write_notebook(nb)
+    url = kernel.ws.parent / "url"  # read by the kernel: the cells reach the model
+    url.write_text(f"http://127.0.0.1:{free_port()}{PREFIX}lab/tree/a.ipynb?token={TOKEN}")
+    kernel.run(f"import os, pathlib; os.environ.update({{{SESSION_ENV!r}: {str(nb)!r}, "
+               f"{SERVER_URL_ENV!r}: pathlib.Path({str(url)!r}).read_text()}})")  # fmt: skip
+    read: list[Turn] = [[function_call("read_notebook", {"path": "a.ipynb"}, f"r{n}")]
+                        for n in (1, 2)]  # fmt: skip
+    script = [read[0], [say("one")], read[1], [say("two")]]
+    with ScriptedResponsesServer(script) as model:
+        for n in (1, 2):
+            kernel.run(agent_cell(model.base_url, "-a never", f"read {n}"), timeout=120)
+            kernel.wait_for(lambda: turns_done(kernel) == n, timeout=90)  # noqa: B023
+        sent = json.dumps(model.requests)
+    first, second = model.outputs(1)["r1"], model.outputs(3)["r2"]
+    # why: the server did not answer, or (a kernel without the live extra) what to install
+    assert f"{nb}: 2 cells, nbformat 4.5, language unknown (read from the file: " in first
+    assert second.splitlines()[0].endswith(FROM_FILE_AGAIN), second
+    assert "--- cell 1 · id one · code" in second
+    assert TOKEN not in sent and TOKEN not in " ".join(kernel.html_values())

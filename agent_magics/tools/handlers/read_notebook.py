@@ -63,6 +63,10 @@ def _images(found: list[tuple[str, bytes]]) -> tuple[list[ContentItem], list[str
 
 
 FROM_FILE_AGAIN = "(read from the file, as before: unsaved edits in the editor are not shown)"
+SAID_WHY = "read_notebook.said_why"
+"""Session state: holds :data:`FROM_FILE` once the session was told why the open notebook
+is read from its file (told once a session, not once a turn)."""
+FROM_FILE = "from_file"
 
 
 async def _read_open(live: LiveNotebook, path: Path, said: bool) -> tuple[Any, str, bool]:
@@ -92,7 +96,6 @@ class ReadNotebookHandler:
 
     def __init__(self, live: LiveNotebook | None = None) -> None:
         self.live = live
-        self.said_why = False  # why the open notebook is read from its file, said once
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return read_notebook_spec(config)
@@ -104,8 +107,10 @@ class ReadNotebookHandler:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
         if self.live is not None and await self.live.owns(path):
-            nb, source, from_file = await _read_open(self.live, path, self.said_why)
-            self.said_why = self.said_why or from_file
+            said: set[str] = inv.services.state(SAID_WHY, set)  # tools are made per turn
+            nb, source, from_file = await _read_open(self.live, path, FROM_FILE in said)
+            if from_file:
+                said.add(FROM_FILE)
         else:
             nb, source = await asyncio.to_thread(read_notebook_file, path), ""
         if args.start_cell > max(len(nb.cells), 1):
