@@ -1,7 +1,8 @@
 """The kernel's stop button (SIGINT, what ``km.interrupt_kernel()`` sends) during an
 approved command, with ``--background`` and in a cell that awaits its turn (the default
 on ipykernel >= 7.4): the command's process group is gone, the cell's ``execute_reply``
-arrives and the turn says it was interrupted.
+arrives and the turn says it was interrupted, and the model's next request carries the
+lines the command had printed before the stop (it read only "aborted by user after 6.3s").
 
 The command writes its process group id first and starts two sleeps in it. "Gone"
 is measured as "no live process left in the group": a killed ``sleep`` that its shell
@@ -28,7 +29,11 @@ pytestmark = pytest.mark.slow
 
 DEADLINE = 10.0  # seconds; far above what a working stop takes
 APPROVED = "-a untrusted"  # the command waits for a click on Approve
-SLEEPER = "ps -o pgid= $$ > sleep.pgid; sleep 30 & sleep 30; wait"
+PRINTED = ("first-printed-line", "second-printed-line")
+SLEEPER = (
+    f"echo {PRINTED[0]}; echo {PRINTED[1]} >&2; "
+    "ps -o pgid= $$ > sleep.pgid; sleep 30 & sleep 30; wait"
+)
 
 
 def group_exists(pgid: int) -> bool:
@@ -113,7 +118,9 @@ def stop_while_sleeping(kernel: Kernel, options: str, tool: str) -> None:
         assert not [m for m in kernel.log if m["msg_type"] == "error"]
         kernel.run("%%agent\nare you still there?")  # the session goes on
         kernel.wait_for(lambda: len(server.requests) == 2)
-        assert "aborted by user" in server.outputs(1)["c1"]
+        told = server.outputs(1)["c1"]
+        assert "aborted by user" in told
+        assert told.endswith(f"Output so far:\n{PRINTED[0]}\n{PRINTED[1]}\n"), told
 
 
 @pytest.mark.parametrize("tool", ["exec_command", "shell"])

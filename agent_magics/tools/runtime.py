@@ -3,7 +3,8 @@
 All calls of a response share one reader/writer lock, taken in call order: a call whose
 tool is parallel-safe takes it shared, any other call exclusively. Outputs come back in
 call order whatever order the calls finish in. Cancelling the turn cancels every call;
-unfinished calls get Codex's "aborted" text.
+unfinished calls get Codex's "aborted" text, followed by what the call had printed by then
+(a command's output so far), which Codex leaves out.
 """
 
 from __future__ import annotations
@@ -12,18 +13,40 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 
 from agent_magics.tools.context import ToolOutput
 
 SHELL_LIKE = frozenset({"shell", "container.exec", "local_shell", "shell_command", "unified_exec"})
 
 
-def aborted_output(tool_name: str, elapsed_s: float) -> ToolOutput:
-    """The text the model sees for a call cut short by the person."""
+OUTPUT_SO_FAR = "Output so far:"
+
+# Where a call cut short by the turn's end leaves its own aborted output for run_calls
+# (set in each call's task, so that the call needs to know nothing of the batch).
+_ABORTED: ContextVar[list[ToolOutput] | None] = ContextVar("aborted_output", default=None)
+
+
+def aborted_output(tool_name: str, elapsed_s: float, so_far: str = "") -> ToolOutput:
+    """The text the model sees for a call cut short by the person: Codex's line, then
+    the output the call had produced by then (Codex gives the model none, so it cannot
+    tell how far a stopped command got; its text for a killed command carries it)."""
     secs = max(elapsed_s, 0.1)
     if tool_name in SHELL_LIKE:
-        return ToolOutput(f"Wall time: {secs:.1f} seconds\naborted by user", success=False)
-    return ToolOutput(f"aborted by user after {secs:.1f}s", success=False)
+        text = f"Wall time: {secs:.1f} seconds\naborted by user"
+    else:
+        text = f"aborted by user after {secs:.1f}s"
+    if so_far:
+        text += f"\n{OUTPUT_SO_FAR}\n{so_far}"
+    return ToolOutput(text, success=False)
+
+
+def report_aborted(output: ToolOutput) -> None:
+    """Called by a call being cancelled, just before it re-raises: ``output`` (its
+    aborted text with its output so far) replaces the bare one :func:`run_calls` gives."""
+    slot = _ABORTED.get()
+    if slot is not None:
+        slot.append(output)
 
 
 class FifoRWLock:
@@ -84,15 +107,20 @@ async def run_calls(jobs: Sequence[tuple[str, bool, Job]]) -> list[ToolOutput]:
     """
     lock = FifoRWLock()
     started = time.monotonic()
+    reported: list[list[ToolOutput]] = [[] for _ in jobs]
 
-    async def guarded(parallel: bool, job: Job) -> ToolOutput:
+    async def guarded(parallel: bool, job: Job, slot: list[ToolOutput]) -> ToolOutput:
+        _ABORTED.set(slot)  # this task's own context
         await lock.acquire(exclusive=not parallel)
         try:
             return await job()
         finally:
             lock.release(exclusive=not parallel)
 
-    tasks = [asyncio.ensure_future(guarded(p, job)) for _, p, job in jobs]
+    tasks = [
+        asyncio.ensure_future(guarded(p, job, slot))
+        for (_, p, job), slot in zip(jobs, reported, strict=True)
+    ]
     try:
         return list(await asyncio.gather(*tasks))
     except BaseException as exc:  # cancellation, an aborted turn or a bug: stop the rest
@@ -103,8 +131,10 @@ async def run_calls(jobs: Sequence[tuple[str, bool, Job]]) -> list[ToolOutput]:
         outputs = [
             t.result()
             if t.done() and not t.cancelled() and t.exception() is None
+            else slot[-1]
+            if slot
             else aborted_output(name, elapsed)
-            for (name, _, _), t in zip(jobs, tasks, strict=True)
+            for (name, _, _), t, slot in zip(jobs, tasks, reported, strict=True)
         ]
         raise CallsInterrupted(outputs, exc) from exc
 

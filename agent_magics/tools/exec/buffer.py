@@ -76,14 +76,18 @@ class HeadTailBuffer:
     def collected(self) -> Collected:
         """The kept bytes with the omission marker between head and tail (when bytes
         were dropped), as Codex hands them to the model; the buffer starts over."""
+        out = self.peek()
+        self.drain()
+        return out
+
+    def peek(self) -> Collected:
+        """What :meth:`collected` gives, leaving the buffer as it is."""
         if self.dropped:
             marker = f"\n{omission_marker(self.dropped)}\n".encode()
             data = bytes(self._head) + marker + bytes(self._tail)
         else:
             data = self.snapshot()
-        out = Collected(data, self.dropped, self.total)
-        self.drain()
-        return out
+        return Collected(data, self.dropped, self.total)
 
     def snapshot(self) -> bytes:
         """The kept bytes (head then tail), leaving the buffer as it is."""

@@ -108,9 +108,15 @@ class ProcessManager:
     # -- exec_command ------------------------------------------------------------------------
 
     async def spawn(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], tty: bool
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        tty: bool,
+        on_start: Callable[[ExecProcess], None] | None = None,
     ) -> ExecProcess:
-        """Start a command (in a worker thread) and give it a moment to finish early.
+        """Start a command (in a worker thread) and give it a moment to finish early;
+        ``on_start`` sees the process as soon as it runs (before that moment).
 
         A cancellation while this runs kills the command: nothing keeps it yet."""
         loop = asyncio.get_running_loop()
@@ -121,6 +127,8 @@ class ProcessManager:
             started.add_done_callback(_dispose_result)
             raise
         self.track(process)
+        if on_start is not None:
+            on_start(process)
         try:
             await process.wait_exit(EARLY_EXIT_S)
         except asyncio.CancelledError:

@@ -190,10 +190,13 @@ async def run_oneshot(
     env: Mapping[str, str],
     timeout_ms: int,
     manager: ProcessManager | None = None,
+    on_start: Callable[[Callable[[], str]], None] | None = None,
 ) -> ExecOutput:
     """Run ``argv`` to completion (or timeout). ``OSError`` if it cannot start.
 
-    Cancelling the call kills the command's process group."""
+    Cancelling the call kills the command's process group. ``on_start`` is handed a
+    reader of the output so far (stdout then stderr, as the answer aggregates them), for
+    the model to read should the call be stopped."""
     if not argv:
         raise ValueError("command args are empty")
     start = time.monotonic()
@@ -206,6 +209,8 @@ async def run_oneshot(
         raise
     if manager is not None:
         manager.track(proc)
+    if on_start is not None:
+        on_start(lambda: decode_output(aggregate(*proc.captured())))
     leftover: int | None = proc.pid
     try:
 

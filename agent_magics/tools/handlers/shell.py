@@ -43,6 +43,7 @@ from agent_magics.tools.specs.command import (
     shell_command_spec,
     shell_spec,
 )
+from agent_magics.tools.stopping import output_so_far
 
 
 class _RunFields(BaseModel):
@@ -91,7 +92,14 @@ async def run_shell_call(
     async def attempt(sandbox: SandboxSpec) -> ExecOutput:
         try:
             run, run_env = snapshot_command(inv.services, argv, env)
-            return await run_oneshot(sandbox.wrap(run), cwd, run_env, timeout, manager)
+            return await run_oneshot(
+                sandbox.wrap(run),
+                cwd,
+                run_env,
+                timeout,
+                manager,
+                lambda read: output_so_far(inv.services, inv.call_id, read),
+            )
         except (OSError, ValueError) as exc:
             raise RespondToModel(spawn_error_text(exc)) from None
 

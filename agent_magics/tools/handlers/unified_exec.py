@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +22,7 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
 from agent_magics.tools.exec import manager_for
+from agent_magics.tools.exec.buffer import HeadTailBuffer
 from agent_magics.tools.exec.call import (
     EscalationArgs,
     check_command_text,
@@ -49,7 +49,7 @@ from agent_magics.tools.specs.command import (
     exec_command_spec,
     write_stdin_spec,
 )
-from agent_magics.tools.stopping import on_stop
+from agent_magics.tools.stopping import on_stop, output_so_far
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 
@@ -99,15 +99,32 @@ def exec_argv(args: ExecCommandArgs, turn: TurnContext, login: bool) -> list[str
     return shell_argv(shell, family, args.cmd, login)
 
 
-def _delta_emitter(inv: ToolInvocation) -> Callable[[bytes], None]:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+class _CallOutput:
+    """What a call's command prints: each piece shown live, and what the call saw kept
+    (head and tail, 1 MiB) with what the process holds not yet read, for the model
+    should the call be stopped before it answers."""
 
-    def emit(chunk: bytes) -> None:
-        text = decoder.decode(chunk)
+    def __init__(self, inv: ToolInvocation, process: ExecProcess | None = None) -> None:
+        self._inv = inv
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._seen = HeadTailBuffer()
+        self._process = process
+        output_so_far(inv.services, inv.call_id, self.so_far)
+
+    def watch(self, process: ExecProcess) -> None:
+        self._process = process
+
+    def emit(self, chunk: bytes) -> None:
+        self._seen.push(chunk)
+        text = self._decoder.decode(chunk)
         if text:
-            inv.emit(ToolOutputDelta(inv.call_id, text))
+            self._inv.emit(ToolOutputDelta(self._inv.call_id, text))
 
-    return emit
+    def so_far(self) -> str:
+        data = self._seen.peek().data
+        if self._process is not None:
+            data += self._process.snapshot()
+        return data.decode("utf-8", errors="replace")
 
 
 class ExecCommandHandler:
@@ -152,11 +169,14 @@ class ExecCommandHandler:
         manager = manager_for(inv.services)
         session_id = manager.reserve_id()
         env = command_env(turn.thread_id, unified=True, call_id=inv.call_id)
+        output = _CallOutput(inv)
 
         async def attempt(sandbox: SandboxSpec) -> ExecProcess:
             try:
                 run, run_env = snapshot_command(inv.services, argv, env)
-                started = await manager.spawn(sandbox.wrap(run), cwd, run_env, args.tty)
+                started = await manager.spawn(
+                    sandbox.wrap(run), cwd, run_env, args.tty, on_start=output.watch
+                )
             except OSError as exc:
                 raise RespondToModel(
                     f"Failed to create unified exec process: {rust_os_error(exc)}"
@@ -196,7 +216,7 @@ class ExecCommandHandler:
                 warn=lambda message: inv.services.pending_user_messages.append(
                     f"Warning: {message}"
                 ),
-                on_output=_delta_emitter(inv),
+                on_output=output.emit,
             )
         except BaseException:
             if process is not None and not manager.is_session(process):
@@ -227,7 +247,7 @@ class WriteStdinHandler:
             on_stop(inv.services, inv.call_id, lambda: manager.stop(polled))
         try:
             result = await manager.write_stdin(
-                args.session_id, args.chars, args.yield_time_ms, _delta_emitter(inv)
+                args.session_id, args.chars, args.yield_time_ms, _CallOutput(inv, polled).emit
             )
         except (UnknownSession, StdinClosed) as exc:
             raise RespondToModel(f"write_stdin failed: {exc}") from None
