@@ -45,6 +45,7 @@ from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, T
 from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
 from agent_magics.tools.exec.snapshot import close_shell_snapshot, sync_shell_snapshot
 from agent_magics.tools.history import history_output, reserialized_input
+from agent_magics.tools.notebook_doc import close_live_notebooks
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 from agent_magics.tools.stopping import running_calls
@@ -377,6 +378,7 @@ class Session:
         close the client."""
         await close_tool_processes(self.services)
         close_shell_snapshot(self.services)
+        await close_live_notebooks(self.services)  # leaves the notebook rooms kept open
         if self.mcp is not None:
             await self.mcp.aclose()
         if self._client is not None:

@@ -32,7 +32,7 @@ from agent_magics.tools.notebook_doc import SESSION_ENV, LiveUnavailable
 if TYPE_CHECKING:
     import httpx
 
-    from agent_magics.kernel.notebook_room import RoomDocument
+    from agent_magics.kernel.notebook_room import KeptRoom, NotebookRoom, RoomDocument
 
 SERVER_URL_ENV = "AGENT_MAGICS_JUPYTER_URL"
 """A Jupyter server's URL (with ``?token=...``) for when it cannot be found on its own."""
@@ -147,11 +147,18 @@ class KernelLiveNotebook:
     """:class:`~agent_magics.tools.notebook_doc.LiveNotebook` for a kernel in ``shell``."""
 
     def __init__(
-        self, shell: Any, env: Mapping[str, str] | None = None, kernel: str | None = None
+        self,
+        shell: Any,
+        env: Mapping[str, str] | None = None,
+        kernel: str | None = None,
+        keep: bool = False,
     ) -> None:
         self.shell = shell
         self.env = os.environ if env is None else env
         self.kernel = kernel  # this kernel's id; by default read from its connection file
+        self.keep = keep  # keep the room joined between calls, until close()
+        self._kept: KeptRoom | None = None  # the notebook's room, kept between calls
+        self._rel = ""  # the notebook's path under the server's root, when last joined
 
     def path(self) -> Path | None:
         """The notebook this kernel belongs to, as Jupyter Server or VS Code names it."""
@@ -192,15 +199,17 @@ class KernelLiveNotebook:
 
         headers = _auth_headers(server.token)
         try:
-            async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
+            async with _client(server, headers) as client:
                 rel = await _session_path(client, server, me)
         except (httpx.HTTPError, ValueError, LiveUnavailable):
             return None
         return Path(server.root_dir, rel) if rel else None
 
     async def open(self) -> RoomDocument:
+        """The notebook's room, joined at the first call and kept for the next ones (until
+        :meth:`close`), synced with the server before each."""
         try:
-            from agent_magics.kernel.notebook_room import NotebookRoom, RoomDocument, RoomError
+            from agent_magics.kernel.notebook_room import KeptRoom, RoomDocument, RoomError
         except ImportError:
             raise LiveUnavailable(f"the kernel cannot reach its editor ({EXTRA})") from None
         own = self.path()
@@ -212,10 +221,30 @@ class KernelLiveNotebook:
                 "no Jupyter server running this kernel was found (if one does, set "
                 f"{SERVER_URL_ENV} to its URL with ?token=)"
             )
+        if self._kept is None or not self.keep:  # without keep: a room for this call only
+            self._kept = KeptRoom()
+        names: list[str] = []
+        try:
+            room = await self._kept.get(
+                (server, own, self.kernel), lambda: self._join(server, own, names), LIVE_TIMEOUT_S
+            )
+        except RoomError as exc:
+            raise LiveUnavailable(str(exc)) from None
+        if names:
+            self._rel = names[0]
+        return RoomDocument(room, own or Path(self._rel), LIVE_TIMEOUT_S, keep=self.keep)
+
+    async def _join(
+        self, server: JupyterServer, own: Path | None, names: list[str]
+    ) -> NotebookRoom:
+        """Join the room of the notebook's document; its path under the server's root is
+        appended to ``names``."""
         import httpx
 
+        from agent_magics.kernel.notebook_room import NotebookRoom
+
         headers = _auth_headers(server.token)
-        async with httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S) as client:
+        async with _client(server, headers) as client:
             try:
                 rel = await _document_path(client, server, own, self.kernel)
                 file_id, session = await _collaboration_session(client, server, rel)
@@ -223,13 +252,26 @@ class KernelLiveNotebook:
                 raise LiveUnavailable(
                     f"its Jupyter server at {server.shown} did not answer ({type(exc).__name__})"
                 ) from None
+        names.append(rel)
         ws = "ws" + server.url[len("http") :] if server.url.startswith("http") else server.url
         room_url = f"{ws}api/collaboration/room/json:notebook:{file_id}?sessionId={session}"
-        try:
-            room = await NotebookRoom.join(room_url, headers, LIVE_TIMEOUT_S)
-        except RoomError as exc:
-            raise LiveUnavailable(str(exc)) from None
-        return RoomDocument(room, own or Path(rel), LIVE_TIMEOUT_S)
+        return await NotebookRoom.join(room_url, headers, LIVE_TIMEOUT_S)
+
+    async def close(self) -> None:
+        """Leave the notebook's room (the session ended)."""
+        if self._kept is not None:
+            await self._kept.close()
+
+
+def _client(server: JupyterServer, headers: dict[str, str]) -> httpx.AsyncClient:
+    """A client for the server's API; for ``http://`` one that loads no CA bundle (no TLS
+    is spoken, and loading it costs more than the requests)."""
+    import httpx
+
+    from agent_magics.models.pool import tls_context
+
+    tls = tls_context(server.url)
+    return httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S, verify=tls)
 
 
 def _auth_headers(token: str) -> dict[str, str]:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,13 @@ class NotebookRoom:
         self._asked = 0
         self._changed = asyncio.Event()
         self._closed: str | None = None
-        self._reader = asyncio.get_running_loop().create_task(self._read())
+        self.loop = asyncio.get_running_loop()
+        self._reader = self.loop.create_task(self._read())
+
+    @property
+    def closed(self) -> str | None:
+        """Why the room was left or dropped, or None while it is open."""
+        return self._closed
 
     @classmethod
     async def join(cls, url: str, headers: dict[str, str], timeout_s: float) -> NotebookRoom:
@@ -72,6 +79,8 @@ class NotebookRoom:
             raise RoomError(f"the notebook's room did not open within {timeout_s:g} s") from None
         except (OSError, HTTPClientError) as exc:
             raise RoomError(f"the notebook's room could not be opened ({exc})") from None
+        if conn.protocol is not None:  # small messages, each awaited: no Nagle's delay
+            conn.protocol.set_nodelay(True)
         room = cls(conn)
         try:
             await room.flush(timeout_s)
@@ -86,12 +95,22 @@ class NotebookRoom:
                 message = await self._conn.read_message()
                 if message is None:
                     break
+                self._ack_now()
                 if isinstance(message, bytes) and len(message) > 1:
                     self._take(message)
         finally:
             code, reason = self._conn.close_code, self._conn.close_reason
             self._closed = _close_text(code, reason)
             self._changed.set()
+
+    def _ack_now(self) -> None:
+        """Acknowledge what arrived at once. The server writes its answers without
+        TCP_NODELAY, and after an echo of our update it holds the answer to our
+        ``SYNC_STEP1`` until that echo is acknowledged, which Linux delays by 40 ms."""
+        sock = getattr(getattr(self._conn.protocol, "stream", None), "socket", None)
+        if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
 
     def _take(self, message: bytes) -> None:
         if message[0] != YMessageType.SYNC:
@@ -149,13 +168,61 @@ class NotebookRoom:
             await self._reader
 
 
-class RoomDocument:
-    """:class:`~agent_magics.tools.notebook_doc.LiveDocument` over a :class:`NotebookRoom`."""
+class KeptRoom:
+    """The room of the kernel's notebook, joined once and kept while the tools use it.
 
-    def __init__(self, room: NotebookRoom, path: Path, timeout_s: float) -> None:
+    Joining costs a websocket handshake and the whole document (tens of ms a call); a
+    kept room is a live copy the server keeps sending the person's edits to. Before each
+    use it is synced once more (:meth:`NotebookRoom.flush`: the server's answer carries
+    whatever it merged before our question), so a cell the person typed just before the
+    call is in what the call reads. A room the server dropped, or that does not answer,
+    is left and joined again; one left on another event loop is forgotten."""
+
+    def __init__(self) -> None:
+        self._key: object = None
+        self._room: NotebookRoom | None = None
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def get(
+        self, key: object, join: Callable[[], Awaitable[NotebookRoom]], timeout_s: float
+    ) -> NotebookRoom:
+        """The room for ``key``, synced now: the kept one, else one ``join`` opens."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop, self._room = asyncio.Lock(), loop, None  # a new loop
+        async with self._lock:
+            room = self._room
+            if room is not None and room.closed is None and self._key == key:
+                try:
+                    await room.flush(timeout_s)
+                    return room
+                except RoomError:
+                    pass  # dropped or silent: join again
+            await self.close()
+            self._room = await join()
+            self._key = key
+            return self._room
+
+    async def close(self) -> None:
+        """Leave the kept room, if any (the session ended)."""
+        room, self._room = self._room, None
+        if room is not None and room.loop is asyncio.get_running_loop():
+            await room.close()
+
+
+class RoomDocument:
+    """:class:`~agent_magics.tools.notebook_doc.LiveDocument` over a :class:`NotebookRoom`:
+    one tool call's use of it. With ``keep`` the room outlives the call (its owner leaves
+    it), and :meth:`close` only ends the call's use."""
+
+    def __init__(
+        self, room: NotebookRoom, path: Path, timeout_s: float, keep: bool = False
+    ) -> None:
         self.room = room
         self.path = path
         self.timeout_s = timeout_s
+        self.keep = keep
         self._ids: list[str] = []
 
     def notebook(self) -> Any:
@@ -200,7 +267,8 @@ class RoomDocument:
         raise RespondToModel("the cell is no longer in the notebook; read the notebook again")
 
     async def close(self) -> None:
-        await self.room.close()
+        if not self.keep:
+            await self.room.close()
 
 
 def _close_text(code: int | None, reason: str | None) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_magics.tools.registry import ToolHandler
+
+if TYPE_CHECKING:
+    from agent_magics.kernel.live_notebook import KernelLiveNotebook
 
 
 class KernelTools:
@@ -16,6 +19,7 @@ class KernelTools:
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
+        self._live: KernelLiveNotebook | None = None  # kept: it keeps the room joined
 
     def __call__(self) -> list[ToolHandler]:
         from agent_magics.kernel.inspect_variable import InspectVariableHandler
@@ -26,7 +30,9 @@ class KernelTools:
         from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
         from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 
-        live = KernelLiveNotebook(self.shell)  # the notebook tools edit the open notebook live
+        if self._live is None:  # the notebook tools edit the open notebook live
+            self._live = KernelLiveNotebook(self.shell, keep=True)
+        live = self._live
         return [
             RunPythonHandler(self.shell),
             ListVariablesHandler(self.shell),

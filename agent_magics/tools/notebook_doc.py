@@ -17,11 +17,14 @@ import re
 import secrets
 import stat
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_magics.apply_patch.files import ConfinedFiles, PlainFiles
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.truncate import TruncationPolicy, truncate_text
+
+if TYPE_CHECKING:
+    from agent_magics.tools.context import SessionServices
 
 MAX_OUTPUT_BYTES = 2000
 """UTF-8 bytes of one cell output's text shown before its middle is cut."""
@@ -85,6 +88,29 @@ class LiveNotebook(Protocol):
     async def open(self) -> LiveDocument:
         """Join the editor's document; :class:`LiveUnavailable` when no front end can."""
         ...
+
+    async def close(self) -> None:
+        """Leave what :meth:`open` kept for the next calls (the session ended)."""
+        ...
+
+
+LIVE_KEY = "live_notebooks"
+"""The session's state (:meth:`SessionServices.state`) that lists the live notebooks used."""
+
+
+def used_live(services: SessionServices, live: LiveNotebook) -> LiveNotebook:
+    """``live``, noted as used by the session, so the session's end leaves its room."""
+    used: list[LiveNotebook] = services.state(LIVE_KEY, list)
+    if live not in used:
+        used.append(live)
+    return live
+
+
+async def close_live_notebooks(services: SessionServices) -> None:
+    """End of the session: leave the rooms its notebook tools kept."""
+    used: list[LiveNotebook] = services.state(LIVE_KEY, list)
+    while used:
+        await used.pop().close()
 
 
 def nbformat_module() -> Any:

@@ -45,6 +45,7 @@ from agent_magics.tools.notebook_doc import (
     nbformat_module,
     plain_replace,
     read_notebook_file,
+    used_live,
 )
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
@@ -177,7 +178,7 @@ class EditNotebookHandler:
         args = decode_call(EditNotebookArgs, inv)
         path = inv.resolve(args.path)
         if self.live is not None and await self.live.owns(path):
-            return await self._edit_open(inv, path, args, self.live)
+            return await self._edit_open(inv, path, args, used_live(inv.services, self.live))
         if is_own_notebook(path):
             raise RespondToModel(OWN_NOTEBOOK)
         data, line, place = await asyncio.to_thread(_prepare, path, args)

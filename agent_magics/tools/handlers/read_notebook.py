@@ -28,6 +28,7 @@ from agent_magics.tools.notebook_doc import (
     LiveUnavailable,
     read_notebook_file,
     render,
+    used_live,
 )
 from agent_magics.tools.spec import ToolSpec
 from agent_magics.tools.specs.notebook import read_notebook_spec
@@ -107,8 +108,9 @@ class ReadNotebookHandler:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
         if self.live is not None and await self.live.owns(path):
+            live = used_live(inv.services, self.live)
             said: set[str] = inv.services.state(SAID_WHY, set)  # tools are made per turn
-            nb, source, from_file = await _read_open(self.live, path, FROM_FILE in said)
+            nb, source, from_file = await _read_open(live, path, FROM_FILE in said)
             if from_file:
                 said.add(FROM_FILE)
         else:
