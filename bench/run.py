@@ -324,6 +324,16 @@ def bench_truncate(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
     return _rows(bench_truncation(ctx.quick))
 
 
+@benchmark("live_notebook_vs_peer", "")
+def bench_live_notebook(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
+    """read_notebook and an inserted cell on the open notebook vs jupyter-mcp-server
+    2.2.4's read_notebook and insert_cell over MCP, same Jupyter server, notebook and
+    kernel; skipped rows without the peer's venv."""
+    from live_notebook_bench import bench_live_notebook as run
+
+    return _rows(run(ctx.quick))
+
+
 @benchmark("codex_turns", "")
 def bench_codex_turns(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
     """Whole ``agent-magics exec`` turns vs ``codex exec`` on the same scripted cases;
