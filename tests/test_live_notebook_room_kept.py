@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -147,12 +148,34 @@ async def test_a_room_the_server_dropped_is_joined_again(server: Server) -> None
         await live.close()
 
 
-async def test_the_sessions_end_leaves_the_room(server: Server) -> None:
+async def test_the_sessions_end_leaves_the_room(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real session with the kernel's tools: a turn's two reads share one room, kept
+    after the turn for the next; ``Session.aclose`` leaves it."""
+    from agent_magics.config import SessionConfig
+    from agent_magics.kernel.tools import KernelTools
+    from agent_magics.session import Session
+    from agent_magics.testing import ScriptedResponsesServer, function_call, message
+
     write_notebook(server.notebooks / "a.ipynb")
-    live, services = bridge(server), SessionServices()
+    monkeypatch.setenv(SESSION_ENV, str(server.notebooks / "a.ipynb"))
+    monkeypatch.setenv(PARENT_PID_ENV, str(server.process.pid))
     before = connections(server)
-    await read(live, server.notebooks, services)
-    await read(live, server.notebooks, services)
-    assert connections(server) == before + 1  # one room for both calls
-    await close_live_notebooks(services)  # what Session.aclose does
+    read_it = {"path": "a.ipynb"}
+    script = [[function_call("read_notebook", read_it, "r1"),
+               function_call("read_notebook", read_it, "r2")], [message("read")]]  # fmt: skip
+    with ScriptedResponsesServer(script) as model:
+        config = SessionConfig(model="m", base_url=model.base_url, api_key="k",
+                               cwd=server.notebooks, shell_type="disabled")  # fmt: skip
+        session = Session(config, extra_tools=KernelTools(SimpleNamespace(user_ns={})))
+        try:
+            await session.run_turn("read it")
+            outputs = [i["output"] for i in model.requests[-1]["input"]
+                       if i.get("type") == "function_call_output"]  # fmt: skip
+            assert len(outputs) == 2
+            assert all("(read from the editor's document" in str(o) for o in outputs)
+            assert connections(server) == before + 1  # one room for both, kept after the turn
+        finally:
+            await session.aclose()
     assert connections(server) == before
