@@ -23,6 +23,7 @@ from traitlets import Bool, Enum, List, Unicode
 
 from agent_magics.errors import UserError
 from agent_magics.kernel.cell_log import CellLog
+from agent_magics.kernel.earlier_cells import record_earlier_cells
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
 
@@ -322,6 +323,7 @@ def load(ip: Any) -> AgentMagics:
     magics = _LOADED[id(ip)] = AgentMagics(ip)
     ip.register_magics(magics)
     ip.input_transformers_cleanup.append(magics.transform)
+    record_earlier_cells(magics.cell_log)  # the cells run before %load_ext, for the first turn
     magics.cell_log.register()
     atexit.register(magics.kill_processes)  # the kernel is shutting down
     return magics

@@ -14,7 +14,9 @@ What is recorded, through IPython's events and ipykernel's message hooks:
   as text, an image as one line such as ``[image/png output]``.
 
 A message belongs to the cell whose request it answers (its parent ``msg_id``), so what
-a cell prints after it ended (a thread, the last flush) still lands in it. Memory is
+a cell prints after it ended (a thread, the last flush) still lands in it. The cells
+that ran before the log was registered come from IPython's history instead
+(:mod:`.earlier_cells`). Memory is
 bounded: each cell keeps a head and a tail of its output (:class:`Clip`), at most
 :data:`MAX_CELLS` cells are kept, the older ones are only counted.
 """
@@ -209,6 +211,17 @@ class CellLog:
             self._publisher.unregister_hook(self.on_message)
             self._publisher = None
 
+    def add_earlier(self, records: list[CellRecord], dropped: int) -> None:
+        """Put first the cells that ran before the log listened (before ``%load_ext``),
+        read back from IPython's history (:mod:`.earlier_cells`), and count ``dropped``
+        older ones."""
+        with self._lock:
+            self._cells.extendleft(reversed(records))
+            self._dropped += dropped
+            while len(self._cells) > self.max_cells:
+                self._by_msg.pop(self._cells.popleft().msg_id or "", None)
+                self._dropped += 1
+
     def pre_run_cell(self, info: Any) -> None:
         raw = str(getattr(info, "raw_cell", "") or "")
         if not getattr(info, "store_history", False) or AGENT_CELL.match(raw):
@@ -237,7 +250,7 @@ class CellLog:
             stream.flush()  # what the cell printed lands before its value
         error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
         value = getattr(result, "result", None)
-        shown = self._plain(value) if value is not None and error is None else None
+        shown = self.plain(value) if value is not None and error is None else None
         with self._lock:
             record.execution_count = getattr(result, "execution_count", record.execution_count)
             if shown is not None:
@@ -246,7 +259,8 @@ class CellLog:
                 record.error = clip(error_text(error), ERROR_HEAD_CHARS, ERROR_TAIL_CHARS)
             record.finished = True
 
-    def _plain(self, value: Any) -> str | None:
+    def plain(self, value: Any) -> str | None:
+        """``value`` as a cell shows it (the shell's ``text/plain`` form)."""
         formatter = getattr(getattr(self.shell, "display_formatter", None), "formatters", {})
         plain = formatter.get("text/plain") if isinstance(formatter, dict) else None
         try:
