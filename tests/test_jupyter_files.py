@@ -276,6 +276,9 @@ def write_as_jupyter_does(ws: Path, round_: int) -> None:
     virtual.mkdir(parents=True, exist_ok=True)
     (virtual / "nb.ipynb").write_text(f"x = {round_}\n")
     (ws / "sub" / ".~nb.ipynb").write_text(f"save in progress {round_}\n")
+    sessions = ws / ".jupyter"  # a client joined a document's room
+    sessions.mkdir(exist_ok=True)
+    (sessions / "collaboration_sessions.json").write_text(f'{{"s{round_}": {{}}}}\n')
 
 
 def workspace(tmp_path: Path) -> Path:

@@ -55,6 +55,9 @@ JUPYTER_FILES = (
     ".jupyter_ystore.db-wal",
     ".jupyter_ystore.db-shm",
     ".jupyter_ystore([0-9]*).db",
+    # jupyter-collaboration 5 (in .jupyter/ of the server's root folder): the sessions
+    # that may reconnect, written again each time a client joins a document's room.
+    "collaboration_sessions.json",
 )
 """Names (patterns) of the files and folders a Jupyter server or front end keeps beside
 the notebooks, at any depth: never the agent's changes, so a scan skips them (a change
