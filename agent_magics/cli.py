@@ -201,6 +201,7 @@ async def _start_exec(
         folder,
         turns=resume.turns if resume else 0,
         resumed=resume is not None,
+        resume=resume is not None,
         say=lambda text: print(f"agent-magics: {text}", file=sys.stderr),
     )
     if recorder is not None:

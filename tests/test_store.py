@@ -224,6 +224,7 @@ def test_exec_writes_a_session_and_resume_sends_its_history(tmp_path: Path) -> N
     records = read_session(path, key=session_key(tmp_path / "home")).records
     assert [r["turn"] for r in records if r["type"] == "turn_started"] == [1, 2]
     assert [r.get("resumed") for r in records if r["type"] == "session_meta"] == [None, True]
+    assert [r.get("resume") for r in records if r["type"] == "session_meta"] == [None, True]
 
 
 @pytest.mark.slow
@@ -376,9 +377,10 @@ def test_sessions_list_and_resume_in_a_new_shell(
             requests = server.requests
     finally:
         ip.run_cell("%unload_ext agent_magics")
-    assert table[0].split() == ["id", "started", "model", "turns", "tokens", "first", "prompt"]
+    header = ["id", "started", "last", "resumed", "model", "turns", "tokens", "first", "prompt"]
+    assert table[0].split() == header
     assert table[1].split()[0] == path.stem[:8]
-    assert table[1].split()[3:] == ["saved-model", "1", "15", "first"]
+    assert table[1].split()[3:] == ["-", "saved-model", "1", "15", "first"]  # never resumed
     assert resumed == (
         f"agent: Resuming session {path.stem} (3 items).\n"
         "agent: Restored the session's latest settings: approval policy on-request, "

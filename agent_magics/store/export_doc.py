@@ -120,6 +120,7 @@ class SessionDoc:
     damaged: str | None = None
     skipped: int = 0  # records of unknown type or shape
     note: str | None = None  # e.g. "decisions were not recorded"
+    resumed: str | None = None  # when a person last resumed it (started: when it started)
 
     def usage(self) -> dict[str, int]:
         total: dict[str, int] = {}
@@ -162,6 +163,8 @@ class _Folder:
         self.calls: dict[str, Call] = {}
         self.skipped = 0
         self.part = 0  # one more for each settings line after the first (a resume)
+        self.started: str | None = None
+        self.resumed: str | None = None
 
     def turn(self, record: Mapping[str, Any]) -> TurnDoc:
         n = record.get("turn")
@@ -238,6 +241,10 @@ class _Folder:
             self.turn(record).undone = [_path(f) for f in record["files"]]
         elif kind == "session_meta":
             self.part += 1
+            when = _str(record, "started")
+            self.started = self.started or when  # the first one's: the session's start
+            if record.get("resume") is True:
+                self.resumed = when
         elif kind == "rollback":
             pass  # the failed turn stays in the document; only the history forgets it
         else:
@@ -272,7 +279,8 @@ def fold(
     model = config.get("model") if isinstance(config, dict) else None
     doc = SessionDoc(
         id=str(meta.get("id") or "(unknown)"),
-        started=_str(meta, "started"),
+        started=folder.started or _str(meta, "started"),
+        resumed=folder.resumed,
         model=model if isinstance(model, str) else None,
         cwd=_str(meta, "cwd"),
         turns=[folder.turns[k] for k in sorted(folder.turns)],

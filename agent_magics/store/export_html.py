@@ -157,7 +157,12 @@ def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:
 
 
 def header_html(doc: SessionDoc) -> str:
-    rows = [("Started", doc.started), ("Model", doc.model), ("Folder", doc.cwd)]
+    rows = [
+        ("Started", doc.started),
+        ("Last resumed", doc.resumed),
+        ("Model", doc.model),
+        ("Folder", doc.cwd),
+    ]
     items = "".join(f"<li>{name}: <code>{esc(v)}</code></li>" for name, v in rows if v)
     items += f"<li>Turns: {len(doc.turns)}</li>"
     parts = [f"<h1>Agent session <code>{esc(doc.id)}</code></h1><ul>{items}</ul>"]

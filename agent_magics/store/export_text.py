@@ -192,7 +192,13 @@ def turn_end_line(turn: TurnDoc) -> str:
 
 def header_lines(doc: SessionDoc) -> list[str]:
     lines = [f"# Agent session {inline_code(doc.id)}", ""]
-    for name, value in (("Started", doc.started), ("Model", doc.model), ("Folder", doc.cwd)):
+    rows = [
+        ("Started", doc.started),
+        ("Last resumed", doc.resumed),
+        ("Model", doc.model),
+        ("Folder", doc.cwd),
+    ]
+    for name, value in rows:
         if value:
             lines.append(f"- {name}: {inline_code(value)}")
     lines.append(f"- Turns: {len(doc.turns)}")

@@ -32,6 +32,9 @@ class SessionInfo:
     id: str
     path: Path
     started: str
+    """When the session started (its file's first line)."""
+    resumed: str
+    """When a person last resumed it ("" never, or not in the part of the file read)."""
     model: str
     first_prompt: str
     turns: int
@@ -85,10 +88,12 @@ def session_info(path: Path, key: bytes) -> SessionInfo | None:
     turns = [r["turn"] for r in records if isinstance(r.get("turn"), int)]
     ended = [r for r in records if r["type"] == "turn_ended"]
     tokens = ended[-1].get("session_tokens", 0) if ended else 0
+    resumes = [m for m in metas if m.get("resume") is True]
     return SessionInfo(
         id=path.name.removesuffix(SUFFIX),
         path=path,
-        started=str(meta.get("started", "")),
+        started=str(metas[0].get("started", "")),
+        resumed=str(resumes[-1].get("started", "")) if resumes else "",
         model=str(config.get("model", "")),
         first_prompt=str(prompts[0]) if prompts else "",
         turns=max(turns, default=0),

@@ -1,7 +1,10 @@
 """A session written to disk as it happens: one JSONL file, one record a line.
 
-The first line (and one more each time the session is resumed) is ``session_meta``: the
-settings the session runs with, minus secrets; a ``settings`` line before a turn whose
+The first line (and one more each time the file is opened again) is ``session_meta``: the
+settings the session runs with, minus secrets, and ``started``, when the file was opened:
+the first one's is when the session started, a later one's is when it was opened again
+(``resumed``), by ``%agent resume`` when it says ``resume`` (not by new settings for the
+same conversation); a ``settings`` line before a turn whose
 settings (those a resumed session takes) differ from the last ones written. Then
 ``turn_started``, ``item`` (each
 history item, its wire JSON, as it joins the history), ``decision``, ``tool_finished``,
@@ -150,9 +153,11 @@ class SessionLog:
         redact: Callable[[str], str],
         *,
         key: bytes | None = None,
+        resume: bool = False,
     ) -> SessionLog:
         """Create ``folder/<session_id>.jsonl`` (0600), or append to it when it exists
-        (a resumed session), and write a ``session_meta`` line. Raises OSError when the
+        (a resumed session), and write a ``session_meta`` line (saying ``resume`` when a
+        person resumed the session). Raises OSError when the
         file cannot be opened (a symlink, a folder on the way that is one, a file with
         other names), :class:`SessionInUse` when another writer holds it."""
         key = key if key is not None else session_key()
@@ -179,6 +184,8 @@ class SessionLog:
         }
         if data:
             meta["resumed"] = True
+            if resume:
+                meta["resume"] = True
         log.write(meta)
         return log
 

@@ -61,14 +61,23 @@ class SessionRecorder:
     ``thread_id``). ``turns``: how many turns the file already holds; ``resumed``: the
     file already holds the history the session has (a resumed session, or the same
     conversation after its settings changed), so it is not written again (a foreign
-    history copied in would come out under this user's seal)."""
+    history copied in would come out under this user's seal); ``resume``: a person
+    resumed it (``%agent resume``), which its file notes with the time."""
 
     def __init__(
-        self, session: Session, folder: Path, *, turns: int = 0, resumed: bool = False
+        self,
+        session: Session,
+        folder: Path,
+        *,
+        turns: int = 0,
+        resumed: bool = False,
+        resume: bool = False,
     ) -> None:
         self.session = session
         self.folder = folder
-        self.log = SessionLog.open(folder, session.thread_id, session.config, session.redact.text)
+        self.log = SessionLog.open(
+            folder, session.thread_id, session.config, session.redact.text, resume=resume
+        )
         self._settings = restored_fields(session.config)  # as the settings line has them
         self.turn = turns
         self._written = len(session.history) if turns or resumed else 0
@@ -197,6 +206,7 @@ def record_session(
     *,
     turns: int = 0,
     resumed: bool = False,
+    resume: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> SessionRecorder | None:
     """A recorder for ``session`` in ``folder`` (None: not saved), or None when the file
@@ -205,7 +215,7 @@ def record_session(
     if folder is None:
         return None
     try:
-        return SessionRecorder(session, folder, turns=turns, resumed=resumed)
+        return SessionRecorder(session, folder, turns=turns, resumed=resumed, resume=resume)
     except SessionInUse as exc:
         (say or _log.warning)(f"This session is not saved: {exc}.")
         return None

@@ -26,24 +26,30 @@ def sessions_table(sessions: list[SessionInfo]) -> str:
     """What ``%agent sessions`` prints: one line per session, the newest first."""
     if not sessions:
         return "agent: no saved session here."
-    rows = [("id", "started", "model", "turns", "tokens", "first prompt")]
+    rows = [("id", "started", "last resumed", "model", "turns", "tokens", "first prompt")]
     for s in sessions:
         mark = "" if s.verified else " (not yours: history only)"
         rows.append(
             (
                 s.id[:8],
-                s.started[:19].replace("T", " "),
+                _when(s.started),
+                _when(s.resumed) or "-",
                 s.model,
                 str(s.turns),
                 f"{s.tokens:,}",
                 one_line(s.first_prompt, PROMPT_CHARS) + mark,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
     return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:6], widths, strict=True)) + "  " + r[6]
         for r in rows
     )
+
+
+def _when(stamp: str) -> str:
+    """A saved time (ISO, UTC) as the table shows it."""
+    return stamp[:19].replace("T", " ")
 
 
 class SessionFiles:
@@ -60,6 +66,7 @@ class SessionFiles:
         folder = sessions_folder(session.config)
         turns = 0
         resumed = old is not None or self.pending is not None
+        resume = self.pending is not None  # a person resumed it (not new settings)
         if old is not None:
             session.thread_id = old.thread_id
             turns = self.recorder.turn if self.recorder is not None else 0
@@ -74,7 +81,9 @@ class SessionFiles:
         self._hinted = True
         self.pending = None
         self.close()
-        self.recorder = record_session(session, folder, turns=turns, resumed=resumed, say=view.note)
+        self.recorder = record_session(
+            session, folder, turns=turns, resumed=resumed, resume=resume, say=view.note
+        )
 
     def failed(self, message: str) -> None:
         if self.recorder is not None:
