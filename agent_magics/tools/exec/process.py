@@ -26,6 +26,7 @@ from pathlib import Path
 
 from agent_magics.tools.exec.buffer import HeadTailBuffer
 from agent_magics.tools.exec.wakeup import Wakeup
+from agent_magics.tools.sandbox import mount_points
 
 PTY_ROWS, PTY_COLS = 24, 80
 READ_SIZE = 65536
@@ -172,6 +173,17 @@ def _claim_terminal() -> None:  # runs in the child, between fork and exec
 def _start(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], tty: bool
 ) -> tuple[subprocess.Popen[bytes], int, int | None]:
+    mount_points.started(argv)
+    try:
+        return _popen(argv, cwd, env, tty)
+    except BaseException:
+        mount_points.release(argv)
+        raise
+
+
+def _popen(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], tty: bool
+) -> tuple[subprocess.Popen[bytes], int, int | None]:
     if tty:
         master, slave = os.openpty()
         try:
@@ -224,6 +236,7 @@ class ExecProcess:
         self._lock = threading.Lock()
         self._buffer = HeadTailBuffer()
         self._popen, read_fd, self._write_fd = _start(argv, cwd, env, tty)
+        self._argv = argv  # what its sandbox holds is let go once it has ended
         self.pid = self._popen.pid
         self._writes: queue.SimpleQueue[bytes | None] | None = None
         self._disposed = False
@@ -243,6 +256,7 @@ class ExecProcess:
 
     def _wait(self) -> None:
         code = self._popen.wait()
+        mount_points.release(self._argv)
         self.exit_code = exit_status(code)
         self.changed.fire()
 

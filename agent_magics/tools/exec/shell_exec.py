@@ -27,6 +27,7 @@ from agent_magics.tools.exec.format import (
 )
 from agent_magics.tools.exec.process import StreamPump, kill_group
 from agent_magics.tools.exec.wakeup import Wakeup
+from agent_magics.tools.sandbox import mount_points
 from agent_magics.tools.truncate import TruncationPolicy
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class _OneShot:
         self._lock = threading.Lock()
         out_fd, out_w = os.pipe()
         err_fd, err_w = os.pipe()
+        mount_points.started(argv)
         try:
             self._popen = subprocess.Popen(
                 list(argv),
@@ -118,12 +120,14 @@ class _OneShot:
                 start_new_session=True,
             )
         except BaseException:
+            mount_points.release(argv)
             os.close(out_fd)
             os.close(err_fd)
             raise
         finally:
             os.close(out_w)
             os.close(err_w)
+        self._argv = argv  # what its sandbox holds is let go once it has ended
         self.pid = self._popen.pid
         self._pumps = [
             StreamPump(out_fd, lambda d: self._add(self.out, d), self._closed),
@@ -144,7 +148,9 @@ class _OneShot:
         self.changed.fire()
 
     def _wait(self) -> None:
-        self.returncode = self._popen.wait()
+        returncode = self._popen.wait()
+        mount_points.release(self._argv)
+        self.returncode = returncode
         self.changed.fire()
 
     def captured(self) -> tuple[bytes, bytes]:

@@ -4,8 +4,9 @@ are writable, and (network off) a private network namespace with nothing in it.
 The whole file system is bound read-only; each writable root is bound read-write on top
 of it, then each protected part of a root (``.git``, ``.agents``, ``.codex``,
 ``.agent_magics``) read-only again. A protected path that does not exist yet gets an
-empty read-only folder mounted in its place, so the command cannot create it; bubblewrap
-leaves that empty folder behind as its mount point (git skips an empty ``.git``). Each
+empty read-only folder mounted in its place, so the command cannot create it; its mount
+point, an empty folder on the host, is made for the command and removed once no command
+uses it (see ``mount_points.py``). Each
 folder between a root and a protected path deeper in it is bound onto itself, so that it
 cannot be renamed away with the protected path inside (a mount point cannot be moved).
 Jupyter's runtime folder gets an empty read-only folder mounted over it (a file alone,
@@ -29,9 +30,10 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Collection
 from pathlib import Path
 
-from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
+from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec, mount_points
 
 PROBE_TIMEOUT_S = 10.0
 FILTER_FD = 9
@@ -51,8 +53,9 @@ def find_bwrap() -> str | None:
     return bundled or shutil.which("bwrap")
 
 
-def bwrap_args(spec: SandboxSpec) -> list[str]:
-    """The options (before ``--``) that set up ``spec``'s confinement."""
+def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
+    """The options (before ``--``) that set up ``spec``'s confinement; ``held``: the
+    mount points :func:`.mount_points.hold` holds for it (an empty folder goes there)."""
     args = ["--die-with-parent", "--unshare-user", "--unshare-pid"]
     if not spec.network:
         args.append("--unshare-net")
@@ -64,7 +67,7 @@ def bwrap_args(spec: SandboxSpec) -> list[str]:
     for path in spec.read_only_subpaths:
         for folder in _folders_between(spec, path):
             mounts[len(folder.parts), 0, str(folder)] = ["--bind", str(folder), str(folder)]
-        if path.exists():
+        if path.exists() and path not in held:
             mounts[len(path.parts), 1, str(path)] = ["--ro-bind", str(path), str(path)]
         elif not path.is_symlink() and any(r in path.parents for r in spec.writable_roots):
             mounts[len(path.parts), 1, str(path)] = _empty_folder(path)
@@ -76,6 +79,18 @@ def bwrap_args(spec: SandboxSpec) -> list[str]:
     for key in sorted(mounts):
         args += mounts[key]
     return args
+
+
+def _mount_points(spec: SandboxSpec) -> list[Path]:
+    """The protected paths in a root that need an empty folder as mount point: missing
+    ones, and empty folders (perhaps another run's mount point, held so it stays)."""
+    out = []
+    for path in spec.read_only_subpaths:
+        if path.is_symlink() or not any(r in path.parents for r in spec.writable_roots):
+            continue
+        if not os.path.lexists(path) or mount_points.is_empty_dir(path):
+            out.append(path)
+    return out
 
 
 def _empty_folder(path: Path) -> list[str]:
@@ -140,7 +155,13 @@ def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
     if program is None:
         raise RuntimeError("bubblewrap is not available")
     before, options = seccomp_prefix(spec)
-    return [*before, program, *bwrap_args(spec), *options, "--", *argv]
+    held, holding = mount_points.hold(_mount_points(spec))
+    try:
+        argv = [*before, program, *bwrap_args(spec, held), *options, "--", *argv]
+    except BaseException:
+        holding.release()
+        raise
+    return mount_points.HeldArgv(argv, holding) if held else argv
 
 
 def probe() -> str | None:
