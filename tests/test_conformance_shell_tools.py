@@ -37,6 +37,7 @@ from tests.conformance_helpers import (
     golden_problems,
     harness,
 )
+from tests.sandbox_helpers import outside_base
 
 pytestmark = pytest.mark.slow  # real commands per recorded case
 
@@ -49,13 +50,17 @@ def _calls_ours(case: dict[str, Any]) -> bool:
 
 
 @pytest.fixture
-def codex_like_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The environment the harness gives the agent: empty HOME, UTF-8 locale, UTC."""
+def codex_like_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The environment the harness gives the agent: empty HOME, UTF-8 locale, UTC. The
+    home lies outside /tmp: one inside a root the model's commands may write has its
+    start-up files skipped, and commands run in no login shell."""
     for key in list(os.environ):
         if key.startswith(("CODEX_", "OPENAI_")) or key in ("TERM", "NO_COLOR", "COLORTERM"):
             monkeypatch.delenv(key)
-    home = tmp_path / "home"
-    home.mkdir()
+    base = outside_base()
+    if base is None:
+        pytest.skip("no writable folder outside /tmp and $TMPDIR for the home")
+    home = Path(tempfile.mkdtemp(prefix="codexpeer-home-", dir=base))
     for key, value in {
         "HOME": str(home),
         "LANG": "C.UTF-8",
@@ -63,6 +68,10 @@ def codex_like_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "TZ": "UTC",
     }.items():
         monkeypatch.setenv(key, value)
+    try:
+        yield
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _config(case: dict[str, Any]) -> tuple[ToolsConfig, dict[str, Any]]:

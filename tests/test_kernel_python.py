@@ -12,7 +12,10 @@ names another venv, as in a terminal where a different one is active.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ import pytest
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
 from tests.kernels import IPYKERNEL6, KERNEL_PYTHONS, Kernel, kernel_manager
-from tests.sandbox_helpers import LINUX_MECHANISMS, require_mechanism
+from tests.sandbox_helpers import LINUX_MECHANISMS, outside_base, require_mechanism
 
 pytestmark = [
     pytest.mark.slow,
@@ -59,15 +62,19 @@ def seen(output: str) -> list[str]:
 def runs(home: Path) -> int:
     """How often the profile ran (counted in the workspace: sandboxed commands may not
     write in the home)."""
-    file = home.parent / "ws" / "profile_runs"
+    file = Path(os.environ["PROFILE_RUNS"])
     return len(file.read_text().splitlines()) if file.exists() else 0
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home whose login profile resets ``PATH``; a ``PATH`` without any venv."""
-    home = tmp_path / "home"
-    home.mkdir()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A home whose login profile resets ``PATH``; a ``PATH`` without any venv. The home
+    lies outside the roots commands may write (/tmp is one), or its profile would not
+    be read at all."""
+    base = outside_base()
+    if base is None:
+        pytest.skip("no writable folder outside /tmp and $TMPDIR for the home")
+    home = Path(tempfile.mkdtemp(prefix="agent-magics-home-", dir=base))
     (home / ".bash_profile").write_text(PROFILE)
     for name in [k for k in os.environ if k.startswith(("AGENT_MAGICS_", "OPENAI_"))]:
         monkeypatch.delenv(name)
@@ -78,7 +85,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SHELL", "/bin/bash")
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "another-venv"))
-    return home
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def ended(kernel: Kernel) -> int:

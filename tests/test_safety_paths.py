@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_magics.tools.safety import is_known_safe_command
+from agent_magics.tools.safety_paths import shell_startup_is_trusted
 from agent_magics.tools.sandbox.roots import real
 
 
@@ -125,10 +126,15 @@ def test_git_outside_any_repository(ws: Path) -> None:
 
 
 def test_shell_with_writable_startup_files(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A login shell runs ``~/.bash_profile`` first; in a writable home the model wrote it."""
+    """A login shell runs ``~/.bash_profile`` first; in a writable home the model (or the
+    repository) wrote it, so commands then run in a shell that reads no start-up file,
+    and ``ls`` in it is known-safe again (Binder: the repository is the home)."""
     monkeypatch.setenv("HOME", str(ws))
-    assert safe(["bash", "-lc", "ls"], ws) is False
-    assert safe(["/bin/ls"], ws) is True  # no shell, nothing read from home
+    (ws / ".bashrc").write_text("touch ran\n")
+    assert shell_startup_is_trusted([ws]) is False
+    assert shell_startup_is_trusted([ws / "elsewhere"]) is True
+    assert safe(["bash", "-lc", "ls"], ws) is True
+    assert safe(["/bin/ls"], ws) is True
 
 
 def test_git_status_really_runs_a_model_written_fsmonitor(ws: Path) -> None:

@@ -17,11 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_magics.tools.safety_paths import (
-    git_is_trusted,
-    program_is_trusted,
-    shell_startup_is_trusted,
-)
+from agent_magics.tools.safety_paths import git_is_trusted, program_is_trusted
 from agent_magics.tools.shell_parse import (
     executable_name,
     extract_powershell_script,
@@ -79,7 +75,7 @@ def is_known_safe_command(
 
     Every element equal to ``zsh`` counts as ``bash`` first, as in Codex. ``cwd`` is the
     folder the command runs in and ``writable_roots`` where the model's commands may
-    write: a program, repository or shell startup file found there is not trusted (see
+    write: a program or repository found there is not trusted (see
     :mod:`agent_magics.tools.safety_paths`). Without them only absolute program paths
     count, and nothing is taken for model-written.
     """
@@ -100,11 +96,9 @@ def all_known_safe(
     writable_roots: Sequence[Path],
 ) -> bool:
     """Whether every sub-command of ``argv`` is known-safe where it runs: after a ``cd``
-    the folder is unknown, and a shell whose startup files the model may write is not
-    trusted at all."""
-    shell = writable_roots and extract_shell_script(argv) is not None
-    if shell and not shell_startup_is_trusted(writable_roots):
-        return False
+    the folder is unknown. The shell around them reads no start-up file the model or
+    the repository may have written: such a shell runs without them
+    (:func:`agent_magics.tools.exec.snapshot.snapshot_command`)."""
     here = cwd
     for command in commands:
         if not _is_safe_exec(command, here, writable_roots):

@@ -16,12 +16,8 @@ from pathlib import Path
 
 from agent_magics.tools import python_env
 from agent_magics.tools.sandbox.roots import is_writable, read_only_subpaths
+from agent_magics.tools.sandbox.user_files import shell_start_files
 
-# What a login shell (bash, sh, zsh) may read from the home folder before the script.
-SHELL_STARTUP_FILES = (
-    ".bash_profile", ".bash_login", ".profile", ".bashrc", ".bash_logout",
-    ".zshenv", ".zprofile", ".zshrc", ".zlogin",
-)  # fmt: skip
 # A folder git takes for a repository of its own (a bare one) when it holds these.
 _GIT_DIR_MARKERS = ("HEAD", "objects", "refs")
 
@@ -74,9 +70,18 @@ def git_is_trusted(cwd: Path | None, roots: Sequence[Path]) -> bool:
 
 
 def shell_startup_is_trusted(roots: Sequence[Path]) -> bool:
-    """Whether the files a shell reads from the home folder lie outside every root."""
-    home = _home()
-    return not any(_model_writable(home / name, roots) for name in SHELL_STARTUP_FILES)
+    """Whether every start-up file a shell may read from the home (or ``ZDOTDIR``) lies
+    outside every writable root, by its path as spelled and by its real path. One inside
+    a root is not trusted even where the sandbox keeps it read-only: the repository may
+    have shipped it (on Binder the repository is the home). Commands then run in a shell
+    that reads none of them (:func:`agent_magics.tools.exec.command.no_startup_argv`)."""
+    if not roots:
+        return True
+    for path in shell_start_files():
+        for spelled in (Path(os.path.normpath(path)), Path(os.path.realpath(path))):
+            if any(spelled == root or root in spelled.parents for root in roots):
+                return False
+    return True
 
 
 def _model_writable(path: Path, roots: Sequence[Path]) -> bool:

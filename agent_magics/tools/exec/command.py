@@ -73,14 +73,34 @@ def shell_argv(shell: str, family: ShellFamily, script: str, login: bool) -> lis
     return [shell, "-lc" if login else "-c", script]
 
 
-def spawn_argv(argv: Sequence[str]) -> list[str]:
+def spawn_argv(argv: Sequence[str], *, startup: bool = True) -> list[str]:
     """What runs for ``argv``: a ``[sh|bash|zsh, "-lc", script]`` runs the script after
     :func:`python_env.shell_line`, on its first line (line numbers and ``$0`` unchanged),
     so the login profile cannot take the agent's Python off ``PATH``. Other argvs run as
-    they are. The argv shown, approved and judged stays the model's."""
+    they are. The argv shown, approved and judged stays the model's.
+
+    ``startup=False`` (the start-up files lie where the model may write them, see
+    :func:`no_startup_argv`): a POSIX shell's ``-lc`` or ``-c`` script runs in a shell
+    that reads none of them."""
+    if not startup:
+        return no_startup_argv(argv)
     if len(argv) != 3 or argv[1] != "-lc" or shell_family(argv[0]) != "posix":
         return list(argv)
     return [argv[0], "-lc", python_env.shell_line() + argv[2]]
+
+
+def no_startup_argv(argv: Sequence[str]) -> list[str]:
+    """``[sh|bash|zsh, "-lc" | "-c", script]`` as a shell that reads no start-up file of
+    the home: ``bash --noprofile --norc -c`` (``--norc`` also covers the ``.bashrc`` bash
+    reads when it thinks sshd started it), ``zsh -f -c`` (only the system's
+    ``/etc/zshenv``), ``sh -c`` (a non-login ``sh`` reads none). The environment the
+    command gets already has the agent's Python first on ``PATH``
+    (:func:`command_env`). Other argvs run as they are."""
+    if len(argv) != 3 or argv[1] not in ("-lc", "-c") or shell_family(argv[0]) != "posix":
+        return list(argv)
+    stem = shell_stem(argv[0])
+    flags = {"bash": ["--noprofile", "--norc"], "zsh": ["-f"]}.get(stem, [])
+    return [argv[0], *flags, "-c", argv[2]]
 
 
 def use_login(requested: bool | None, allowed: bool) -> bool:

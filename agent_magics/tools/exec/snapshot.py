@@ -26,6 +26,7 @@ start).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import os
@@ -40,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.exec.command import command_env, spawn_argv
 from agent_magics.tools.exec.snapshot_capture import (
     SnapshotFailed,
@@ -47,6 +49,8 @@ from agent_magics.tools.exec.snapshot_capture import (
     render,
     signal_group,
 )
+from agent_magics.tools.safety_paths import shell_startup_is_trusted
+from agent_magics.tools.sandbox.roots import writable_roots
 
 if TYPE_CHECKING:
     from agent_magics.tools.context import SessionServices
@@ -286,6 +290,13 @@ def snapshot_of(services: SessionServices) -> ShellSnapshot | None:
     return services.state(STATE_KEY, _Slot).current
 
 
+def startup_is_trusted(cwd: Path) -> bool:
+    """Whether the shell's start-up files lie outside the roots the model's commands may
+    write in a session working in ``cwd`` (whatever the turn's sandbox mode, as for
+    known-safe commands: :func:`agent_magics.tools.exec.guard.model_writable_roots`)."""
+    return shell_startup_is_trusted(writable_roots(cwd, SandboxMode.WORKSPACE_WRITE))
+
+
 def sync_shell_snapshot(
     services: SessionServices,
     *,
@@ -296,9 +307,11 @@ def sync_shell_snapshot(
     redact: Callable[[str], str],
 ) -> None:
     """Start the session's snapshot when it is on and has none yet (bash only); remove
-    it when the setting was turned off."""
+    it when the setting was turned off. None is made when the start-up files are not
+    trusted (:func:`startup_is_trusted`): the snapshot runs them unconfined, and
+    commands read none of them then."""
     slot = services.state(STATE_KEY, _Slot)
-    if not enabled or shell_kind != "bash":
+    if not enabled or shell_kind != "bash" or not startup_is_trusted(cwd):
         if slot.current is not None:
             slot.current.close()
             slot.current = None
@@ -314,13 +327,23 @@ def close_shell_snapshot(services: SessionServices) -> None:
     )
 
 
-def snapshot_command(
-    services: SessionServices, argv: Sequence[str], env: Mapping[str, str]
+async def snapshot_command(
+    services: SessionServices, argv: Sequence[str], env: Mapping[str, str], cwd: Path
 ) -> tuple[list[str], Mapping[str, str]]:
-    """What to spawn for ``argv``: a login shell's script after the line that puts the
-    agent's Python first on ``PATH`` again (:func:`spawn_argv`), through the session's
-    snapshot when it can be used (the line then runs after the snapshot), else as it is."""
+    """What to spawn for ``argv`` in a session working in ``cwd``.
+
+    Start-up files not trusted (:func:`startup_is_trusted`): a shell that reads none.
+    Else a login shell's script after the line that puts the agent's Python first on
+    ``PATH`` again (:func:`spawn_argv`), through the session's snapshot; while the
+    snapshot is still being built the command waits for it (a login shell would read
+    the same profile just as long, and print its noise, such as pyenv's "cannot
+    rehash" inside the read-only sandbox, into the command's output). Without a usable
+    snapshot (failed, off, not bash) it runs as it is."""
+    if not startup_is_trusted(cwd):
+        return spawn_argv(argv, startup=False), env
     argv = spawn_argv(argv)
     snapshot = snapshot_of(services)
+    if snapshot is not None and snapshot.state == "building":
+        await asyncio.to_thread(snapshot.wait, CAPTURE_TIMEOUT_S + CHECK_TIMEOUT_S)
     rewritten = snapshot.command(argv, env) if snapshot is not None else None
     return rewritten if rewritten is not None else (argv, env)

@@ -91,7 +91,7 @@ async def run_shell_call(
 
     async def attempt(sandbox: SandboxSpec) -> ExecOutput:
         try:
-            run, run_env = snapshot_command(inv.services, argv, env)
+            run, run_env = await snapshot_command(inv.services, argv, env, inv.turn.cwd)
             return await run_oneshot(
                 sandbox.wrap(run),
                 cwd,

@@ -173,7 +173,7 @@ class ExecCommandHandler:
 
         async def attempt(sandbox: SandboxSpec) -> ExecProcess:
             try:
-                run, run_env = snapshot_command(inv.services, argv, env)
+                run, run_env = await snapshot_command(inv.services, argv, env, inv.turn.cwd)
                 started = await manager.spawn(
                     sandbox.wrap(run), cwd, run_env, args.tty, on_start=output.watch
                 )
