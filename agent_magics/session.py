@@ -43,7 +43,11 @@ from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import ExtraTools, build_registry
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
 from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
-from agent_magics.tools.exec.snapshot import close_shell_snapshot, sync_shell_snapshot
+from agent_magics.tools.exec.snapshot import (
+    close_shell_snapshot,
+    startup_notice,
+    sync_shell_snapshot,
+)
 from agent_magics.tools.history import history_output, reserialized_input
 from agent_magics.tools.notebook_doc import close_live_notebooks
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
@@ -318,7 +322,8 @@ class Session:
         if notice is not None:
             logging.getLogger("agent_magics").warning(notice)
             self._emit(SandboxUnavailable(notice))
-        for weakness in weakness_notices(turn.sandbox_mode):
+        startup = startup_notice(turn.cwd)
+        for weakness in [*weakness_notices(turn.sandbox_mode), *filter(None, [startup])]:
             logging.getLogger("agent_magics").warning(weakness)
             self._emit(SandboxWeakness(weakness))
 

@@ -69,6 +69,7 @@ def test_repository_startup_files_never_run_and_ls_runs_unasked(
     (home / "data.csv").write_text("a,b\n")
     output, stderr = run(arena, mechanism, home, "untrusted", "ls")
     assert "approval" not in stderr  # nobody was asked, nothing was denied
+    assert "reads no start-up file" in stderr  # said once, with why
     assert "data.csv" in output and "Process exited with code 0" in output
     assert "startup noise" not in output
     assert sorted(p.name for p in home.glob("ran-*")) == []
@@ -103,6 +104,7 @@ def test_startup_noise_stays_out_of_the_first_command(arena: Arena, mechanism: s
         "export FROM_PROFILE=yes\n"
     )
     cmd = "echo out=$FROM_PROFILE; echo own-stderr >&2"
-    output, _ = run(arena, mechanism, home, "never", cmd)
+    output, stderr = run(arena, mechanism, home, "never", cmd)
+    assert "reads no start-up file" not in stderr  # the home is the person's
     assert "out=yes" in output and "own-stderr" in output
     assert "cannot rehash" not in output and "profile-stdout" not in output

@@ -297,6 +297,19 @@ def startup_is_trusted(cwd: Path) -> bool:
     return shell_startup_is_trusted(writable_roots(cwd, SandboxMode.WORKSPACE_WRITE))
 
 
+def startup_notice(cwd: Path) -> str | None:
+    """The sentence a session shows once when its commands skip the shell's start-up
+    files (:func:`startup_is_trusted`), else ``None``."""
+    if startup_is_trusted(cwd):
+        return None
+    return (
+        f"Commands run in a shell that reads no start-up file (~/.bashrc, ~/.profile, ...): "
+        f"the home ({Path.home()}) lies where commands may write, so those files may be "
+        "the repository's or the model's. What they would set (aliases, PATH changes, "
+        "pyenv or conda set-up) is missing from commands; the kernel's Python is on PATH."
+    )
+
+
 def sync_shell_snapshot(
     services: SessionServices,
     *,
