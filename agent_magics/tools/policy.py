@@ -22,7 +22,12 @@ from agent_magics.tools.approval import (
     SandboxPermissions,
     Skip,
 )
-from agent_magics.tools.safety import all_known_safe, exec_policy_commands, is_dangerous_command
+from agent_magics.tools.safety import (
+    all_known_safe,
+    exec_policy_commands,
+    is_dangerous_command,
+    untrusted_by_place,
+)
 
 if TYPE_CHECKING:
     from agent_magics.mcp.config import ApprovalMode
@@ -35,6 +40,11 @@ RULE_DANGEROUS = (
 RULE_UNTRUSTED = (
     "The approval policy is untrusted: only commands known to be safe (reading, listing, "
     "searching) run without asking, and this one is not among them."
+)
+RULE_UNTRUSTED_PLACE = (
+    "The approval policy is untrusted: only commands known to be safe run without asking. "
+    "This one would count, but {place}, so what it runs may have been written by the "
+    "model or shipped with the repository."
 )
 RULE_UNTRUSTED_HEREDOC = (
     "The approval policy is untrusted: only commands known to be safe run without asking, "
@@ -91,6 +101,9 @@ def exec_approval_requirement(
         return Skip(bypass_sandbox=bypass)
     if policy is ApprovalPolicy.UNTRUSTED:
         rule = RULE_UNTRUSTED_HEREDOC if complex_parsed else RULE_UNTRUSTED
+        place = untrusted_by_place(commands, cwd=cwd, writable_roots=writable_roots)
+        if place is not None and not complex_parsed:
+            rule = RULE_UNTRUSTED_PLACE.format(place=place)
         return NeedsApproval(justification, bypass_sandbox=bypass, rule=rule)
     if sandbox is SandboxMode.DANGER_FULL_ACCESS:
         return Skip()

@@ -37,6 +37,7 @@ __all__ = [
     "is_known_safe_command",
     "parse_heredoc_command",
     "parse_shell_script",
+    "untrusted_by_place",
 ]
 
 SHELL_SCRIPT_KEY = "__codex_shell_script__"
@@ -106,6 +107,26 @@ def all_known_safe(
         if command and command[0] == "cd":
             here = None
     return True
+
+
+def untrusted_by_place(
+    commands: Sequence[Sequence[str]], *, cwd: Path | None, writable_roots: Sequence[Path]
+) -> str | None:
+    """Why ``commands``, each known-safe by name, are not known-safe where they run: the
+    first one whose program (or, for git, whose repository or git config) lies where
+    the model's commands may write, as a phrase for the approval question; None when
+    one is not safe by name at all, or when none is refused by its place."""
+    here = cwd
+    for command in commands:
+        if not command or not _is_safe_by_name(command):
+            return None
+        if not program_is_trusted(command[0], here, writable_roots):
+            return f"the program `{command[0]}` names lies where commands may write"
+        if executable_name(command[0]) == "git" and not git_is_trusted(here, writable_roots):
+            return "the git repository or git config it reads lies where commands may write"
+        if command[0] == "cd":
+            here = None
+    return None
 
 
 def _is_safe_exec(command: Sequence[str], cwd: Path | None, roots: Sequence[Path]) -> bool:
