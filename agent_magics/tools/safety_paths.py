@@ -4,8 +4,11 @@ A command is known-safe by the name of its program, but the program a name runs,
 repository ``git`` opens and the files a login shell reads are looked up on disk. When
 any of them lies where the model's commands may write (a writable root, outside its
 protected parts), the model could have put code there, and the command must not run
-unasked, least of all outside the sandbox. The caller passes the command's working
-folder and the writable roots as plain values; these helpers only look at the disk.
+unasked, least of all outside the sandbox. The shell's start-up files are the
+exception: when they lie in a writable root, commands run in a shell that reads none of
+them (:func:`shell_startup_is_trusted`), so they never decide whether a command asks.
+The caller passes the command's working folder and the writable roots as plain values;
+these helpers only look at the disk.
 """
 
 from __future__ import annotations

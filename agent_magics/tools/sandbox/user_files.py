@@ -9,13 +9,14 @@
   snapshot commands source), Landlock cannot and the session says so once, and the key
   in its written forms joins the secrets every output is scrubbed of
   (:func:`signing_key_secrets`).
-- The shell's start-up files (:data:`SHELL_START_FILES`): the shell snapshot runs them
-  unconfined at each session start, as does the person's next terminal. When the home
-  lies in a writable root (JupyterLab started in ``~``), those that exist stay
-  read-only, with the person's ``~/.agent_magics`` (settings, key, snapshots), like the
-  kernel's own code (see :mod:`.roots`). A missing one cannot get a mount point in its
-  place (an empty folder named ``.bashrc`` breaks the shell, an empty
-  ``.bash_profile`` hides ``.profile``): patches refuse to create it by name, Landlock
+- The shell's start-up files (:data:`SHELL_START_FILES`): the person's next terminal
+  runs them unconfined. When the home lies in a writable root (JupyterLab started in
+  ``~``; on Binder the repository is the home), no command and no shell snapshot reads
+  them (they may be the repository's: :mod:`agent_magics.tools.exec.snapshot`), and
+  those that exist stay read-only, with the person's ``~/.agent_magics`` (settings,
+  key, snapshots), like the kernel's own code (see :mod:`.roots`). A missing one cannot
+  get a mount point in its place (an empty folder named ``.bashrc`` breaks the shell,
+  an empty ``.bash_profile`` hides ``.profile``): patches refuse to create it by name, Landlock
   lets no command create an entry at the top of a folder holding a protected path, and
   only a bubblewrap command can still create one.
 
