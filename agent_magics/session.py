@@ -41,6 +41,7 @@ from agent_magics.store.changes import ChangeTracker
 from agent_magics.store.paths import undo_folder
 from agent_magics.tools.approval import Approver, deny_all
 from agent_magics.tools.build import ExtraTools, build_registry
+from agent_magics.tools.cell_undo import take_cell_edits
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
 from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
 from agent_magics.tools.exec.snapshot import (
@@ -240,6 +241,7 @@ class Session:
         self.history.append(Message.user(prompt))
         self._emit(TurnStarted(prompt))
         self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id))
+        take_cell_edits(self.services)  # none left from a turn that ended another way
         usage = Usage()
         final_text = ""
         answered = False
@@ -291,7 +293,7 @@ class Session:
 
     def _emit_changes(self) -> None:
         """Say which files the turn changed, with their diffs (before the turn's end)."""
-        changes = self.changes.finish()
+        changes = self.changes.finish(take_cell_edits(self.services))
         if changes.changes:
             self._emit(TurnDiff(changes.turn, changes.files))
         shown = {c.shown for c in changes.changes}

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agent_magics.apply_patch.files import MAX_FILE_BYTES
 from agent_magics.events import FileDiff
@@ -44,6 +44,9 @@ from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
 from agent_magics.store.undo_copies import UndoCopies
 from agent_magics.tools.shadowing import Stamp, planted_files, shadowing
+
+if TYPE_CHECKING:
+    from agent_magics.tools.cell_undo import CellEdit
 
 WRITING_TOOLS = frozenset(
     {
@@ -103,6 +106,9 @@ class TurnChanges:
     planted: tuple[tuple[str, str], ...] = ()
     """Files the turn left in the working folder that shadow a module Python imports
     (shown path, module): see :mod:`agent_magics.tools.shadowing`."""
+    cells: tuple[CellEdit, ...] = ()
+    """The turn's edits to the open notebook, made through its editor's document (no file
+    changed): see :mod:`agent_magics.tools.cell_undo`."""
 
     @property
     def files(self) -> tuple[FileDiff, ...]:
@@ -224,8 +230,8 @@ class ChangeTracker:
         with self._lock:
             self._baseline, self._planted = found, planted
 
-    def finish(self) -> TurnChanges:
-        """The turn's changes (also kept as :attr:`last`)."""
+    def finish(self, cells: tuple[CellEdit, ...] = ()) -> TurnChanges:
+        """The turn's changes (also kept as :attr:`last`), with its live notebook edits."""
         with self._lock:
             originals = dict(self._originals)
             writes = dict(self._writes)
@@ -261,7 +267,7 @@ class ChangeTracker:
                 )
             )
         planted = self._planted_by_turn(base is not None, planted_before, list(writes))
-        result = TurnChanges(self.turn, self._cwd, tuple(changes), planted)
+        result = TurnChanges(self.turn, self._cwd, tuple(changes), planted, cells)
         self._copies.manifest(result)
         self.last = result
         return result

@@ -32,6 +32,7 @@ from agent_magics.apply_patch.files import MAX_FILE_BYTES, ConfinedFiles
 from agent_magics.events import FileDiff
 from agent_magics.store.changes import AGENT, CHANGED, COMMANDS, Change, ChangeTracker, TurnChanges
 from agent_magics.store.diff import FileState, file_diff, read_state
+from agent_magics.tools.cell_undo import cells_question
 from agent_magics.tools.sandbox.roots import confined_files
 
 REVERTED = "The user reverted the changes of your last turn to: {files}."
@@ -64,10 +65,12 @@ class UndoPlan:
 
     def summary(self) -> str:
         """The question: what will be restored, what only if asked, what cannot be."""
-        text = ""
+        text = cells_question(self.turn.cells)
         if self.restore:
-            text = f"Undo restores {len(self.restore)} file(s) to their state before the "
-            text += f"agent's tools wrote them: {_names(self.restore)}."
+            n = len(self.restore)
+            files = "1 file to its state" if n == 1 else f"{n} files to their state"
+            text += f" Undo restores {files} before the agent's tools wrote "
+            text += f"{_them(self.restore)}: {_names(self.restore)}."
         if self.asked:
             unsure = UNSURE.format(files=_names(self.asked), them=_them(self.asked))
             text += f" {unsure}: restored to their state before the last turn only if you "
@@ -137,7 +140,7 @@ def plan_undo(turn: TurnChanges) -> UndoPlan:
             f"Undo refused: {_names(moved)} changed after the last turn ended, and "
             "restoring would lose that change; nothing was restored."
         )
-    elif not restore and not asked:
+    elif not restore and not asked and not turn.cells:
         refusal = "Nothing to undo: the last turn changed no file that can be restored."
         refusal += UndoPlan(turn, left=left).left_text()
     return UndoPlan(turn, restore, asked, left, refusal)
@@ -190,7 +193,8 @@ def undo_last_turn(tracker: ChangeTracker, plan: UndoPlan, *, everything: bool =
     later ``--all`` can still restore them. Returns what to show the person."""
     problems = apply_undo(plan, everything=everything)
     done = sorted((c for c, _ in _targets(plan, everything).values()), key=lambda c: c.shown)
-    tracker.notes.append(REVERTED.format(files=_names(done)))
+    if done or not plan.turn.cells:
+        tracker.notes.append(REVERTED.format(files=_names(done)))
     if tracker.last is plan.turn:
         rest = [] if everything else [_rest(c) for c in plan.asked]
         tracker.last = TurnChanges(plan.turn.turn, plan.turn.cwd, tuple(rest)) if rest else None
@@ -199,8 +203,10 @@ def undo_last_turn(tracker: ChangeTracker, plan: UndoPlan, *, everything: bool =
     elif done:
         text = f"Restored to their state before the agent's tools wrote them: {_names(done)}."
         text += plan.skipped_text()
-    else:
+    elif plan.asked or not plan.turn.cells:
         text = "Nothing restored." + plan.skipped_text()
+    else:
+        text = ""  # only cells of the open notebook: the caller tells what became of them
     return " ".join([text + plan.left_text(), *problems])
 
 

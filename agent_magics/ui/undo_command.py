@@ -17,6 +17,8 @@ import ipywidgets as W
 from IPython.display import display
 
 from agent_magics.store.undo import UndoPlan, plan_undo, undo_last_turn
+from agent_magics.tools.cell_undo import REVERTED_CELLS, cells_outcome, revert_cells
+from agent_magics.tools.notebook_doc import LiveUnavailable
 from agent_magics.ui.render import esc
 
 if TYPE_CHECKING:
@@ -43,6 +45,9 @@ def undo_command(
     plan = _plan(controller)
     if isinstance(plan, str):
         print(plan)
+        return None
+    if words and plan.turn.cells:
+        _undo_later(controller, plan, everything="--all" in words, loop=loop)
         return None
     if words:
         print("agent: " + _undo(controller, plan, everything="--all" in words))
@@ -74,7 +79,9 @@ def _plan(controller: Controller, turn: TurnChanges | None = None) -> UndoPlan |
     return f"agent: {plan.refusal}" if plan.refusal else plan
 
 
-def _undo(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
+def _undo(
+    controller: Controller, plan: UndoPlan, *, everything: bool, cells: list[str] | None = None
+) -> str:
     session = controller.session
     assert session is not None
     text = undo_last_turn(session.changes, plan, everything=everything)
@@ -82,8 +89,66 @@ def _undo(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
     if recorder is not None:
         done = plan.restore + (plan.asked if everything else [])
         files = list(dict.fromkeys(c.shown for c in done))
-        recorder.write({"type": "undo", "files": sorted(files)})
+        line: dict[str, Any] = {"type": "undo", "files": sorted(files)}
+        if cells:
+            line["cells"] = cells
+        recorder.write(line)
     return text
+
+
+async def _undo_with_cells(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
+    """Undo a turn that edited the open notebook: its cells first, through the editor's
+    document (all of them or, when it cannot be reached, nothing at all), then its files."""
+    edits = plan.turn.cells
+    names = ", ".join(dict.fromkeys(e.path.name for e in edits))
+    try:
+        done, left = await revert_cells(edits)
+    except LiveUnavailable as exc:
+        return (
+            f"Undo refused: the open notebook {names} cannot be reached ({exc.reason}); "
+            "nothing was restored."
+        )
+    text = _undo(controller, plan, everything=everything, cells=done)
+    session = controller.session
+    if done and session is not None:
+        session.changes.notes.append(REVERTED_CELLS.format(path=names, cells="; ".join(done)))
+    return " ".join(filter(None, [cells_outcome(names, done, left), text]))
+
+
+def _undo_later(
+    controller: Controller,
+    plan: UndoPlan,
+    *,
+    everything: bool,
+    loop: asyncio.AbstractEventLoop | None,
+) -> None:
+    """``--yes`` for a turn that edited the open notebook: the undo awaits its document,
+    so on the kernel's loop it runs as a task whose outcome replaces a line in the cell."""
+    work = _undo_with_cells(controller, plan, everything=everything)
+    if loop is None:
+        print("agent: " + controller.own_loop().run_until_complete(work))
+        return
+    from agent_magics.ui.controller import TextDisplay
+
+    handle = display(TextDisplay("agent: undoing…"), display_id=True)
+
+    def finished(task: asyncio.Task[str]) -> None:
+        if task.cancelled():
+            text = "agent: undo was stopped."
+        elif task.exception() is not None:
+            text = f"agent: undo failed: {task.exception()}"
+        else:
+            text = "agent: " + task.result()
+        if handle is not None:
+            handle.update(TextDisplay(text))
+
+    task = loop.create_task(work)
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    task.add_done_callback(finished)
+
+
+_RUNNING: set[asyncio.Task[str]] = set()  # undo tasks, kept until done
 
 
 class QuestionBox(W.VBox):  # type: ignore[misc]
@@ -111,7 +176,7 @@ class UndoQuestion:
         diffs = "".join(f"<pre>{esc(d)}</pre>" for d in plan.diffs())
         self.text = W.HTML(f"<div>{esc(plan.summary())}</div>{diffs}")
         self.buttons: list[W.Button] = []
-        if plan.restore:
+        if plan.restore or plan.turn.cells:
             self._button("Undo", "danger", "some")
         if plan.asked:
             self._button("Undo all", "danger", "all")
@@ -142,7 +207,24 @@ class UndoQuestion:
         if isinstance(plan, str):
             self._say(plan.removeprefix("agent: "))
             return
-        self._say(_undo(self.controller, plan, everything=answer == "all"))
+        if not plan.turn.cells:
+            self._say(_undo(self.controller, plan, everything=answer == "all"))
+            return
+        self._say("Undoing…")
+        task = self.loop.create_task(
+            _undo_with_cells(self.controller, plan, everything=answer == "all")
+        )
+        _RUNNING.add(task)
+        task.add_done_callback(_RUNNING.discard)
+        task.add_done_callback(self._said)
+
+    def _said(self, task: asyncio.Task[str]) -> None:
+        if task.cancelled():
+            self._say("Undo was stopped.")
+        elif task.exception() is not None:
+            self._say(f"Undo failed: {task.exception()}")
+        else:
+            self._say(task.result())
 
     def _say(self, text: str) -> None:
         self.text.value = f"<div>{esc(text)}</div>"

@@ -28,6 +28,7 @@ from agent_magics.events import CellPlaced
 from agent_magics.rust_text import io_error_text
 from agent_magics.tools.approval import ApprovalRequest, files_scope
 from agent_magics.tools.args import decode_call
+from agent_magics.tools.cell_undo import CellEdit, plain_cell, record_cell_edit, shown_line
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.exec.guard import write_denied
@@ -106,21 +107,13 @@ def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
     return f"Replaced cell {args.cell_id} ({kind})"
 
 
-PLACE_LINE_CHARS = 40  # of a cell's first line, in the words that name it for a person
-
-
 def cell_place(nb: Any, args: EditNotebookArgs) -> str:
     """Where the edit acts, as a person finds it: ``cell 4 ("import pandas as pd")``,
     ``after cell 2 (...)`` or ``at the top`` (positions count from 1, before the edit)."""
     if args.cell_id is None:
         return "at the top"
     index = find_cell(nb, args.cell_id)
-    lines = str(nb.cells[index].get("source", "")).strip().splitlines()
-    first = lines[0].strip() if lines else ""
-    if len(first) > PLACE_LINE_CHARS or len(lines) > 1:
-        first = first[: PLACE_LINE_CHARS - 1].rstrip() + "…"
-    shown = f'"{first}"' if first else "empty"
-    where = f"cell {index + 1} ({shown})"
+    where = f"cell {index + 1} ({shown_line(str(nb.cells[index].get('source', '')))})"
     return f"after {where}" if args.edit_mode == "insert" else where
 
 
@@ -141,19 +134,24 @@ def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str, str]:
 
 
 def _prepare_live(
-    doc: LiveDocument, args: EditNotebookArgs
-) -> tuple[str, int | None, dict[str, Any] | None, str]:
+    doc: LiveDocument, args: EditNotebookArgs, live: LiveNotebook, path: Path
+) -> tuple[str, int | None, dict[str, Any] | None, str, CellEdit]:
     """The edit made on a copy of the open notebook, so it is checked and validated
     before anyone is asked: its report line, the copy's index :meth:`LiveDocument.apply`
-    takes, the new cell, and where the edit acts."""
+    takes, the new cell, where the edit acts, and what undo needs to take it back."""
     nb = doc.notebook()
     index = None if args.cell_id is None else find_cell(nb, args.cell_id)
     place = cell_place(nb, args)
+    before = None if index is None or args.edit_mode == "insert" else plain_cell(nb.cells[index])
     line = apply_edit(nb, args)
     _validated(nb)
     at = 0 if index is None else index + 1 if args.edit_mode == "insert" else index
     cell = None if args.edit_mode == "delete" else dict(nb.cells[at])
-    return line, index, cell, place
+    kept = before if cell is None else cell
+    undo = CellEdit(live, path, args.edit_mode, str((kept or {}).get("id") or ""), at, before,
+                    None if cell is None else str(cell.get("source", "")),
+                    None if cell is None else str(cell.get("cell_type")))  # fmt: skip
+    return line, index, cell, place, undo
 
 
 def _describe(path: Path, args: EditNotebookArgs, place: str) -> str:
@@ -211,13 +209,14 @@ class EditNotebookHandler:
         except LiveUnavailable as exc:
             return ToolOutput(live_unavailable(path, exc.reason), success=False)
         try:
-            line, index, cell, place = _prepare_live(doc, args)
+            line, index, cell, place, undo = _prepare_live(doc, args, live, path)
 
             async def write_open(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
                 try:
                     await doc.apply(args.edit_mode, index, cell)
                 except LiveUnavailable as exc:
                     return live_unavailable(path, exc.reason), False
+                record_cell_edit(inv.services, undo)  # %agent undo can take it back
                 return f"{line} in {path}, the notebook open in the user's editor", True
 
             return await _guarded(inv, path, args, place, write_open)
