@@ -135,7 +135,11 @@ async def test_deny_does_not_run_it(tmp_path: Path, rig_factory: Callable[..., R
     assert "exec command rejected by user" in rig.server.outputs(1)["c1"]  # type: ignore[attr-defined]
     assert rig.view.state.tools[0].status == "denied"
     assert card.button_row.children == ()
-    assert card.decision.value == '<div style="color:#cf222e;font-weight:600">✘ Denied by you</div>'
+    assert card.decision.value == (
+        '<div style="color:#cf222e;font-weight:600">✘ Denied by you</div>'
+        '<div style="color:#6e7781"><i>Not run: you denied it, and the model was told so.</i></div>'
+    )
+    assert card.output.layout.display == "none"  # not Codex's "rejected by user"
 
 
 async def test_approve_for_session_is_not_asked_again(

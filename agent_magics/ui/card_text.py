@@ -110,6 +110,11 @@ def decision_html(block: ToolBlock) -> str:
     return f'<div style="color:{color};font-weight:600">{mark} {esc(line)}</div>'
 
 
+def note_html(text: str) -> str:
+    """A muted line of ours on a card (what a denial means, said in place of the output)."""
+    return f'<div style="{MUTED}"><i>{esc(text)}</i></div>'
+
+
 def output_opens(block: ToolBlock, exit_code: int | None) -> bool:
     """A failed call's output is shown open: that is what a person looks at first."""
     return block.status == "failed" or exit_code not in (None, 0)

@@ -11,7 +11,7 @@ from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
 from agent_magics.terminal_text import call_workdir
 from agent_magics.ui.card_text import took_text
-from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
+from agent_magics.ui.denials import denial_summary, denied_block, note_for
 from agent_magics.ui.figures import figure_words
 from agent_magics.ui.render import (
     STATUS_LABELS,
@@ -50,7 +50,7 @@ def tool_markdown(
     # run_python's code is shown in full below: its first line is not repeated here
     in_full = python_code(block.tool_name, block.arguments) is not None
     summary = None if in_full else call_summary(block.tool_name, block.arguments, block.kind)
-    shown = f" {inline_code(summary)}" if summary is not None else ""
+    shown = f" {inline_code(summary)}" if summary else ""  # "": the call has no arguments
     decided, took = decision_text(block), took_text(block)
     took = f" ({took})" if took else ""
     head = f"**{block.label}**{shown} · {STATUS_LABELS[block.status]}{took}"
@@ -79,11 +79,11 @@ def tool_markdown(
         parts.extend(
             f"*{figure_words(f'output image {i}', figures_apart)}*" for i in range(1, n + 1)
         )
-    denied = denied_by_policy_block(block)
+    denied = denied_block(block)
     if denied and policy_note:
         parts.append(f"> {policy_note}")
     text, code = shown_output(block)
-    # a call the policy denied has no output but Codex's "rejected by user": said above
+    # a denied call has no output but Codex's "rejected by user": said above in our words
     if (text or code is not None) and block.tool_name != "update_plan" and not denied:
         body = fence(clip_output(text), "text")
         title = output_title(text, code)

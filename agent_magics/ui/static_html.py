@@ -21,8 +21,8 @@ from markdown_it import MarkdownIt
 from agent_magics.events import TurnAbortedEvent
 from agent_magics.termsafe import terminal_safe
 from agent_magics.ui import render
-from agent_magics.ui.card_text import decision_html, output_opens, took_html
-from agent_magics.ui.denials import denial_summary, denied_by_policy_block, note_for
+from agent_magics.ui.card_text import decision_html, note_html, output_opens, took_html
+from agent_magics.ui.denials import denial_summary, denied_block, note_for
 from agent_magics.ui.figures import figure_words
 from agent_magics.ui.markdown import transcript_markdown
 from agent_magics.ui.render import PRE_STYLE, esc
@@ -112,7 +112,8 @@ def output_html(block: ToolBlock) -> str:
 
 
 def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = None) -> str:
-    """One tool call: what it was, its status and who decided, then what it did."""
+    """One tool call: what it was, its status and who decided, then what it did (for a
+    denied call, ``policy_note``: what :func:`.denials.note_for` says of it)."""
     parts = [header_html(block), arguments_html(block), decision_html(block)]
     if block.plan is not None:
         parts.append(render.plan_html(block.plan))
@@ -120,9 +121,9 @@ def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = N
         parts.append(images.html(block.image.data_url, block.image.path))
     if block.image is None:
         parts.extend(images.html(url, f"output image {n}") for n, url in enumerate(block.images, 1))
-    if denied_by_policy_block(block):  # our words in place of Codex's "rejected by user"
+    if denied_block(block):  # our words in place of Codex's "rejected by user"
         if policy_note:
-            parts.append(f'<div style="{MUTED}"><i>{esc(policy_note)}</i></div>')
+            parts.append(note_html(policy_note))
     else:
         parts.append(output_html(block))
     return f'<div style="{CARD_STYLE}">{"".join(parts)}</div>'

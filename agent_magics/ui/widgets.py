@@ -20,6 +20,7 @@ import ipywidgets as W
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.tools.approval import ReviewDecision
 from agent_magics.ui import card_text, render
+from agent_magics.ui.denials import denial_note, denied_block
 from agent_magics.ui.figures import Figure, show_figures
 from agent_magics.ui.state import Block, DiffBlock, NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.ui.static_html import TranscriptDocument, settle
@@ -40,6 +41,16 @@ CARD_LAYOUT = {
     "padding": "2px 8px",
     "margin": "4px 0",
 }
+TEXT_CSS = (
+    "<style>.agent-magics-live .jupyter-widget-html-content,"
+    ".agent-magics-live .widget-html-content"
+    "{line-height:var(--jp-code-line-height,1.3077)}</style>"
+)
+"""The cards' text spaced like JupyterLab's output text: an HTML widget's content has the
+line height of a one-line control (``--jp-widgets-inline-height``, 28 px), which made
+every wrapped line and paragraph of a card look double-spaced. Widgets take no inline
+style for it, so this rule, kept in a hidden widget, holds for the transcript's widgets
+only (its class)."""
 PLAIN_FALLBACK = "agent transcript (a live widget: it shows in Jupyter while the kernel runs)"
 
 
@@ -180,7 +191,9 @@ class ToolCard:
                 button.disabled = True
             self.button_row.children = ()
             self.question.value = ""
-            self.decision.value = card_text.decision_html(block)
+            note = denial_note(block)  # our words in place of Codex's "rejected by user"
+            shown = card_text.decision_html(block) + (card_text.note_html(note) if note else "")
+            self.decision.value = shown
         self._update_running(block)
         self._update_extra(block)
         self._update_output(block)
@@ -194,6 +207,8 @@ class ToolCard:
     def _update_output(self, block: ToolBlock) -> None:
         if block.status in ("queued", "running", "waiting") or block.tool_name == "update_plan":
             return  # a running command's latest lines show above, in ``live``
+        if denied_block(block):
+            return  # the model's answer only says it was rejected: the decision says more
         text, code = render.shown_output(block)
         if not (text or code is not None):
             return
@@ -282,7 +297,9 @@ class TranscriptView:
         self.body = W.VBox()
         self.status = W.HTML()
         self.footer = W.HTML()
-        self.root = TranscriptBox([self.body, self.status, self.footer])
+        css = W.HTML(TEXT_CSS, layout=W.Layout(display="none"))
+        self.root = TranscriptBox([css, self.body, self.status, self.footer])
+        self.root.add_class("agent-magics-live")
         self.cards: dict[str, ToolCard] = {}
         self._views: dict[int, ToolCard | TextView | NoticeView | DiffView] = {}
         self._dirty: dict[int, Block] = {}
