@@ -131,8 +131,12 @@ def test_diff_is_coloured_line_by_line() -> None:
             id="path",
         ),
         pytest.param(ToolBlock("c", "update_plan", args(plan=[])), "", id="plan"),
+        pytest.param(ToolBlock("c", "mcp__t", args(a=1)), "", id="json-in-the-header"),
+        pytest.param(ToolBlock("c", "list_variables", "{}"), "", id="no-arguments"),
         pytest.param(
-            ToolBlock("c", "mcp__t", args(a=1)), f'{PRE}{{\n  "a": 1\n}}</pre>', id="json"
+            ToolBlock("c", "mcp__t", args(a="x" * 120)),
+            f'{PRE}{{\n  "a": "{"x" * 120}"\n}}</pre>',
+            id="json-too-long-for-the-header",
         ),
     ],
 )
@@ -256,8 +260,14 @@ def test_question_names_the_rule_the_reason_and_the_sandbox_retry() -> None:
         pytest.param(
             "apply_patch",
             json.dumps({"output": "Success.\n", "metadata": {"exit_code": 0}}),
-            ("Success.", 0),
-            id="structured",
+            ("Success.", None),  # a patch has no exit code
+            id="structured-patch",
+        ),
+        pytest.param(
+            "shell",
+            json.dumps({"output": "no\n", "metadata": {"exit_code": 2}}),
+            ("no", 2),
+            id="structured-command",
         ),
         pytest.param("read_file", "L1: x", ("L1: x", None), id="plain"),
         pytest.param("mcp__s__t", DEEP_JSON, (DEEP_JSON, None), id="deeply-nested-json"),

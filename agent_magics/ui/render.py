@@ -141,6 +141,17 @@ def call_summary(tool_name: str, arguments: str, kind: str = "function") -> str:
 
 
 def _summary(tool_name: str, arguments: str, kind: str) -> str:
+    own = _own_summary(tool_name, arguments, kind)
+    if own is not None:
+        return own
+    args = parse_arguments(arguments)
+    if args is None:
+        return arguments
+    return json.dumps(args, ensure_ascii=False) if args else ""  # no arguments: nothing
+
+
+def _own_summary(tool_name: str, arguments: str, kind: str) -> str | None:
+    """A summary in a tool's own terms (``None``: its arguments are shown as JSON)."""
     command = command_text(tool_name, arguments)
     if command is not None:
         return command
@@ -152,7 +163,7 @@ def _summary(tool_name: str, arguments: str, kind: str) -> str:
         return patch_files(patch)
     args = parse_arguments(arguments)
     if args is None:
-        return arguments
+        return None
     if tool_name in PATH_ARGS and isinstance(args.get(PATH_ARGS[tool_name]), str):
         return str(args[PATH_ARGS[tool_name]])
     if tool_name == "grep_files" and isinstance(args.get("pattern"), str):
@@ -167,7 +178,17 @@ def _summary(tool_name: str, arguments: str, kind: str) -> str:
     if tool_name == "update_plan" and isinstance(args.get("plan"), list):
         n = len(args["plan"])
         return f"{n} step" + ("" if n == 1 else "s")
-    return json.dumps(args, ensure_ascii=False)
+    return None
+
+
+def arguments_in_header(block: ToolBlock) -> bool:
+    """Whether the header's summary shows all of a call's arguments, shown as JSON (a
+    kernel tool's, an MCP tool's): then the body does not show them again. Arguments too
+    long for the header's line are shown in the body only; no arguments, nowhere."""
+    if _own_summary(block.tool_name, block.arguments, block.kind) is not None:
+        return False
+    text = _summary(block.tool_name, block.arguments, block.kind)
+    return "\n" not in text.strip() and len(visible(text)) <= SUMMARY_CHARS
 
 
 # -- HTML --------------------------------------------------------------------------------
@@ -242,6 +263,8 @@ def arguments_html(block: ToolBlock) -> str:
     parsed = parse_arguments(block.arguments)
     if parsed is not None and block.tool_name in PATH_ARGS:
         return ""  # the header names the path
+    if arguments_in_header(block):
+        return ""  # the header shows them all (or there are none)
     shown = json.dumps(parsed, indent=2, ensure_ascii=False) if parsed else block.arguments
     return f'<pre style="{PRE_STYLE}">{esc(visible(shown))}</pre>'
 
@@ -265,12 +288,15 @@ def decision_text(block: ToolBlock) -> str:
 
 def header_summary(block: ToolBlock) -> str | None:
     """The one-line summary in a card's header; ``None`` when the card's body shows the
-    same thing in full (a command, Python code)."""
+    same thing in full (a command, Python code, JSON too long for the line) or the call
+    has no arguments."""
     if command_text(block.tool_name, block.arguments) is not None:
         return None
     if python_code(block.tool_name, block.arguments) is not None:
         return None
-    return call_summary(block.tool_name, block.arguments, block.kind)
+    own = _own_summary(block.tool_name, block.arguments, block.kind) is not None
+    summary = call_summary(block.tool_name, block.arguments, block.kind)
+    return summary if summary and (own or arguments_in_header(block)) else None
 
 
 def status_html(block: ToolBlock) -> str:
@@ -310,18 +336,21 @@ def shown_output(block: ToolBlock) -> tuple[str, int | None]:
 
     A shell tool's answer to the model starts with lines about the run (chunk id, wall
     time, exit code) before ``Output:``, and apply_patch answers with JSON; a person
-    wants the command's own output."""
+    wants the command's own output. Only a command has an exit code."""
     text = block.output if block.output is not None else block.live_output
     if block.output is None:
         return text, None
     if block.status == "stopped":  # the model is told it was aborted; show what it printed
         return block.live_output.rstrip("\n"), None
     structured = parse_arguments(text) if text.startswith("{") else None
+    ran = block.tool_name in (*COMMAND_TOOLS, "write_stdin")
     if structured is not None and isinstance(structured.get("output"), str):
         meta = structured.get("metadata")
-        code = meta.get("exit_code") if isinstance(meta, dict) else None
+        code = meta.get("exit_code") if isinstance(meta, dict) and ran else None
+        # a patch has no exit code: Codex's JSON gives one (0 when it went in), and a
+        # patch that did not go in is a failed call, shown as such
         return structured["output"].rstrip("\n"), code if isinstance(code, int) else None
-    if block.tool_name not in (*COMMAND_TOOLS, "write_stdin"):
+    if not ran:
         return text, None
     head, sep, body = text.partition("\nOutput:\n")
     if not sep:
