@@ -5,6 +5,7 @@ last`` sends its history to the model again (both ipykernel lines)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 from typing import Any
 
@@ -40,7 +41,9 @@ def test_a_session_resumes_after_a_kernel_restart(kernel: Kernel) -> None:
         assert "first answer" not in said(server.requests[1])
 
         out = kernel.outputs_text(kernel.run("%agent resume last"))
-        assert f"agent: Resuming session {path.stem} (" in out
+        when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"  # the turns, the times: no "items"
+        line = rf"agent: Resuming session {path.stem}: 1 turn, started {when}, last used {when}\."
+        assert re.search(line, out), out
         assert "The next %%agent cell continues it." in out
         kernel.run(agent_cell(server.base_url, "", "second question"))
         kernel.wait_for(lambda: len(server.requests) == 3)

@@ -46,7 +46,7 @@ def tighten_then_restart(kernel: Kernel) -> Path:
 def test_resume_last_restores_the_latest_policy_and_sandbox(kernel: Kernel) -> None:
     path = tighten_then_restart(kernel)
     out = kernel.outputs_text(kernel.run("%agent resume last"))
-    assert f"agent: Resuming session {path.stem} (" in out
+    assert f"agent: Resuming session {path.stem}: 2 turns, started " in out
     script = [[custom_tool_call("apply_patch", PATCH, "p1")], [message("patched")]]
     with ScriptedResponsesServer(script) as server:
         cell = kernel.execute(agent_cell(server.base_url, "", "add a file"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -381,8 +382,13 @@ def test_sessions_list_and_resume_in_a_new_shell(
     assert table[0].split() == header
     assert table[1].split()[0] == path.stem[:8]
     assert table[1].split()[3:] == ["-", "saved-model", "1", "15", "first"]  # never resumed
-    assert resumed == (
-        f"agent: Resuming session {path.stem} (3 items).\n"
+    started = " ".join(table[1].split()[1:3])  # as %agent sessions shows it
+    assert re.fullmatch(
+        f"agent: Resuming session {path.stem}: 1 turn, started {started} UTC, last used "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.",
+        resumed.splitlines()[0],
+    ), resumed
+    assert resumed.split("\n", 1)[1] == (
         "agent: Restored the session's latest settings: approval policy on-request, "
         "sandbox workspace-write (options given now still win).\n"
         "agent: The next %%agent cell continues it.\n"

@@ -14,6 +14,7 @@ resumed: the two would append to one file and mix their histories.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from itertools import takewhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from agent_magics.events import Usage
 from agent_magics.models.secret import REDACTED
 from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.log import in_use
-from agent_magics.store.readback import RESUMED_SETTINGS, LoadedSession, read_session
+from agent_magics.store.readback import META, RESUMED_SETTINGS, LoadedSession, read_session
 from agent_magics.store.signing import session_key
 
 if TYPE_CHECKING:
@@ -121,7 +122,8 @@ def load_resume(
             "or stop that kernel)."
         )
     settings = resumed_settings(loaded.config)
-    notes = [f"Resuming session {loaded.id} ({len(loaded.history)} items).", *notes]
+    turns = [r["turn"] for r in loaded.records if isinstance(r.get("turn"), int)]
+    notes = [resuming_line(loaded, max(turns, default=0)), *notes]
     notes += provenance_notes(loaded)
     if loaded.damaged:
         notes.append(
@@ -129,7 +131,6 @@ def load_resume(
         )
     if restored := restored_line(settings):
         notes.append(restored)
-    turns = [r["turn"] for r in loaded.records if isinstance(r.get("turn"), int)]
     ended = [r for r in loaded.records if r["type"] == "turn_ended"]
     tokens = ended[-1].get("session_tokens", 0) if ended else 0
     return Resume(
@@ -139,6 +140,24 @@ def load_resume(
         Usage(total_tokens=tokens if isinstance(tokens, int) else 0),
         notes,
     )
+
+
+def resuming_line(loaded: LoadedSession, turns: int) -> str:
+    """``Resuming session <id>: 3 turns, started 2026-11-26 19:40:12 UTC, last used
+    2026-11-26 20:01:40 UTC.`` A person knows a session by its turns and when it ran;
+    the number of items in its history (messages, calls, outputs) meant nothing to them.
+    The start is the file's first line's (as in ``%agent sessions``), the last use when
+    the file was last written."""
+    said = [f"{turns} turn{'' if turns == 1 else 's'}"]
+    started = next((r.get("started") for r in loaded.records if r["type"] == META), None)
+    if isinstance(started, str) and started:
+        said.append(f"started {started[:19].replace('T', ' ')} UTC")
+    try:
+        used = datetime.fromtimestamp(loaded.path.stat().st_mtime, UTC)
+        said.append(f"last used {used:%Y-%m-%d %H:%M:%S} UTC")
+    except OSError:
+        pass  # gone since it was read: the rest still holds
+    return f"Resuming session {loaded.id}: {', '.join(said)}."
 
 
 def restored_line(settings: dict[str, Any]) -> str | None:
