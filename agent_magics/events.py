@@ -213,6 +213,17 @@ class TurnDiff:
 
 
 @dataclass(frozen=True)
+class CellsEdited:
+    """The turn's edits to the open notebook, made through its editor's document: no
+    file changed, so :class:`TurnDiff` has none of them. One dict each, as the session
+    file keeps it (``edit``, ``path``, ``cell_id``, ``position`` from 1, ``before`` and
+    ``after`` sources): emitted before the turn's end."""
+
+    turn: int
+    cells: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
 class ModuleShadowed:
     """A file the turn left in the working folder shadows a module Python imports: the
     next kernel started there (and any Python) would run it, outside the sandbox.
@@ -277,6 +288,7 @@ Event = (
     | CellPlaced
     | RetryScheduled
     | TurnDiff
+    | CellsEdited
     | ModuleShadowed
     | TurnFinished
     | TurnFailed

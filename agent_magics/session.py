@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agent_magics.config import SessionConfig
 from agent_magics.errors import TurnAborted
 from agent_magics.events import (
+    CellsEdited,
     Event,
     EventSink,
     ModuleShadowed,
@@ -296,6 +297,9 @@ class Session:
         changes = self.changes.finish(take_cell_edits(self.services))
         if changes.changes:
             self._emit(TurnDiff(changes.turn, changes.files))
+        if changes.cells:
+            cells = tuple(c.record() for c in changes.cells)
+            self._emit(CellsEdited(changes.turn, cells))
         shown = {c.shown for c in changes.changes}
         for path, module in changes.planted:
             self._emit(ModuleShadowed(path, module, path in shown))

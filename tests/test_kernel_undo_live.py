@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from agent_magics.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
+from agent_magics.store.readback import read_session
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.notebook_doc import SESSION_ENV
@@ -27,6 +28,7 @@ __all__ = ["server"]  # the fixture, used by name
 
 pytestmark = pytest.mark.slow
 
+DELETE = {"path": "a.ipynb", "cell_id": "two", "edit_mode": "delete"}
 REPLACE = {"path": "a.ipynb", "cell_id": "two", "edit_mode": "replace", "new_source": "# Plan"}
 
 
@@ -87,21 +89,39 @@ def said(kernel: Kernel, text: str) -> str | None:
     return next((t for t in found if text in t), None)
 
 
-def test_undo_yes_removes_the_cell_the_turn_inserted_into_the_open_notebook(
+def test_undo_yes_removes_the_inserted_cell_and_puts_the_deleted_one_back(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kernel = started(server, tmp_path, monkeypatch)
     try:
-        run_turn(kernel, [[function_call("edit_notebook", INSERT, "e1")], [say("Done.")]])
-        assert sources(server) == ["x = 1", "y = x + 1", "# Notes"]
+        calls = [function_call("edit_notebook", INSERT, "e1"),
+                 function_call("edit_notebook", DELETE, "e2")]  # fmt: skip
+        run_turn(kernel, [calls, [say("Done.")]])
+        assert sources(server) == ["x = 1", "y = x + 1"]
         kernel.run("%agent undo --yes")
         out = kernel.wait_for(lambda: said(kernel, "agent: In the open notebook"), timeout=60)
-        assert out == 'agent: In the open notebook a.ipynb: cell 2 ("y = x + 1") removed.', out
+        assert out == (
+            'agent: In the open notebook a.ipynb: cell 3 ("# Notes") put back; cell 2 '
+            '("y = x + 1") removed.'
+        ), out
         assert sources(server) == ["x = 1", "# Notes"]  # seen by the person's editor
         again = kernel.outputs_text(kernel.run("%agent undo --yes"))
         assert again.startswith("agent: nothing to undo"), again
     finally:
         kernel.close()
+    (path,) = (server.notebooks / ".agent_magics" / "sessions").glob("*.jsonl")
+    saved = read_session(path)
+    assert saved.verified  # the lines are sealed like the rest of the file
+    (edits,) = [r["cells"] for r in saved.records if r["type"] == "cell_edits"]
+    nb = str(server.notebooks / "a.ipynb")
+    assert [{k: e[k] for k in ("edit", "path", "position", "before", "after")} for e in edits] == [
+        {"edit": "insert", "path": nb, "position": 2, "before": None, "after": "y = x + 1"},
+        {"edit": "delete", "path": nb, "position": 3, "before": "# Notes", "after": None},
+    ]
+    assert edits[1]["cell_id"] == "two"
+    (undone,) = [r for r in saved.records if r["type"] == "undo"]
+    assert undone["files"] == []
+    assert undone["cells"] == ['cell 3 ("# Notes") put back', 'cell 2 ("y = x + 1") removed']
 
 
 def test_undo_keeps_a_cell_the_person_edited_after_the_turn_and_reverts_the_rest(

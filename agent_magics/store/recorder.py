@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_magics.events import (
     ApprovalDecided,
+    CellsEdited,
     Event,
     ToolCallFinished,
     ToolCallProposed,
@@ -146,6 +147,8 @@ class SessionRecorder:
         elif isinstance(event, TurnDiff):
             files = [{"path": f.path, "status": f.status, "diff": f.diff} for f in event.files]
             self.write({"type": "turn_diff", "files": files})
+        elif isinstance(event, CellsEdited):  # the open notebook's cells: no file changed
+            self.write({"type": "cell_edits", "cells": list(event.cells)})
 
     def _start(self, prompt: str) -> None:
         if self._in_turn:  # the turn before failed without telling

@@ -59,6 +59,12 @@ class CellEdit:
     after: str | None = None
     after_type: str | None = None
 
+    def record(self) -> dict[str, Any]:
+        """The edit as the session file keeps it (positions from 1, as a person counts)."""
+        before = None if self.before is None else str(self.before.get("source", ""))
+        return {"edit": self.mode, "path": str(self.path), "cell_id": self.cell_id,
+                "position": self.position + 1, "before": before, "after": self.after}  # fmt: skip
+
     def named(self) -> str:
         """The cell as the undo question names it."""
         if self.mode == "insert":
