@@ -277,6 +277,22 @@ def test_the_turn_diff_and_its_undo_follow_the_turn() -> None:
     assert '<span style="color:#cf222e">-old</span>' in to_html(doc)
 
 
+def test_an_undo_of_the_open_notebooks_cells_follows_the_turn() -> None:
+    cells = ['cell 3 ("# Notes") put back', 'cell 2 ("y = x + 1") removed']
+    doc = fold(
+        {"id": "s"},
+        [*records(message("edited")), {"type": "undo", "turn": 1, "files": [], "cells": cells}],
+    )
+    assert to_markdown(doc).endswith(
+        "edited\n\n*The changes of this turn were undone: in the open notebook "
+        '`cell 3 ("# Notes") put back`, `cell 2 ("y = x + 1") removed`.*\n'
+    )
+    assert (
+        "<p><i>The changes of this turn were undone: in the open notebook cell 3 "
+        "(&quot;# Notes&quot;) put back, cell 2 (&quot;y = x + 1&quot;) removed.</i></p>"
+    ) in to_html(doc)
+
+
 def test_resumed_sessions_keep_their_turns_apart() -> None:
     """A resumed session's file has a second settings line; its turns follow the first's."""
     doc = fold(

@@ -108,6 +108,8 @@ class TurnDoc:
     error: str | None = None
     diff: list[dict[str, Any]] = field(default_factory=list)
     undone: list[str] = field(default_factory=list)
+    undone_cells: list[str] = field(default_factory=list)
+    """The open notebook's cells an undo reverted (``cell 3 ("# Notes") put back``)."""
 
 
 @dataclass
@@ -239,6 +241,9 @@ class _Folder:
             self.turn(record).diff = [f for f in record["files"] if isinstance(f, dict)]
         elif kind == "undo" and isinstance(record.get("files"), list):
             self.turn(record).undone = [_path(f) for f in record["files"]]
+            cells = record.get("cells")
+            if isinstance(cells, list):
+                self.turn(record).undone_cells = [c for c in cells if isinstance(c, str)]
         elif kind == "session_meta":
             self.part += 1
             when = _str(record, "started")

@@ -144,10 +144,11 @@ def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:
         body = diff_html(diff, clipped=True) if isinstance(diff, str) else ""
         path = visible(str(f.get("path")))
         parts.append(details(f"{f.get('status', 'changed')}: {path}", body))
-    if turn.undone:
-        parts.append(
-            f"<p><i>The changes of this turn were undone: {esc(', '.join(turn.undone))}.</i></p>"
-        )
+    if turn.undone or turn.undone_cells:
+        said = [", ".join(turn.undone)] if turn.undone else []
+        if turn.undone_cells:
+            said.append("in the open notebook " + ", ".join(map(visible, turn.undone_cells)))
+        parts.append(f"<p><i>The changes of this turn were undone: {esc('; '.join(said))}.</i></p>")
     if (turn.status and turn.status != "done") or turn.error:
         said = f"Turn {turn.status or 'ended'}" + (f": {turn.error}" if turn.error else "")
         parts.append(f'<p style="color:#cf222e"><b>{esc(said)}</b></p>')

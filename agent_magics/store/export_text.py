@@ -173,9 +173,12 @@ def diff_markdown(turn: TurnDoc) -> str:
         diff = f.get("diff")
         body = fence(clip(visible(diff.rstrip("\n"))), "diff") if isinstance(diff, str) else ""
         parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
-    if turn.undone:
-        files = ", ".join(inline_code(p) for p in turn.undone)
-        parts.append(f"*The changes of this turn were undone: {files}.*")
+    if turn.undone or turn.undone_cells:
+        said = [", ".join(inline_code(p) for p in turn.undone)] if turn.undone else []
+        if turn.undone_cells:
+            cells = ", ".join(inline_code(visible(c)) for c in turn.undone_cells)
+            said.append(f"in the open notebook {cells}")
+        parts.append(f"*The changes of this turn were undone: {'; '.join(said)}.*")
     return "\n\n".join(parts)
 
 
