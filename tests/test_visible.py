@@ -134,7 +134,8 @@ def blocks() -> list[ToolBlock]:
 
 @pytest.mark.parametrize(("block", "marker"), CARDS, ids=[b.tool_name for b, _m in CARDS])
 def test_cards_and_transcripts(block: ToolBlock, marker: str) -> None:
-    card = render.arguments_html(block)
+    # short JSON arguments (an MCP tool's) are shown in the header only
+    card = render.card_header_html(block) + render.arguments_html(block)
     assert_written_out(card, marker)
     assert_written_out(render.card_header_html(block))
     assert_written_out(markdown.tool_markdown(block), marker)
