@@ -145,10 +145,11 @@ def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:
         path = visible(str(f.get("path")))
         parts.append(details(f"{f.get('status', 'changed')}: {path}", body))
     if turn.undone or turn.undone_cells:
-        said = [", ".join(turn.undone)] if turn.undone else []
+        undone = [", ".join(turn.undone)] if turn.undone else []
         if turn.undone_cells:
-            said.append("in the open notebook " + ", ".join(map(visible, turn.undone_cells)))
-        parts.append(f"<p><i>The changes of this turn were undone: {esc('; '.join(said))}.</i></p>")
+            undone.append("in the open notebook " + ", ".join(map(visible, turn.undone_cells)))
+        text = esc("; ".join(undone))
+        parts.append(f"<p><i>The changes of this turn were undone: {text}.</i></p>")
     if (turn.status and turn.status != "done") or turn.error:
         said = f"Turn {turn.status or 'ended'}" + (f": {turn.error}" if turn.error else "")
         parts.append(f'<p style="color:#cf222e"><b>{esc(said)}</b></p>')
