@@ -74,7 +74,7 @@ def test_undo_asks_in_the_cell_restores_everything_and_the_model_is_told(
         asked = kernel.outputs_text(kernel.run("%agent undo"))
         undo = kernel.wait_for(lambda: kernel.buttons("Undo all"))[-1]
         summary = (
-            "Undo restores 3 file(s) to their state before the agent's tools wrote them: "
+            "Undo restores 3 files to their state before the agent's tools wrote them: "
             "gone.txt, keep.py, new.txt. cmd.txt changed while commands ran, and undo cannot "
             "tell whether the agent or someone else changed it: restored to their state "
             "before the last turn only if you say so (their diffs are below)."

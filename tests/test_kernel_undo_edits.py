@@ -111,7 +111,7 @@ def test_the_question_shows_the_unattributed_diffs_and_undo_all_restores_them(
         kernel.wait_for(lambda: kernel.shows("Done."), timeout=90)
         asked = kernel.outputs_text(kernel.run("%agent undo"))
         assert asked.startswith(
-            "Undo restores 2 file(s) to their state before the agent's tools wrote them: "
+            "Undo restores 2 files to their state before the agent's tools wrote them: "
             "keep.py, plan.md. notes.txt, plan.md changed while commands ran"
         ), asked
         assert kernel.shows("+A paragraph I wrote while the agent worked.")  # its diff
