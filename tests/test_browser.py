@@ -46,6 +46,14 @@ def keep_screenshot(page: Any, shot: Path) -> None:
         shutil.copy(shot, Path(folder) / shot.name)
 
 
+def assert_spaced(element: Any) -> None:
+    """The element's lines are spaced like JupyterLab's output text: at most 1.5 times
+    its font size apart (an HTML widget's content has a one-line control's 28 px)."""
+    style = "e => [getComputedStyle(e).lineHeight, getComputedStyle(e).fontSize]"
+    height, size = element.evaluate(style)
+    assert float(height.removesuffix("px")) <= 1.5 * float(size.removesuffix("px")), (height, size)
+
+
 def test_clicking_approve_in_jupyterlab_runs_the_command(
     lab: Lab, browser: Any, tmp_path: Path
 ) -> None:
@@ -81,6 +89,8 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(
             approve = page.get_by_role("button", name="Approve", exact=True)
             approve.wait_for(timeout=60_000)
             assert page.get_by_text("waiting for approval").is_visible()
+            # the card's text is spaced like output text, not 28 px a line
+            assert_spaced(page.get_by_text("Why you are asked", exact=False).first)
             assert not (lab.notebooks / "marker.txt").exists()
             approve.click()
             # The live card: the decision in the buttons' place, the command's last
@@ -95,6 +105,7 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(
             # The turn ended: its static transcript replaced the cards, buttons and all.
             page.locator(".agent-magics-transcript").wait_for(timeout=30_000)
             assert page.get_by_text("Approved by you").is_visible()
+            assert_spaced(page.locator(".agent-magics-transcript").get_by_text("Approved by you"))
             assert page.get_by_text("stopped", exact=True).is_visible()
             assert page.get_by_role("button", name="Stop").count() == 0
             failed = page.locator("details[open]", has_text="exit code 2")

@@ -40,7 +40,11 @@ IMAGE_BUDGET_BYTES = 1_000_000
 """Characters of image data URLs one transcript embeds; later images become a note."""
 EMBEDDED_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$")
 """Images kept: raster data URLs only (an address would be fetched by whoever opens it)."""
-CARD_STYLE = "border:1px solid #d0d7de;border-radius:4px;padding:2px 8px;margin:4px 0"
+CARD_STYLE = (
+    "border:1px solid #d0d7de;border-radius:4px;padding:2px 8px;margin:4px 0;"
+    "line-height:var(--jp-code-line-height,1.3077)"
+)
+"""A card spaced like the live one (:data:`.widgets.TEXT_CSS`): JupyterLab's output text."""
 MUTED = "color:#6e7781"
 ROOT_STYLE = "margin:2px 0"
 
