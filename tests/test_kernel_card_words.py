@@ -109,6 +109,8 @@ def test_a_kernel_tools_arguments_are_shown_once(kernel: Kernel) -> None:
             function_call("list_variables", {}, "l1"),
             function_call("inspect_variable", {"name": "df_x"}, "i1"),
             function_call("read_notebook", {"path": "nb.ipynb"}, "n1"),
+            # (grep_files is off by default: its card shows the call all the same)
+            function_call("grep_files", {"pattern": "zzz", "path": ".", "limit": 5}, "g1"),
         ],
         [message("ok")],
     ]
@@ -120,6 +122,8 @@ def test_a_kernel_tools_arguments_are_shown_once(kernel: Kernel) -> None:
         assert '<b>read_notebook</b> <code>{"path": "nb.ipynb"}</code>' in shown
         assert "{}" not in shown and '"name": "df_x"\n' not in shown  # no JSON body
         assert '"path": "nb.ipynb"\n' not in shown
+        assert "<b>grep_files</b> <code>zzz in .</code>" in shown  # in its own terms
+        assert '{\n  "limit": 5\n}</pre>' in shown and '"pattern"' not in shown  # the rest
     assert "**list_variables** · done" in saved_markdown and "{}" not in saved_markdown
 
 

@@ -134,6 +134,12 @@ def test_diff_is_coloured_line_by_line() -> None:
         pytest.param(ToolBlock("c", "mcp__t", args(a=1)), "", id="json-in-the-header"),
         pytest.param(ToolBlock("c", "list_variables", "{}"), "", id="no-arguments"),
         pytest.param(
+            ToolBlock("c", "grep_files", args(pattern="x", path="src", limit=5)),
+            f'{PRE}{{\n  "limit": 5\n}}</pre>',
+            id="what-the-header-does-not-say",
+        ),
+        pytest.param(ToolBlock("c", "grep_files", args(pattern="x")), "", id="all-in-the-header"),
+        pytest.param(
             ToolBlock("c", "mcp__t", args(a="x" * 120)),
             f'{PRE}{{\n  "a": "{"x" * 120}"\n}}</pre>',
             id="json-too-long-for-the-header",

@@ -30,6 +30,8 @@ DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halv
 DISPLAY_CHARS = 8000
 COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
 PATH_ARGS = {"read_file": "file_path", "list_dir": "dir_path", "view_image": "path"}
+SUMMARY_ARGS = {"grep_files": ("pattern", "path"), "write_stdin": ("session_id", "chars")}
+"""Arguments a card's header shows in a tool's own terms: its body shows only the rest."""
 
 STATUS_LABELS: dict[ToolStatus, str] = {
     "queued": "queued",
@@ -181,6 +183,12 @@ def _own_summary(tool_name: str, arguments: str, kind: str) -> str | None:
     return None
 
 
+def header_cut(block: ToolBlock) -> bool:
+    """Whether the header's one-line summary had to be cut (the body then shows all)."""
+    text = visible(_summary(block.tool_name, block.arguments, block.kind)).strip()
+    return "\n" in text or len(text) > SUMMARY_CHARS
+
+
 def arguments_in_header(block: ToolBlock) -> bool:
     """Whether the header's summary shows all of a call's arguments, shown as JSON (a
     kernel tool's, an MCP tool's): then the body does not show them again. Arguments too
@@ -265,6 +273,11 @@ def arguments_html(block: ToolBlock) -> str:
         return ""  # the header names the path
     if arguments_in_header(block):
         return ""  # the header shows them all (or there are none)
+    in_header = SUMMARY_ARGS.get(block.tool_name, ())
+    if parsed is not None and in_header and not header_cut(block):
+        parsed = {k: v for k, v in parsed.items() if k not in in_header}  # the rest
+        if not parsed:
+            return ""
     shown = json.dumps(parsed, indent=2, ensure_ascii=False) if parsed else block.arguments
     return f'<pre style="{PRE_STYLE}">{esc(visible(shown))}</pre>'
 
