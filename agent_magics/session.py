@@ -314,6 +314,8 @@ class Session:
             shell_kind=self.shell.kind,
             cwd=c.cwd,
             redact=self.redact.text,
+            approval=c.approval_policy,
+            sandbox=c.sandbox_mode,
         )
 
     def _check_sandbox(self, turn: TurnContext) -> None:
@@ -328,7 +330,7 @@ class Session:
         if notice is not None:
             logging.getLogger("agent_magics").warning(notice)
             self._emit(SandboxUnavailable(notice))
-        startup = startup_notice(turn.cwd)
+        startup = startup_notice(turn.cwd, turn.approval_policy, turn.sandbox_mode)
         for weakness in [*weakness_notices(turn.sandbox_mode), *filter(None, [startup])]:
             logging.getLogger("agent_magics").warning(weakness)
             self._emit(SandboxWeakness(weakness))

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.exec.command import command_env, spawn_argv
 from agent_magics.tools.exec.snapshot_capture import (
     SnapshotFailed,
@@ -290,17 +290,27 @@ def snapshot_of(services: SessionServices) -> ShellSnapshot | None:
     return services.state(STATE_KEY, _Slot).current
 
 
-def startup_is_trusted(cwd: Path) -> bool:
+def startup_is_trusted(
+    cwd: Path, approval: ApprovalPolicy | None = None, sandbox: SandboxMode | None = None
+) -> bool:
     """Whether the shell's start-up files lie outside the roots the model's commands may
     write in a session working in ``cwd`` (whatever the turn's sandbox mode, as for
-    known-safe commands: :func:`agent_magics.tools.exec.guard.model_writable_roots`)."""
+    known-safe commands: :func:`agent_magics.tools.exec.guard.model_writable_roots`).
+
+    Under ``-a never -s danger-full-access`` they count as trusted wherever they lie:
+    every command then runs unasked and unconfined, so what the files could do the model
+    can do anyway, and commands keep the login shell Codex gives them."""
+    if approval is ApprovalPolicy.NEVER and sandbox is SandboxMode.DANGER_FULL_ACCESS:
+        return True
     return shell_startup_is_trusted(writable_roots(cwd, SandboxMode.WORKSPACE_WRITE))
 
 
-def startup_notice(cwd: Path) -> str | None:
+def startup_notice(
+    cwd: Path, approval: ApprovalPolicy | None = None, sandbox: SandboxMode | None = None
+) -> str | None:
     """The sentence a session shows once when its commands skip the shell's start-up
     files (:func:`startup_is_trusted`), else ``None``."""
-    if startup_is_trusted(cwd):
+    if startup_is_trusted(cwd, approval, sandbox):
         return None
     return (
         f"Commands run in a shell that reads no start-up file (~/.bashrc, ~/.profile, ...): "
@@ -318,13 +328,15 @@ def sync_shell_snapshot(
     shell_kind: str,
     cwd: Path,
     redact: Callable[[str], str],
+    approval: ApprovalPolicy | None = None,
+    sandbox: SandboxMode | None = None,
 ) -> None:
     """Start the session's snapshot when it is on and has none yet (bash only); remove
     it when the setting was turned off. None is made when the start-up files are not
     trusted (:func:`startup_is_trusted`): the snapshot runs them unconfined, and
     commands read none of them then."""
     slot = services.state(STATE_KEY, _Slot)
-    if not enabled or shell_kind != "bash" or not startup_is_trusted(cwd):
+    if not enabled or shell_kind != "bash" or not startup_is_trusted(cwd, approval, sandbox):
         if slot.current is not None:
             slot.current.close()
             slot.current = None
@@ -341,7 +353,12 @@ def close_shell_snapshot(services: SessionServices) -> None:
 
 
 async def snapshot_command(
-    services: SessionServices, argv: Sequence[str], env: Mapping[str, str], cwd: Path
+    services: SessionServices,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    approval: ApprovalPolicy | None = None,
+    sandbox: SandboxMode | None = None,
 ) -> tuple[list[str], Mapping[str, str]]:
     """What to spawn for ``argv`` in a session working in ``cwd``.
 
@@ -352,7 +369,7 @@ async def snapshot_command(
     the same profile just as long, and print its noise, such as pyenv's "cannot
     rehash" inside the read-only sandbox, into the command's output). Without a usable
     snapshot (failed, off, not bash) it runs as it is."""
-    if not startup_is_trusted(cwd):
+    if not startup_is_trusted(cwd, approval, sandbox):
         return spawn_argv(argv, startup=False), env
     argv = spawn_argv(argv)
     snapshot = snapshot_of(services)

@@ -91,7 +91,14 @@ async def run_shell_call(
 
     async def attempt(sandbox: SandboxSpec) -> ExecOutput:
         try:
-            run, run_env = await snapshot_command(inv.services, argv, env, inv.turn.cwd)
+            run, run_env = await snapshot_command(
+                inv.services,
+                argv,
+                env,
+                inv.turn.cwd,
+                inv.turn.approval_policy,
+                inv.turn.sandbox_mode,
+            )
             return await run_oneshot(
                 sandbox.wrap(run),
                 cwd,

@@ -173,7 +173,14 @@ class ExecCommandHandler:
 
         async def attempt(sandbox: SandboxSpec) -> ExecProcess:
             try:
-                run, run_env = await snapshot_command(inv.services, argv, env, inv.turn.cwd)
+                run, run_env = await snapshot_command(
+                    inv.services,
+                    argv,
+                    env,
+                    inv.turn.cwd,
+                    inv.turn.approval_policy,
+                    inv.turn.sandbox_mode,
+                )
                 started = await manager.spawn(
                     sandbox.wrap(run), cwd, run_env, args.tty, on_start=output.watch
                 )
