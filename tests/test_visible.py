@@ -23,7 +23,7 @@ from agent_magics.store.export_text import to_markdown
 from agent_magics.terminal_text import Style
 from agent_magics.testing import custom_tool_call, function_call
 from agent_magics.tools.approval import ApprovalRequest
-from agent_magics.ui import markdown, render, static_html
+from agent_magics.ui import card_text, markdown, render, static_html
 from agent_magics.ui.state import ToolBlock, Transcript
 from agent_magics.ui.turn_diff import turn_diff_html, turn_diff_markdown
 from agent_magics.visible import hidden, visible
@@ -163,13 +163,16 @@ def test_a_whole_transcript_and_the_turn_diff() -> None:
 
 def test_the_question_on_a_card_shows_the_reason_written_out() -> None:
     request = ApprovalRequest(
-        "c", "exec_command", "exec", Path("."), command=("ls",), reason="why\u202e",
-        retry_without_sandbox=True,
+        "c", "exec_command", "exec", Path("."), command=("./ls\u202e",), reason="why\u202e",
+        rule="the program ./ls\u202e lies where commands may write",
+        session_scope="this same command (./ls\u202e)",
     )  # fmt: skip
     block = ToolBlock("c", "exec_command", json.dumps({"cmd": "ls"}), request=request)
-    assert render.question_html(block) == (
-        "<b>why&lt;U+202E&gt; (it would run without the sandbox)</b>"
-    )
+    question = card_text.question_html(block)
+    assert "\u202e" not in question
+    assert "The model's reason: why&lt;U+202E&gt;" in question
+    assert "Why you are asked: the program ./ls&lt;U+202E&gt; lies" in question
+    assert "Approve for session: this same command (./ls&lt;U+202E&gt;)" in question
 
 
 @pytest.mark.parametrize(

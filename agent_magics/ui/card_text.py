@@ -91,11 +91,11 @@ def question_html(block: ToolBlock) -> str:
     if request is None:
         return lines[0]
     if request.rule:
-        lines.append(f"<div>Why you are asked: {esc(request.rule)}</div>")
+        lines.append(f"<div>Why you are asked: {esc(visible(request.rule))}</div>")
     if (note := reason_note(request)) is not None:
         lines.append(f"<div>{esc(visible(note))}</div>")
     if request.remember_allowed and request.session_scope:
-        scope = esc(request.session_scope)
+        scope = esc(visible(request.session_scope))
         lines.append(f'<div style="{MUTED}">Approve for session: {scope}.</div>')
     return "".join(lines)
 
