@@ -71,11 +71,12 @@ def took_html(block: ToolBlock) -> str:
 def reason_note(request: ApprovalRequest) -> str | None:
     """The reason given with a question, beside the rule that asks: a command's is the
     model's own justification; a kernel call's would repeat the rule and the note under
-    its code; a retry's is the rule itself."""
+    its code (a function's card has no code, so its note that it runs outside the
+    sandbox stays); a retry's is the rule itself."""
     reason = request.reason
     if not reason or request.retry_without_sandbox or reason in (request.rule or ""):
         return None
-    if request.tool_name == "run_python" or request.kind == "function":
+    if request.tool_name == "run_python":
         return None
     return f"The model's reason: {reason}" if request.kind == "exec" else reason
 
