@@ -32,6 +32,7 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(tmp_path)
     shell: Any = InteractiveShell.instance()
+    shell.history_manager.reset()  # cells of earlier tests would reach the first turn
     shell.run_cell("%load_ext agent_magics")
     try:
         yield shell

@@ -32,6 +32,7 @@ def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     write_demo_files(work)
     monkeypatch.chdir(work)
     shell = InteractiveShell.instance()
+    shell.history_manager.reset()  # cells of earlier tests would reach the first turn
     shell.run_cell("%load_ext agent_magics")
     try:
         yield shell
@@ -55,6 +56,22 @@ def test_a_cell_plays_the_demo_when_asked_for(ip: Any, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert FINAL in out
     assert "*Tokens: 60 in · 30 out · 90 total*" in out
+    assert "+ 1" not in Path("stats.py").read_text()
+
+
+def test_the_demo_plays_after_cells_ran_before_it(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The notebook's cells reach the model as context, not as a prompt: the recording
+    matches the prompt and tool outputs only, so a person who ran cells first still
+    sees the demo."""
+    ip.run_cell("%unload_ext agent_magics")
+    ip.run_cell("import pandas as pd\nframe = pd.DataFrame({'a': [1, 2]})")
+    ip.run_cell("%load_ext agent_magics")
+    ip.run_cell("print(frame.shape)")
+    ip.run_cell(f"%%agent --provider replay\n{DEMO_PROMPT}")
+    out = capsys.readouterr().out
+    assert FINAL in out
     assert "+ 1" not in Path("stats.py").read_text()
 
 

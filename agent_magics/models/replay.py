@@ -37,7 +37,7 @@ LIVE_HINT = (
     "--base-url at a model server."
 )
 DEMO_FOLDER = "in a folder holding the demo's stats.py and test_stats.py"
-OPENING = ("<environment_context>", "# AGENTS.md instructions for")
+OPENING = ("<environment_context>", "# AGENTS.md instructions for", "<notebook_context>")
 
 Protocol = tuple[Callable[[ModelRequest], dict[str, Any]], Callable[[ModelRequest], Decoder]]
 PROTOCOLS: dict[str, Protocol] = {

@@ -51,6 +51,7 @@ from agent_magics.tools.exec.snapshot_capture import (
 )
 from agent_magics.tools.safety_paths import shell_startup_is_trusted
 from agent_magics.tools.sandbox.roots import writable_roots
+from agent_magics.tools.sandbox.user_files import shell_start_files
 
 if TYPE_CHECKING:
     from agent_magics.tools.context import SessionServices
@@ -309,8 +310,11 @@ def startup_notice(
     cwd: Path, approval: ApprovalPolicy | None = None, sandbox: SandboxMode | None = None
 ) -> str | None:
     """The sentence a session shows once when its commands skip the shell's start-up
-    files (:func:`startup_is_trusted`), else ``None``."""
+    files (:func:`startup_is_trusted`), else ``None``; also ``None`` when the home holds
+    none of them, since then nothing is missing from commands."""
     if startup_is_trusted(cwd, approval, sandbox):
+        return None
+    if not any(os.path.lexists(path) for path in shell_start_files()):
         return None
     return (
         f"Commands run in a shell that reads no start-up file (~/.bashrc, ~/.profile, ...): "
