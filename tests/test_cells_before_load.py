@@ -81,6 +81,7 @@ def test_only_the_newest_earlier_cells_are_kept_the_older_counted() -> None:
 
     shell: Any = InteractiveShell.instance()
     shell.history_manager.reset()  # cells other tests ran in this shell are not ours
+    shell.execution_count = 1
     try:
         first = shell.execution_count
         for i in range(MAX_CELLS + 5):

@@ -234,11 +234,15 @@ class Server:
             time.sleep(0.2)
         self.port = int(info["port"])  # a port taken meanwhile: the server took the next one
         url = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
-        try:
-            urllib.request.urlopen(url, timeout=10).close()
-        except OSError:
-            self.close()
-            raise
+        while True:  # the runtime file can come a moment before the server listens
+            try:
+                urllib.request.urlopen(url, timeout=10).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.close()
+                    raise
+                time.sleep(0.2)
 
     def _info(self) -> dict[str, Any] | None:
         """The server's ``jpserver-<pid>.json`` once it is whole."""

@@ -25,6 +25,7 @@ def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(tmp_path)
     shell = InteractiveShell.instance()
     shell.history_manager.reset()  # cells of earlier tests would reach the first turn
+    shell.execution_count = 1
     shell.run_cell("%load_ext agent_magics")
     try:
         yield shell

@@ -33,6 +33,7 @@ def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(work)
     shell = InteractiveShell.instance()
     shell.history_manager.reset()  # cells of earlier tests would reach the first turn
+    shell.execution_count = 1
     shell.run_cell("%load_ext agent_magics")
     try:
         yield shell
@@ -69,7 +70,10 @@ def test_the_demo_plays_after_cells_ran_before_it(
     ip.run_cell("import pandas as pd\nframe = pd.DataFrame({'a': [1, 2]})")
     ip.run_cell("%load_ext agent_magics")
     ip.run_cell("print(frame.shape)")
-    ip.run_cell(f"%%agent --provider replay\n{DEMO_PROMPT}")
+    try:
+        ip.run_cell(f"%%agent --provider replay\n{DEMO_PROMPT}")
+    finally:
+        ip.run_cell("del frame, pd")  # the shell is shared with later tests
     out = capsys.readouterr().out
     assert FINAL in out
     assert "+ 1" not in Path("stats.py").read_text()
