@@ -41,6 +41,7 @@ ENV_VARS = {
     "AGENT_MAGICS_PROVIDER": "provider",
     "AGENT_MAGICS_APPROVAL_POLICY": "approval_policy",
     "AGENT_MAGICS_SANDBOX": "sandbox_mode",
+    "AGENT_MAGICS_RECORD_PATH": "record_path",
 }
 
 
@@ -113,6 +114,10 @@ class SessionConfig(BaseModel):
     """Record the live session's requests and responses to this JSONL file (no API key)."""
     replay_path: Path | None = None
     """The recording the ``replay`` provider plays (default: the shipped demo)."""
+    offline_recording: Path | None = None
+    """The recording played when no model is configured (no API key, no base URL of
+    one's own): a notebook that teaches runs offline on it and live once a model is set
+    (``%agent recording PATH``)."""
     mcp_servers: McpServers = Field(default_factory=dict)
     """MCP servers whose tools the agent gets (``[mcp_servers.NAME]`` tables)."""
     log_dir: Path | None = None

@@ -82,6 +82,7 @@ class AgentMagics(Magics):
         self.cell_log = CellLog(shell)  # records cells from now on, for the first turn
         self._sticky: dict[str, Any] = {}
         self._sticky_overrides: list[str] = []
+        self.recording: str | None = None  # %agent recording: played when no model is set
 
     # The parts a turn needs, built when the first %%agent or %agent uses them.
 
@@ -152,6 +153,8 @@ class AgentMagics(Magics):
         from agent_magics.config import load_config
 
         options = {k: v for k, v in self._trait_options().items() if v} | sticky
+        if self.recording is not None:
+            options["offline_recording"] = self.recording
         return load_config(options=options, overrides=[*self.overrides, *overrides])
 
     def _configure(self, args: argparse.Namespace) -> SessionConfig | None:

@@ -24,6 +24,11 @@ NO_MODEL = (
     "OpenAI-compatible server, or use --provider replay for the offline demo."
 )
 
+OFFLINE_HINT = (
+    "the notebook was changed since it was recorded, so re-record it, or set OPENAI_API_KEY "
+    "or OPENAI_BASE_URL and restart the kernel to use a live model."
+)
+
 
 def resolve_provider(config: SessionConfig) -> str:
     """The protocol to speak: ``auto`` is the Responses API. A live protocol needs a key
@@ -32,6 +37,8 @@ def resolve_provider(config: SessionConfig) -> str:
     if config.provider == "replay":
         return "replay"
     if not config.key() and config.base_url.rstrip("/") == DEFAULT_BASE_URL:
+        if config.offline_recording is not None and config.provider == "auto":
+            return "replay"
         raise ConfigError(NO_MODEL)
     return "responses" if config.provider == "auto" else config.provider
 
@@ -42,6 +49,8 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     if provider == "replay":
         from agent_magics.models.replay import ReplayClient
 
+        if config.provider == "auto":  # no model configured: the notebook's recording
+            return ReplayClient(config.offline_recording, OFFLINE_HINT)
         return ReplayClient(config.replay_path)
     class_name = LIVE.get(provider)
     if class_name is None:
@@ -64,4 +73,4 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     )
 
 
-__all__ = ["NO_MODEL", "create_client", "resolve_provider"]
+__all__ = ["NO_MODEL", "OFFLINE_HINT", "create_client", "resolve_provider"]

@@ -4,12 +4,15 @@ A recording is JSONL. The first line names the format and the protocol that was
 recorded; each further line is one exchange: the request body exactly as sent, and the
 response stream as the list of its ``data:`` payloads (the API key is never in a body,
 and is cut out of every line besides). Playback answers each request with the next
-exchange, read by the same decoder the live client uses, after checking that the
-request matches the recorded one well enough: the same prompts and the same tool
-outputs, once times, process ids and the working folder are masked. Anything else ends
-the turn with one sentence saying that this is a recording and how to use a live model.
-Recordings play only when asked for (the ``replay`` provider): a session with no model
-configured is told so, not answered by the demo.
+exchange recorded for the same conversation, read by the same decoder the live client
+uses: the same prompts and the same tool outputs so far, once times, process ids and the
+working folder are masked. A recording may hold several paths through a conversation
+(a call approved in one run, denied in another; several sessions of one notebook), so the
+exchange is looked up by that signature, in recorded order first. A request no exchange
+matches ends the turn with one sentence saying that this is a recording and how to use a
+live model. Recordings play only when asked for (the ``replay`` provider, or a notebook's
+``%agent recording`` when no model is configured): a session with no model configured is
+told so, not answered by the demo.
 """
 
 from __future__ import annotations
@@ -64,7 +67,14 @@ class Recorder:
         self.path = path
         self._scrub = Scrubber(secret)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._write({"format": FORMAT, "version": VERSION, "provider": provider}, "w")
+        header = {"format": FORMAT, "version": VERSION, "provider": provider}
+        # A later session of the same run (a notebook's --new) adds its exchanges: the
+        # recording then plays every session back, each found by its signature.
+        if path.exists() and path.stat().st_size:
+            if _header(path) != header:
+                raise ConfigError(f"{path} holds something other than a {provider} recording.")
+        else:
+            self._write(header, "w")
 
     def add(self, body: dict[str, Any], tape: list[Any]) -> None:
         self._write({"request": body, "response": tape}, "a")
@@ -73,6 +83,15 @@ class Recorder:
         line = self._scrub(json.dumps(record, ensure_ascii=False))
         with self.path.open(mode, encoding="utf-8") as out:
             out.write(line + "\n")
+
+
+def _header(path: Path) -> dict[str, Any] | None:
+    with path.open(encoding="utf-8") as lines:
+        try:
+            first = json.loads(lines.readline())
+        except ValueError:
+            return None
+    return first if isinstance(first, dict) else None
 
 
 def load_recording(path: Path | None) -> tuple[str, list[dict[str, Any]]]:
@@ -91,7 +110,7 @@ def load_recording(path: Path | None) -> tuple[str, list[dict[str, Any]]]:
     provider = header.get("provider")
     if header.get("format") != FORMAT or provider not in PROTOCOLS:
         raise ConfigError(f"{path} is not a recording of a model session.")
-    return str(provider), records[1:]
+    return str(provider), [r for r in records[1:] if "request" in r]
 
 
 def _text(content: Any) -> str:
@@ -129,38 +148,75 @@ def _what(demo: bool) -> str:
     return "This is the offline demo" if demo else "This is an offline recording"
 
 
-def _mismatch(live: list[tuple[str, str]], recorded: list[tuple[str, str]], demo: bool) -> str:
-    prompts = [text for kind, text in recorded if kind == "prompt"]
-    if [t for k, t in live if k == "prompt"] != prompts and prompts:
-        expected = prompts[-1] if len(prompts[-1]) <= 80 else prompts[-1][:77] + "..."
+def _prompts(signature: list[tuple[str, str]]) -> list[str]:
+    return [text for kind, text in signature if kind == "prompt"]
+
+
+def _expected_prompt(
+    live: list[tuple[str, str]], recorded: list[list[tuple[str, str]]]
+) -> str | None:
+    """The prompt the recording holds where the live conversation's last prompt is, when
+    no recorded conversation has the live prompts; ``None`` when one has them."""
+    asked = _prompts(live)
+    if not asked or any(_prompts(r) == asked for r in recorded):
+        return None
+    n = len(asked)
+    return next(
+        (
+            _prompts(r)[n - 1]
+            for r in recorded
+            if _prompts(r)[: n - 1] == asked[:-1] and len(_prompts(r)) >= n
+        ),
+        None,
+    )
+
+
+def _mismatch(
+    live: list[tuple[str, str]], recorded: list[list[tuple[str, str]]], demo: bool, hint: str
+) -> str:
+    """One sentence: which prompt the recording expects here, or that a tool output
+    differs; ``recorded`` holds the signatures of every exchange."""
+    expected = _expected_prompt(live, recorded)
+    if expected is not None:
+        expected = expected if len(expected) <= 80 else expected[:77] + "..."
         what = f"it expects the prompt {expected!r}" + (f" {DEMO_FOLDER}" if demo else "")
     else:
         what = "a tool output differs from the recorded one"
         what += f"; it runs {DEMO_FOLDER}" if demo else ""
-    return f"{_what(demo)} and this request does not match it ({what}); {LIVE_HINT}"
+    return f"{_what(demo)} and this request does not match it ({what}); {hint}"
 
 
 class ReplayClient:
-    """Plays a recording back in order, as if the model answered; with no path, the
-    shipped demo."""
+    """Plays a recording back as if the model answered: each request gets the exchange
+    recorded for the same conversation, the next one in recorded order first; with no
+    path, the shipped demo. ``hint`` ends every sentence that stops a turn."""
 
     provider = "replay"
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, hint: str = LIVE_HINT) -> None:
         self.path = path
+        self.hint = hint
         self.recorded_provider, self.exchanges = load_recording(path)
+        self.signatures = [signature(e.get("request", {})) for e in self.exchanges]
         self.position = 0
 
+    def _find(self, live: list[tuple[str, str]]) -> int | None:
+        order = [*range(self.position, len(self.exchanges)), *range(self.position)]
+        return next((i for i in order if self.signatures[i] == live), None)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if self.position >= len(self.exchanges):
-            raise ModelError(f"{_what(self.path is None)} and it has no more answers; {LIVE_HINT}")
+        demo = self.path is None
         build_body, make_decoder = PROTOCOLS[self.recorded_provider]
-        exchange = self.exchanges[self.position]
-        live, recorded = signature(build_body(request)), signature(exchange.get("request", {}))
-        if live != recorded:
-            raise ModelError(_mismatch(live, recorded, self.path is None))
-        self.position += 1
-        for event in replay_tape(make_decoder(request), exchange.get("response") or []):
+        live = signature(build_body(request))
+        found = self._find(live)
+        if found is None:
+            if self.position >= len(self.exchanges):
+                raise ModelError(f"{_what(demo)} and it has no more answers; {self.hint}")
+            raise ModelError(_mismatch(live, self.signatures, demo, self.hint))
+        self.position = found + 1
+        for event in replay_tape(
+            make_decoder(request), self.exchanges[found].get("response") or []
+        ):
             yield event
 
     async def aclose(self) -> None:

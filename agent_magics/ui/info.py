@@ -48,10 +48,30 @@ def model_text(config: SessionConfig) -> str:
         provider = resolve_provider(config)
     except ConfigError as exc:
         return f"none. {exc}"
+    if provider == "replay" and config.provider == "auto":
+        return f"none configured, so offline: the recording {config.offline_recording}"
     if provider == "replay":
         where = config.replay_path or "the demo recording shipped with the package"
         return f"{config.model} (replay of {where}, offline)"
     return f"{config.model} ({provider} at {config.base_url})"
+
+
+def recording_text(config: SessionConfig, shown: str | None) -> str:
+    """What ``%agent recording`` says: whether the turns will play the recording
+    (no model configured) or talk to a live model."""
+    if shown is None:
+        return "agent: no recording is set; %agent recording PATH sets one."
+    try:
+        provider = resolve_provider(config)
+    except ConfigError as exc:
+        return f"agent: {exc}"
+    if provider == "replay" and config.provider == "auto":
+        return (
+            f"agent: no model is configured, so the agent plays the recording {shown}: the "
+            "model's answers were recorded, the tools run here for real. To use a live model, "
+            "set OPENAI_API_KEY (or OPENAI_BASE_URL and AGENT_MAGICS_MODEL) and restart the kernel."
+        )
+    return f"agent: a model is configured ({model_text(config)}), so {shown} is not played."
 
 
 def tools_text(specs: list[dict[str, Any]]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
@@ -32,6 +33,7 @@ COMMANDS = (
     "sessions",
     "resume",
     "trust",
+    "recording",
     "export",
     "undo",
     "help",
@@ -67,6 +69,9 @@ class LineCommands:
         if word == "history":
             self._cmd_history(rest)
             return
+        if word == "recording":
+            self._cmd_recording(rest.strip())
+            return
         getattr(self, f"_cmd_{word}")()
 
     def _cmd_help(self) -> None:
@@ -89,6 +94,16 @@ class LineCommands:
         except RuntimeError:
             loop = None
         undo_command(self.m.agent, rest, loop, ask=not self.m._headless_now())
+
+    def _cmd_recording(self, rest: str) -> None:
+        if rest:
+            path = Path(rest).expanduser()
+            if not path.is_file():
+                raise UsageError(f"No recording at {rest}: give the path of a .jsonl recording.")
+            self.m.recording = str(path.resolve())
+        config = self.m.current_config()
+        if config is not None:
+            print(info.recording_text(config, rest or self.m.recording))
 
     def _cmd_cancel(self) -> None:
         stopped = self.m.agent.cancel()

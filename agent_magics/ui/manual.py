@@ -76,7 +76,7 @@ Example:
 """
 
 LINE_MANUAL = """%agent reset | status | tools | tool | history | context | mcp | cancel | undo |
-       sessions | resume | trust | export | help
+       sessions | resume | trust | recording | export | help
 
 reset    forget the conversation and stop its tool processes (options stay)
 status   model, approval policy, sandbox, folder, tokens used, turn state
@@ -93,6 +93,8 @@ undo     undo [--yes [--all]]: take back the last turn's file writes (asks first
 sessions the sessions saved in this folder (id, started, model, turns, tokens)
 resume   resume [ID|last]: the next %%agent continues a saved session
 trust    trust this folder's .agent_magics/config.toml as it is now
+recording recording PATH: when no model is configured, play this recording (the
+         model's answers; the tools run for real), as the shipped notebooks do
 export   export [ID|last] PATH [--force]: this session (or a saved one) as a
          document; PATH ends in .ipynb, .md or .html
 help     the manual of %%agent
