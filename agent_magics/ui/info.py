@@ -3,6 +3,7 @@ for the sandbox line, of the mechanism this machine offers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from agent_magics.config import SessionConfig
@@ -66,6 +67,11 @@ def recording_text(config: SessionConfig, shown: str | None) -> str:
     except ConfigError as exc:
         return f"agent: {exc}"
     if provider == "replay" and config.provider == "auto":
+        if not Path(str(config.offline_recording)).is_file():
+            return (
+                f"agent: no model is configured and there is no recording at {shown}; set "
+                "OPENAI_API_KEY (or OPENAI_BASE_URL) and restart the kernel to use a live model."
+            )
         return (
             f"agent: no model is configured, so the agent plays the recording {shown}: the "
             "model's answers were recorded, the tools run here for real. To use a live model, "

@@ -97,10 +97,7 @@ class LineCommands:
 
     def _cmd_recording(self, rest: str) -> None:
         if rest:
-            path = Path(rest).expanduser()
-            if not path.is_file():
-                raise UsageError(f"No recording at {rest}: give the path of a .jsonl recording.")
-            self.m.recording = str(path.resolve())
+            self.m.recording = str(Path(rest).expanduser().resolve())
         config = self.m.current_config()
         if config is not None:
             print(info.recording_text(config, rest or self.m.recording))

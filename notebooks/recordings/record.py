@@ -1,0 +1,189 @@
+"""Record the notebooks' offline recordings, by running them for real.
+
+    python notebooks/recordings/record.py [NAME ...]
+
+Each notebook ``notebooks/NAME.ipynb`` that has a model script ``NAME_script.py`` here is
+run with nbclient in a real kernel, in a copy of ``notebooks/``, against a scripted model
+on 127.0.0.1: the script plays the model; the extension, its client, the tools, the
+sandbox and the approvals are the real ones, and the client records what it sends and
+receives (``AGENT_MAGICS_RECORD_PATH``). The notebook runs twice, once with every call
+that asks for approval approved and once with each denied, as a person in JupyterLab or a
+headless run would answer; the two recordings are merged into ``NAME.jsonl``, which plays
+back either path. The result is then played back, both ways, in a fresh copy before it
+is written; a notebook that fails or does not match stops the run with the reason.
+
+A model script is a module with ``turns()``: the model's answers, one list of output
+items per request, as :class:`agent_magics.testing.ScriptedResponsesServer` takes them
+(an item list, or a function of the request body that returns one; :func:`last_output`
+and :func:`denied` help such functions answer an approval either way).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+from agent_magics.models.replay import signature
+from agent_magics.testing import ScriptedResponsesServer
+
+HERE = Path(__file__).resolve().parent
+NOTEBOOKS = HERE.parent
+BRANCHES = ("approve", "deny")
+PROBLEMS = ("does not match it", "has no more answers", "No model is configured")
+MODEL = "scripted-teacher"
+
+
+def last_output(body: dict[str, Any]) -> str:
+    """The text of the last tool output in a request body ('' when none)."""
+    for item in reversed(body.get("input") or []):
+        if item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            if isinstance(output, list):
+                return "\n".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
+            return str(output)
+    return ""
+
+
+def denied(body: dict[str, Any]) -> bool:
+    """Whether the call the model made last was denied (by a person or a headless run)."""
+    return "rejected by user" in last_output(body)
+
+
+def load_script(name: str) -> ModuleType:
+    path = HERE / f"{name.replace('-', '_')}_script.py"
+    spec = importlib.util.spec_from_file_location(f"{name.replace('-', '_')}_script", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"No model script for {name}: expected {path.name} beside record.py.")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(HERE))  # scripts import the helpers above from this file
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(HERE))
+    return module
+
+
+def kernelspec(folder: Path) -> str:
+    """A kernelspec for this interpreter, so the kernel runs the package as installed."""
+    spec = folder / "kernels" / "agent-magics-record"
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.joinpath("kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "record", "language": "python"})
+    )
+    return spec.name
+
+
+def run_notebook(name: str, folder: Path, env: dict[str, str]) -> Any:
+    """Run ``folder/NAME.ipynb`` headless with ``env`` set; the executed notebook."""
+    path = folder / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    saved = dict(os.environ)
+    os.environ.update(env, JUPYTER_PATH=str(folder.parent / "jupyter"))
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MAGICS_RECORD_PATH"):
+        if var not in env:
+            os.environ.pop(var, None)
+    try:
+        client = NotebookClient(
+            nb,
+            kernel_name=kernelspec(folder.parent / "jupyter"),
+            timeout=300,
+            resources={"metadata": {"path": str(folder)}},
+        )
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
+
+
+def problems(nb: Any) -> list[str]:
+    """Errors and recording sentences in the executed notebook's outputs."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            text = json.dumps(output.get("data", {})) + str(output.get("text", ""))
+            if output.get("output_type") == "error":
+                found.append(f"cell {index}: {output.get('ename')}: {output.get('evalue')}")
+            found += [f"cell {index}: {p}" for p in PROBLEMS if p in text]
+    return found
+
+
+def merge(files: list[Path], tmp: Path) -> list[str]:
+    """One recording holding every exchange of ``files`` once, found by signature; the
+    temporary folder's path is written as a placeholder (it is masked on playback)."""
+    header: str | None = None
+    seen: dict[str, str] = {}
+    for file in files:
+        lines = file.read_text(encoding="utf-8").splitlines()
+        header = header or lines[0]
+        for line in lines[1:]:
+            record = json.loads(line)
+            if "request" in record:
+                seen.setdefault(json.dumps(signature(record["request"])), line)
+    scrub = [(str(tmp), "/tmp/recording"), (sys.prefix, "/opt/python")]
+    scrub += [(str(Path.home()), "/home/user")] if len(Path.home().parts) > 1 else []
+    out = []
+    for line in [header or "", *seen.values()]:
+        for old, new in scrub:
+            line = line.replace(json.dumps(old)[1:-1], new)
+        out.append(line)
+    return out
+
+
+def copy_notebooks(tmp: Path) -> Path:
+    folder = tmp / "notebooks"
+    shutil.copytree(NOTEBOOKS, folder, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+    return folder
+
+
+def record(name: str) -> Path:
+    script = load_script(name)
+    with tempfile.TemporaryDirectory(prefix="agent-magics-record-") as tmp_name:
+        tmp = Path(tmp_name)
+        files = []
+        for branch in BRANCHES:
+            folder = copy_notebooks(tmp / branch)
+            out = tmp / f"{branch}.jsonl"
+            with ScriptedResponsesServer(script.turns()) as server:
+                env = {
+                    "OPENAI_BASE_URL": server.base_url,
+                    "AGENT_MAGICS_MODEL": MODEL,
+                    "AGENT_MAGICS_RECORD_PATH": str(out),
+                    "AGENT_MAGICS_HEADLESS_APPROVAL": branch,
+                }
+                nb = run_notebook(name, folder, env)
+            if found := problems(nb):
+                raise SystemExit(f"{name} ({branch}) did not run cleanly: " + "; ".join(found))
+            files.append(out)
+        lines = merge(files, tmp)
+        for branch in BRANCHES:  # play it back both ways before keeping it
+            folder = copy_notebooks(tmp / f"play-{branch}")
+            (folder / "recordings" / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+            nb = run_notebook(name, folder, {"AGENT_MAGICS_HEADLESS_APPROVAL": branch})
+            if found := problems(nb):
+                raise SystemExit(f"{name} does not play back ({branch}): " + "; ".join(found))
+    target = HERE / f"{name}.jsonl"
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target
+
+
+def main(argv: list[str]) -> int:
+    names = argv or sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if p.stem != "demo")
+    for name in names:
+        print(f"{name}: recorded {record(name).relative_to(NOTEBOOKS.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
