@@ -41,7 +41,7 @@ from agent_magics.sampling import sample
 from agent_magics.store.changes import ChangeTracker
 from agent_magics.store.paths import undo_folder
 from agent_magics.tools.approval import Approver, deny_all
-from agent_magics.tools.build import ExtraTools, build_registry
+from agent_magics.tools.build import ExtraTools, ToolFilter, build_registry
 from agent_magics.tools.cell_undo import take_cell_edits
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
 from agent_magics.tools.exec import close_tool_processes, kill_tool_processes
@@ -88,9 +88,11 @@ class Session:
         client: ModelClient | None = None,
         approver: Approver = deny_all,
         extra_tools: ExtraTools | None = None,
+        offers: ToolFilter | None = None,
     ) -> None:
         self.config = config
         self._extra_tools = extra_tools
+        self.offers = offers  # a teacher's policy may keep tools from the model
         # Secrets never reach the model, a front end or a log (see agent_magics.redaction).
         self.redact = SessionRedactor(lambda: self.config)
         self.thread_id = str(uuid.uuid4())
@@ -100,7 +102,7 @@ class Session:
         self.services.before_write = lambda paths: self.changes.before_write(paths)
         # The MCP SDK is imported only when a server is configured (or added later).
         self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
-        self.registry = build_registry(config.tools_config(), self.mcp, extra_tools)
+        self.registry = build_registry(config.tools_config(), self.mcp, extra_tools, offers)
         self.router = ToolRouter(self.registry, self.services)
         self._client = client
         self.history: list[AnyItem] = []
@@ -175,7 +177,9 @@ class Session:
     def refresh_tools(self) -> None:
         """Offer the tools as they are now: the MCP servers' and the front end's extra
         tools (every turn does it first)."""
-        self.registry = build_registry(self.config.tools_config(), self.mcp, self._extra_tools)
+        self.registry = build_registry(
+            self.config.tools_config(), self.mcp, self._extra_tools, self.offers
+        )
         self.router.registry = self.registry
 
     # -- model --------------------------------------------------------------------------

@@ -93,15 +93,24 @@ ExtraTools = Callable[[], Sequence[ToolHandler]]
 the kernel's tools and the person's Python functions (see :mod:`agent_magics.kernel`)."""
 
 
+ToolFilter = Callable[[str], bool]
+"""Whether a tool may be offered, by name (a teacher's policy: see
+:meth:`agent_magics.teaching.policy.CoursePolicy.offers`)."""
+
+
 def build_registry(
-    config: ToolsConfig, mcp: McpManager | None = None, extra: ExtraTools | None = None
+    config: ToolsConfig,
+    mcp: McpManager | None = None,
+    extra: ExtraTools | None = None,
+    offers: ToolFilter | None = None,
 ) -> ToolRegistry:
     """Shell tool, MCP resource tools (when a server is configured), update_plan,
     request_user_input, apply_patch, opt-in file tools, view_image, then the MCP servers'
     tools sorted by name: the order Codex offers them in. A front end's ``extra`` tools
     come last, as Codex's dynamic tools do, except that one named like a tool above takes
     its place (the kernel's notebook tools, which reach the open notebook, stand in for
-    the plain ones a setting may have asked for)."""
+    the plain ones a setting may have asked for). A tool ``offers`` refuses is left out:
+    the model is not told of it, and a call to it is answered as to an unknown tool."""
     handlers = _shell_handlers(config) + _resource_handlers(mcp)
     if config.update_plan:
         handlers.append(
@@ -134,5 +143,7 @@ def build_registry(
     added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()
     for handler in [added.pop(h.name, h) for h in handlers] + list(added.values()):
+        if offers is not None and not offers(handler.name):
+            continue
         registry.register(handler.name, handler, handler.spec(config))
     return registry
