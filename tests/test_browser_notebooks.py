@@ -3,8 +3,8 @@
 a home of its own, the notebook opened in headless Chromium and run with Run > Run All
 Cells. Every approval card is answered with a real click on Approve; when the last cell
 has run, no cell shows an error or is still running, and each ``%%agent`` cell shows
-its transcript (saved with the notebook too) and no sentence about a recording that does
-not match.
+its transcript (saved with the notebook too), and no output says that its recording does
+not match, has run out or that no model is configured.
 
 One screenshot of each card kind seen (an approval card, a command, a patch, the plan,
 run_python, a denial, the turn's diff, a figure, an answer...) is kept per notebook as
@@ -52,6 +52,8 @@ NOT_SET = (
     "XDG_DATA_HOME",
 )
 """What a newcomer has not set: no model, no policy, no config of their own."""
+PROBLEMS = ("does not match", "has no more answers", "No model is configured")
+"""What an output says when a notebook's recording no longer fits it, or is missing."""
 IDLE = re.compile(r"^Python 3 \(ipykernel\) \| Idle$")
 
 PROGRESS = """() => {
@@ -219,7 +221,9 @@ def test_notebook_runs_all_in_jupyterlab_with_approvals_clicked(
             if first_line.startswith("%%agent"):
                 where = f"{name}: {first_line!r} ({prompt})"
                 assert cell.locator(".agent-magics-transcript").count() == 1, where
-                assert cell.get_by_text("does not match").count() == 0, where
+        outputs_shown = page.locator(".jp-Notebook .jp-OutputArea")
+        for problem in PROBLEMS:
+            assert outputs_shown.get_by_text(problem).count() == 0, f"{name}: {problem!r}"
         assert page.locator(".jp-Notebook .agent-magics-live").count() == 0  # no turn runs
         assert page.get_by_text("Error displaying widget").count() == 0
         for cell in nb.cells:
