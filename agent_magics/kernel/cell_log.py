@@ -112,6 +112,8 @@ class CellRecord:
     source: Clip
     execution_count: int | None = None
     msg_id: str | None = None
+    cell_id: str | None = None
+    """The notebook cell's id, when the front end sends it (JupyterLab does, nbclient not)."""
     output: Clip = field(default_factory=lambda: Clip(OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS))
     error: Clip | None = None
     finished: bool = False
@@ -230,6 +232,8 @@ class CellLog:
         msg_id = header.get("msg_id") if isinstance(header, dict) else None
         record = CellRecord(clip(raw, SOURCE_HEAD_CHARS, SOURCE_TAIL_CHARS), msg_id=msg_id)
         record.execution_count = getattr(self.shell, "execution_count", None)
+        cell_id = getattr(info, "cell_id", None)
+        record.cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
         with self._lock:
             self._cells.append(record)
             if msg_id:

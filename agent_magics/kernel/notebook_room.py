@@ -26,6 +26,7 @@ from jupyter_ydoc import YNotebook
 from pycrdt import (
     Array,
     Doc,
+    Map,
     YMessageType,
     YSyncMessageType,
     create_sync_message,
@@ -36,7 +37,8 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.notebook_doc import LiveUnavailable, parse
+from agent_magics.tools.graded import edit_refusal
+from agent_magics.tools.notebook_doc import LiveUnavailable, MetadataChange, parse
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest websocket message taken from the server (a notebook with big outputs)."""
@@ -231,11 +233,26 @@ class RoomDocument:
             raise LiveUnavailable("the editor's document was empty when the kernel joined it")
         return parse(json.dumps(content).encode("utf-8"), self.path)
 
-    async def apply(self, edit_mode: str, index: int | None, cell: dict[str, Any] | None) -> None:
+    async def apply(
+        self,
+        edit_mode: str,
+        index: int | None,
+        cell: dict[str, Any] | None,
+        note: MetadataChange | None = None,
+    ) -> None:
         at = None if index is None else self._position(self._ids[index])
         value = json.loads(json.dumps(cell)) if cell is not None else None
+        if at is not None and edit_mode != "insert":  # as the cell is now, not as read
+            now = self.room.notebook.ycells[at].to_py() or {}
+            refusal = edit_refusal(now, edit_mode, None, "edit")  # locked, or graded and deleted
+            if refusal is not None:
+                raise RespondToModel(refusal)
+
+        meta = self.room.doc.get("meta", type=Map)
 
         def edit(nb: YNotebook) -> None:
+            if note is not None:
+                _change_metadata(meta, note)
             if edit_mode == "insert":
                 assert value is not None
                 nb.ycells.insert(0 if at is None else at + 1, nb.create_ycell(value))
@@ -259,6 +276,13 @@ class RoomDocument:
         except RoomError as exc:
             raise LiveUnavailable(str(exc)) from None
 
+    async def note(self, change: MetadataChange) -> None:
+        try:
+            meta = self.room.doc.get("meta", type=Map)
+            await self.room.change(lambda nb: _change_metadata(meta, change), self.timeout_s)
+        except RoomError as exc:
+            raise LiveUnavailable(str(exc)) from None
+
     def _position(self, wanted: str) -> int:
         """Where the cell is now: the person may have moved or deleted it meanwhile."""
         for position, ycell in enumerate(self.room.notebook.ycells):
@@ -269,6 +293,20 @@ class RoomDocument:
     async def close(self) -> None:
         if not self.keep:
             await self.room.close()
+
+
+def _change_metadata(root: Map[Any], change: MetadataChange) -> None:
+    """Run ``change`` on a copy of the notebook's metadata (``root``: the document's
+    ``meta`` map) and write back the top-level keys it changed, each as a JSON value."""
+    meta = root.get("metadata")
+    if not isinstance(meta, Map):
+        return  # a document still empty: nothing to note in
+    before = meta.to_py() or {}
+    after = json.loads(json.dumps(before))
+    change(after)
+    for key, value in after.items():
+        if before.get(key) != value:
+            meta[key] = value
 
 
 def _close_text(code: int | None, reason: str | None) -> str:

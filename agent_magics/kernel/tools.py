@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_magics.tools.registry import ToolHandler
@@ -17,8 +18,9 @@ class KernelTools:
     two cells is offered from the next turn on. The handlers' modules are imported on
     the first call, so loading the extension does not pay for them."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Any, solution_cells: Callable[[], str] = lambda: "edit") -> None:
         self.shell = shell
+        self.solution_cells = solution_cells  # the teacher's policy for graded answers
         self._live: KernelLiveNotebook | None = None  # kept: it keeps the room joined
 
     def __call__(self) -> list[ToolHandler]:
@@ -37,7 +39,7 @@ class KernelTools:
             RunPythonHandler(self.shell),
             ListVariablesHandler(self.shell),
             InspectVariableHandler(self.shell),
-            ReadNotebookHandler(live),
-            EditNotebookHandler(live),
+            ReadNotebookHandler(live, self.solution_cells),
+            EditNotebookHandler(live, self.solution_cells),
             *registered_tools(),  # the person's functions come last
         ]

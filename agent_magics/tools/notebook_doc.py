@@ -16,11 +16,13 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_magics.apply_patch.files import ConfinedFiles, PlainFiles
 from agent_magics.errors import RespondToModel
+from agent_magics.tools.graded import WITHHELD
 from agent_magics.tools.truncate import TruncationPolicy, truncate_text
 
 if TYPE_CHECKING:
@@ -60,6 +62,10 @@ def live_unavailable(path: Path, reason: str) -> str:
     )
 
 
+MetadataChange = Callable[[dict[str, Any]], object]
+"""Changes a notebook's metadata (a plain dict) in place."""
+
+
 class LiveDocument(Protocol):
     """The open notebook as its editor holds it, unsaved edits included: a front end
     (JupyterLab's collaborative document) gives it; nothing writes the file under it."""
@@ -68,10 +74,22 @@ class LiveDocument(Protocol):
         """The notebook now, parsed as :func:`parse` does."""
         ...
 
-    async def apply(self, edit_mode: str, index: int | None, cell: dict[str, Any] | None) -> None:
+    async def apply(
+        self,
+        edit_mode: str,
+        index: int | None,
+        cell: dict[str, Any] | None,
+        note: MetadataChange | None = None,
+    ) -> None:
         """Make an edit that :meth:`notebook`'s copy took: ``index`` counts that copy's
         cells (the cell replaced or deleted, or the one to insert after, ``None`` for the
-        top), ``cell`` is the new cell. Raises :class:`LiveUnavailable` or RespondToModel."""
+        top), ``cell`` is the new cell; ``note`` changes the notebook's metadata in the
+        same change. Raises :class:`LiveUnavailable` or RespondToModel (a cell nbgrader
+        locks is refused here too, whatever the copy said)."""
+        ...
+
+    async def note(self, change: MetadataChange) -> None:
+        """Change the notebook's metadata (a note for the teacher), nothing else."""
         ...
 
     async def close(self) -> None: ...
@@ -206,9 +224,16 @@ def render_output(out: Any, cell_no: int, out_no: int, images: list[tuple[str, b
 
 
 def render(
-    nb: Any, path: Path, start: int, end: int, outputs: bool
+    nb: Any,
+    path: Path,
+    start: int,
+    end: int,
+    outputs: bool,
+    hide: Callable[[Any], bool] | None = None,
 ) -> tuple[str, list[tuple[str, bytes]]]:
-    """Cells ``start..end`` (1-based, inclusive) as text, and the images of their outputs."""
+    """Cells ``start..end`` (1-based, inclusive) as text, and the images of their outputs;
+    a cell ``hide`` picks (a graded answer the teacher withholds) shows only its head and
+    :data:`agent_magics.tools.graded.WITHHELD`, no source, no outputs."""
     count = len(nb.cells)
     version = f"{nb.nbformat}.{nb.nbformat_minor}"
     language = (
@@ -221,6 +246,9 @@ def render(
     for index in range(start - 1, min(end, count)):
         cell = nb.cells[index]
         head = f"--- cell {index + 1} · id {cell_id(nb, index)} · {cell.cell_type}"
+        if hide is not None and hide(cell):
+            parts += [head, WITHHELD]
+            continue
         if cell.cell_type == "code":
             head += f" · execution_count {cell.get('execution_count')}"
         parts += [head, _cut(_joined(cell.source), MAX_SOURCE_BYTES)]

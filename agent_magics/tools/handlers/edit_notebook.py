@@ -32,6 +32,7 @@ from agent_magics.tools.cell_undo import CellEdit, plain_cell, record_cell_edit,
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.exec.guard import write_denied
+from agent_magics.tools.graded import add_notes, edit_refusal, entries, touched_ids
 from agent_magics.tools.notebook_doc import (
     OWN_NOTEBOOK,
     LiveDocument,
@@ -76,8 +77,10 @@ def _new_cell(nb: Any, kind: str, source: str) -> Any:
     return cell
 
 
-def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
-    """Make the edit on ``nb`` in place; return the line that reports it."""
+def apply_edit(nb: Any, args: EditNotebookArgs, solution_cells: str = "edit") -> str:
+    """Make the edit on ``nb`` in place; return the line that reports it. A cell nbgrader
+    (or the teacher's ``solution_cells``) keeps from the agent is refused before anything
+    changes (see :mod:`agent_magics.tools.graded`)."""
     if args.edit_mode == "insert":
         if args.cell_type is None:
             raise RespondToModel("cell_type is required to insert a cell")
@@ -87,6 +90,9 @@ def apply_edit(nb: Any, args: EditNotebookArgs) -> str:
     if args.cell_id is None:
         raise RespondToModel(f"cell_id is required to {args.edit_mode} a cell")
     index = find_cell(nb, args.cell_id)
+    refusal = edit_refusal(nb.cells[index], args.edit_mode, args.cell_type, solution_cells)
+    if refusal is not None:
+        raise RespondToModel(refusal)
     if args.edit_mode == "delete":
         del nb.cells[index]
         return f"Deleted cell {args.cell_id}"
@@ -125,25 +131,39 @@ def _validated(nb: Any) -> bytes:
         raise RespondToModel(f"the edit would make the notebook invalid: {first}") from None
 
 
-def _prepare(path: Path, args: EditNotebookArgs) -> tuple[bytes, str, str]:
-    """The edited notebook's bytes, the report line, and where the edit acts."""
+def _touched(nb: Any, args: EditNotebookArgs, solution_cells: str) -> list[str]:
+    """The grade id of the graded cell the edit replaces (nbgrader marks it), if any."""
+    if args.edit_mode != "replace" or args.cell_id is None:
+        return []
+    return touched_ids([nb.cells[find_cell(nb, args.cell_id)]], solution_cells)
+
+
+def _prepare(
+    path: Path, args: EditNotebookArgs, solution_cells: str, session: str
+) -> tuple[bytes, str, str]:
+    """The edited notebook's bytes, the report line, and where the edit acts; an edit of
+    a graded cell is noted in the same write (see :func:`agent_magics.tools.graded.add_notes`)."""
     nb = read_notebook_file(path)
     place = cell_place(nb, args)
-    line = apply_edit(nb, args)
+    touched = _touched(nb, args, solution_cells)
+    line = apply_edit(nb, args, solution_cells)
+    add_notes(nb.metadata, entries(session, touched, "edit"))
     return _validated(nb), line, place
 
 
 def _prepare_live(
-    doc: LiveDocument, args: EditNotebookArgs, live: LiveNotebook, path: Path
-) -> tuple[str, int | None, dict[str, Any] | None, str, CellEdit]:
+    doc: LiveDocument, args: EditNotebookArgs, live: LiveNotebook, path: Path, solution_cells: str
+) -> tuple[str, int | None, dict[str, Any] | None, str, CellEdit, list[str]]:
     """The edit made on a copy of the open notebook, so it is checked and validated
     before anyone is asked: its report line, the copy's index :meth:`LiveDocument.apply`
-    takes, the new cell, where the edit acts, and what undo needs to take it back."""
+    takes, the new cell, where the edit acts, what undo needs to take it back, and the
+    grade id of the graded cell it changes (if any)."""
     nb = doc.notebook()
     index = None if args.cell_id is None else find_cell(nb, args.cell_id)
     place = cell_place(nb, args)
     before = None if index is None or args.edit_mode == "insert" else plain_cell(nb.cells[index])
-    line = apply_edit(nb, args)
+    touched = _touched(nb, args, solution_cells)
+    line = apply_edit(nb, args, solution_cells)
     _validated(nb)
     at = 0 if index is None else index + 1 if args.edit_mode == "insert" else index
     cell = None if args.edit_mode == "delete" else dict(nb.cells[at])
@@ -151,7 +171,7 @@ def _prepare_live(
     undo = CellEdit(live, path, args.edit_mode, str((kept or {}).get("id") or ""), at, before,
                     None if cell is None else str(cell.get("source", "")),
                     None if cell is None else str(cell.get("cell_type")))  # fmt: skip
-    return line, index, cell, place, undo
+    return line, index, cell, place, undo, touched
 
 
 def _describe(path: Path, args: EditNotebookArgs, place: str) -> str:
@@ -166,8 +186,11 @@ class EditNotebookHandler:
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = False
 
-    def __init__(self, live: LiveNotebook | None = None) -> None:
+    def __init__(
+        self, live: LiveNotebook | None = None, solution_cells: Callable[[], str] = lambda: "edit"
+    ) -> None:
         self.live = live
+        self.solution_cells = solution_cells  # the teacher's policy, read at each call
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return edit_notebook_spec(config)
@@ -179,7 +202,8 @@ class EditNotebookHandler:
             return await self._edit_open(inv, path, args, used_live(inv.services, self.live))
         if is_own_notebook(path):
             raise RespondToModel(OWN_NOTEBOOK)
-        data, line, place = await asyncio.to_thread(_prepare, path, args)
+        policy, session = self.solution_cells(), inv.turn.thread_id
+        data, line, place = await asyncio.to_thread(_prepare, path, args, policy, session)
 
         async def write_file(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
             written = inv.services.before_write([path])
@@ -209,11 +233,16 @@ class EditNotebookHandler:
         except LiveUnavailable as exc:
             return ToolOutput(live_unavailable(path, exc.reason), success=False)
         try:
-            line, index, cell, place, undo = _prepare_live(doc, args, live, path)
+            policy = self.solution_cells()
+            line, index, cell, place, undo, touched = _prepare_live(doc, args, live, path, policy)
 
             async def write_open(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
+                notes = entries(inv.turn.thread_id, touched, "edit")
                 try:
-                    await doc.apply(args.edit_mode, index, cell)
+                    if notes:  # the edit and its note for the teacher in one change
+                        await doc.apply(args.edit_mode, index, cell, lambda m: add_notes(m, notes))
+                    else:
+                        await doc.apply(args.edit_mode, index, cell)
                 except LiveUnavailable as exc:
                     return live_unavailable(path, exc.reason), False
                 record_cell_edit(inv.services, undo)  # %agent undo can take it back

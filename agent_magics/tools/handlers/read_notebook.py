@@ -13,6 +13,8 @@ from the file, with a line that says so.
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +24,7 @@ from agent_magics.errors import RespondToModel
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ContentItem, ToolInvocation, ToolOutput
+from agent_magics.tools.graded import NOTED_KEY, add_notes, entries, fresh, touched_ids, withheld
 from agent_magics.tools.handlers.view_image import IMAGE_DETAIL, UnreadableImage, prepare_image
 from agent_magics.tools.notebook_doc import (
     LiveNotebook,
@@ -88,6 +91,24 @@ async def _read_open(live: LiveNotebook, path: Path, said: bool) -> tuple[Any, s
         await doc.close()
 
 
+async def _note_reads(inv: ToolInvocation, live: LiveNotebook, cells: Any, policy: str) -> None:
+    """Note in the open notebook's metadata the graded cells this call showed the model,
+    once a turn each (see :mod:`agent_magics.tools.graded`). Only the open notebook gets
+    the note, through its editor: a read never writes a file."""
+    notes = entries(inv.turn.thread_id, touched_ids(cells, policy), "read")
+    notes = fresh(inv.services.state(NOTED_KEY, list), inv.turn, "open", notes)
+    if not notes:
+        return
+    try:
+        doc = await live.open()
+        try:
+            await doc.note(lambda metadata: add_notes(metadata, notes))
+        finally:
+            await doc.close()
+    except LiveUnavailable:
+        pass  # the editor went away after the read: the model's answer stands
+
+
 class ReadNotebookHandler:
     """The ``read_notebook`` tool; ``live`` reaches the notebook this kernel belongs to."""
 
@@ -95,8 +116,11 @@ class ReadNotebookHandler:
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = True
 
-    def __init__(self, live: LiveNotebook | None = None) -> None:
+    def __init__(
+        self, live: LiveNotebook | None = None, solution_cells: Callable[[], str] = lambda: "edit"
+    ) -> None:
         self.live = live
+        self.solution_cells = solution_cells  # the teacher's policy, read at each call
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return read_notebook_spec(config)
@@ -107,17 +131,23 @@ class ReadNotebookHandler:
         if end < args.start_cell:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
+        policy = self.solution_cells()
+        live: LiveNotebook | None = None
         if self.live is not None and await self.live.owns(path):
             live = used_live(inv.services, self.live)
             said: set[str] = inv.services.state(SAID_WHY, set)  # tools are made per turn
             nb, source, from_file = await _read_open(live, path, FROM_FILE in said)
             if from_file:
                 said.add(FROM_FILE)
+                live = None  # the file of the open notebook is never written
         else:
             nb, source = await asyncio.to_thread(read_notebook_file, path), ""
         if args.start_cell > max(len(nb.cells), 1):
             raise RespondToModel(f"start_cell {args.start_cell} is past the last cell")
-        text, found = render(nb, path, args.start_cell, end, args.include_outputs)
+        hide = functools.partial(withheld, solution_cells=policy)
+        text, found = render(nb, path, args.start_cell, end, args.include_outputs, hide)
+        if live is not None:
+            await _note_reads(inv, live, nb.cells[args.start_cell - 1 : end], policy)
         if source:
             head, _, rest = text.partition("\n")
             text = f"{head} {source}\n{rest}" if rest else f"{head} {source}"
