@@ -182,12 +182,11 @@ def add_notes(metadata: Any, notes: list[dict[str, str]]) -> bool:
     that cannot be read, which must stay as the teacher wrote it)."""
     if not notes:
         return True
-    ours = metadata.get(NOTE_KEY)
-    if ours is None:
-        metadata[NOTE_KEY] = ours = {}
+    ours = metadata.get(NOTE_KEY, {})
     if not isinstance(ours, dict):
         return False
     kept = ours.get(TOUCHED_KEY)
     kept = list(kept) if isinstance(kept, list) else []
-    ours[TOUCHED_KEY] = [*kept, *notes][-MAX_NOTES:]
+    # set, not changed in place: nbformat's metadata copies a table it is given
+    metadata[NOTE_KEY] = {**ours, TOUCHED_KEY: [*kept, *notes][-MAX_NOTES:]}
     return True
