@@ -164,6 +164,8 @@ async def _start_exec(
     from agent_magics.session import Session
     from agent_magics.store.paths import sessions_folder
     from agent_magics.store.recorder import record_session
+    from agent_magics.teaching.bounds import bind, summary
+    from agent_magics.teaching.sources import site_policy
 
     options: dict[str, Any] = {
         "base_url": args.base_url,
@@ -189,9 +191,13 @@ async def _start_exec(
             print(f"agent-magics: {note}", file=sys.stderr)
         given = {k: v for k, v in options.items() if v is not None and (k != "cwd" or args.cd)}
         config = load_config(options=resume.settings | given, overrides=args.config)
+    policy = site_policy()  # an administrator's; a command runs in no notebook
+    config = bind(policy, config)
+    if (line := summary(policy)) is not None:
+        print(f"agent-magics: {line}", file=sys.stderr)
     resolve_provider(config)  # with no model configured, say so before a session starts
     console = TerminalConsole(interactive=interactive)
-    session = Session(config, approver=console.approve)
+    session = Session(config, approver=console.approve, offers=policy.offers)
     if resume is not None:
         from agent_magics.store.resume import continue_in
 

@@ -13,6 +13,7 @@ import atexit
 import os
 import re
 import sys
+from collections.abc import Awaitable, Callable
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
     from agent_magics.kernel.notebook_context import NotebookContext
     from agent_magics.kernel.tools import KernelTools
     from agent_magics.session import Session
+    from agent_magics.teaching.guard import PolicyGuard
     from agent_magics.ui.approver import HeadlessMode
-    from agent_magics.ui.controller import Controller
+    from agent_magics.ui.controller import ConfigSource, Controller
     from agent_magics.ui.line_commands import LineCommands
+    from agent_magics.ui.runner import TurnView
     from agent_magics.ui.trust_question import ProjectTrust
     from agent_magics.ui.waiting import BackgroundNote
 
@@ -90,13 +93,13 @@ class AgentMagics(Magics):
     def kernel_tools(self) -> KernelTools:
         from agent_magics.kernel.tools import KernelTools
 
-        return KernelTools(self.shell)
+        return KernelTools(self.shell, lambda: self.policy.seen.solution_cells)
 
     @cached_property
     def notebook(self) -> NotebookContext:
-        from agent_magics.kernel.notebook_context import NotebookContext
+        from agent_magics.kernel.withheld_cells import GradedNotebookContext
 
-        return NotebookContext(self.cell_log)
+        return GradedNotebookContext(self.cell_log, lambda: self.policy.seen.solution_cells)
 
     @cached_property
     def agent(self) -> Controller:
@@ -105,7 +108,18 @@ class AgentMagics(Magics):
 
         register(self.shell)  # the kernel's signing key: scrubbed, its file hidden
         kernel = getattr(self.shell, "kernel", None)
-        return Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
+        controller = Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
+        controller.offers = lambda name: self.policy.seen.offers(name)
+        return controller
+
+    @cached_property
+    def policy(self) -> PolicyGuard:
+        """The teacher's policy this kernel is held to: read first here (the first
+        ``%%agent`` or ``%agent``), again at every turn, and never loosened."""
+        from agent_magics.kernel.notebook_context import notebook_file
+        from agent_magics.teaching.guard import PolicyGuard
+
+        return PolicyGuard(partial(notebook_file, self.shell))
 
     @cached_property
     def trust(self) -> ProjectTrust:
@@ -172,6 +186,7 @@ class AgentMagics(Magics):
         overrides += args.config
         try:
             config = self.build_config(sticky, overrides)
+            self.policy.bind(config, self._asks(args))  # refused now, before a card shows
         except UserError as exc:
             if args._awaited:  # the cell fails, so a headless run or Run All stops here
                 raise self._failed(str(exc)) from None
@@ -181,6 +196,30 @@ class AgentMagics(Magics):
             self.agent.end_session()
         self._sticky, self._sticky_overrides = sticky, overrides
         return config
+
+    @staticmethod
+    def _asks(args: argparse.Namespace) -> str:
+        """Who chose the settings, for the sentence refusing them under a teacher's policy."""
+        if args.approval_policy or args.sandbox:
+            return "this cell asks"
+        return "the settings (%config, AGENT_MAGICS_*, a config file or -c) ask"
+
+    def _bound(
+        self, source: ConfigSource, asks: str, view: TurnView
+    ) -> Callable[[], Awaitable[SessionConfig]]:
+        """``source`` held to the teacher's policy as it reads when the turn starts (a
+        turn before it may have rewritten the notebook), its header saying the policy."""
+        from agent_magics.config import SessionConfig
+        from agent_magics.teaching.bounds import summary
+
+        async def settings() -> SessionConfig:
+            config = source if isinstance(source, SessionConfig) else await source()
+            bound = self.policy.bind(config, asks)
+            if (line := summary(self.policy.seen)) is not None:
+                view.note(line)
+            return bound
+
+        return settings
 
     @staticmethod
     def _failed(message: str) -> Exception:
@@ -260,7 +299,9 @@ class AgentMagics(Magics):
 
             if project is not None:
                 config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
-            run_in_terminal(self.agent, config, prompt, headless)
+            run_in_terminal(
+                self.agent, self.policy.bind(config, self._asks(args)), prompt, headless
+            )
             return None
         source, note = self.trust.settle_in_cell(
             project, headless is not None, loop, config, rebuild
@@ -273,7 +314,8 @@ class AgentMagics(Magics):
                 view.note("Headless, but this cell could not wait: the turn runs on its own.")
             elif said := self.background_note.take(self._kernel, args, self.background):
                 view.note(said)
-        return self.agent.schedule(loop, source, prompt, view, approver, not args._awaited)
+        bound = self._bound(source, self._asks(args), view)
+        return self.agent.schedule(loop, bound, prompt, view, approver, not args._awaited)
 
     # -- the input transformer (awaited cells) ---------------------------------------------
 
@@ -309,11 +351,17 @@ class AgentMagics(Magics):
         """The settings of the session, or those the next cell would start with."""
         if self.session is not None:
             return self.session.config
+        from agent_magics.teaching.bounds import PolicyRefused
+
         try:
-            return self.build_config(self._sticky, self._sticky_overrides)
+            config = self.build_config(self._sticky, self._sticky_overrides)
         except UserError as exc:
             print(f"agent: {exc}", file=sys.stderr)
             return None
+        try:
+            return self.policy.bind(config)
+        except PolicyRefused:  # shown as it is: %agent status says the policy beside it
+            return config
 
 
 _LOADED: dict[int, AgentMagics] = {}

@@ -91,6 +91,14 @@ def notebook_path(cwd: Path, env: Mapping[str, str], user_ns: Mapping[str, Any])
         return named
 
 
+def notebook_file(shell: Any, env: Mapping[str, str] = os.environ) -> Path | None:
+    """The saved file of the notebook the kernel of ``shell`` belongs to, as
+    :func:`notebook_path` finds it from the kernel's folder; None when nobody says."""
+    cwd = Path.cwd()
+    named = notebook_path(cwd, env, getattr(shell, "user_ns", None) or {})
+    return None if named is None else cwd / named
+
+
 def _clean(text: str) -> str:
     return neutralise(text).rstrip("\n")
 

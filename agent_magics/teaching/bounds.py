@@ -37,11 +37,11 @@ def off_reason(policy: CoursePolicy) -> str | None:
 
 
 def bind(
-    policy: CoursePolicy, config: SessionConfig, asker: str = "these settings"
+    policy: CoursePolicy, config: SessionConfig, asks: str = "these settings ask"
 ) -> SessionConfig:
     """``config`` within ``policy``: raises :class:`PolicyRefused` when the agent is off or
-    when a setting someone chose is looser than the policy allows (``asker`` names who
-    chose it in the sentence: "this cell"); defaults are lowered to the limits."""
+    when a setting someone chose is looser than the policy allows (``asks`` names who
+    chose it in the sentence: "this cell asks"); defaults are lowered to the limits."""
     if (reason := off_reason(policy)) is not None:
         raise PolicyRefused(reason)
     chosen = config.model_fields_set
@@ -56,7 +56,7 @@ def bind(
     if asked:
         raise PolicyRefused(
             f"The teacher's policy ({policy.where('max_approval_policy', 'max_sandbox')}) "
-            f"allows {limits_text(policy)}; {asker} asks for {' '.join(asked)}."
+            f"allows {limits_text(policy)}; {asks} for {' '.join(asked)}."
         )
     lowered: dict[str, object] = {}
     if loose_a:

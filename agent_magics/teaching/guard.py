@@ -44,6 +44,6 @@ class PolicyGuard:
         self.seen = merge(self.seen, now)
         return self.seen
 
-    def bind(self, config: SessionConfig, asker: str = "these settings") -> SessionConfig:
+    def bind(self, config: SessionConfig, asks: str = "these settings ask") -> SessionConfig:
         """``config`` held to the policy read now (see :func:`.bounds.bind`)."""
-        return bind(self.read(), config, asker)
+        return bind(self.read(), config, asks)

@@ -20,7 +20,7 @@ from agent_magics.config import SessionConfig
 from agent_magics.kernel.interrupt import IN_TURN, stop_arrives
 from agent_magics.session import Session
 from agent_magics.tools.approval import Approver
-from agent_magics.tools.build import ExtraTools
+from agent_magics.tools.build import ExtraTools, ToolFilter
 from agent_magics.turn_record import TurnRecord, TurnRecorder, usage_since
 from agent_magics.ui.approver import HEADLESS_NOTES, HeadlessMode, WidgetApprover, headless_approver
 from agent_magics.ui.headless import StaticTranscript
@@ -66,6 +66,7 @@ class Controller:
         self.kernel = kernel
         self.tools = tools  # the kernel's tools, added to every session
         self.context = context
+        self.offers: ToolFilter | None = None  # which tools a teacher's policy lets through
         self.session: Session | None = None
         self.files = SessionFiles()  # the session's file, %agent sessions and resume
         self.tasks: list[asyncio.Task[str | None]] = []
@@ -83,7 +84,7 @@ class Controller:
         old = self.session
         if old is not None and old.reconfigure(config):
             return old
-        session = Session(config, extra_tools=self.tools)
+        session = Session(config, extra_tools=self.tools, offers=self.offers)
         self.files.attach(session, old, view)
         if old is not None:
             session.history, session.usage = old.history, old.usage

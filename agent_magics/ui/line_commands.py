@@ -15,6 +15,7 @@ from agent_magics.events import Usage
 from agent_magics.history_text import history_text
 from agent_magics.kernel.functions import functions_text, tool_command
 from agent_magics.session import Session
+from agent_magics.teaching.bounds import summary
 from agent_magics.ui import info, mcp_command
 from agent_magics.ui.runner import can_block
 
@@ -122,6 +123,8 @@ class LineCommands:
         else:
             mode = "background (the cell returns at once: this kernel gives a busy cell no clicks)"
         print(info.status_text(config, usage, turn, mode))
+        if (policy := summary(self.m.policy.seen)) is not None:
+            print(f"policy:          {policy}")
 
     def _cmd_tools(self) -> None:
         if self.m.session is not None:
