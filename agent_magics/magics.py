@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from agent_magics.ui.waiting import BackgroundNote
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
+SETTINGS_ASK = "the settings (%config, AGENT_MAGICS_*, a config file, -c or a resume) ask"
+"""Who chose settings a teacher's policy refuses, when it was not the cell's options."""
 PROVIDERS = ["auto", "responses", "chat", "replay"]
 """``SessionConfig.provider``'s values, written out so that ``%load_ext`` need not build
 the settings model (a test checks that the two agree)."""
@@ -186,7 +188,7 @@ class AgentMagics(Magics):
         overrides += args.config
         try:
             config = self.build_config(sticky, overrides)
-            self.policy.bind(config, self._asks(args))  # refused now, before a card shows
+            self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))  # before a card shows
         except UserError as exc:
             if args._awaited:  # the cell fails, so a headless run or Run All stops here
                 raise self._failed(str(exc)) from None
@@ -198,14 +200,14 @@ class AgentMagics(Magics):
         return config
 
     @staticmethod
-    def _asks(args: argparse.Namespace) -> str:
-        """Who chose the settings, for the sentence refusing them under a teacher's policy."""
-        if args.approval_policy or args.sandbox:
-            return "this cell asks"
-        return "the settings (%config, AGENT_MAGICS_*, a config file or -c) ask"
+    def _cell_keys(args: argparse.Namespace) -> frozenset[str]:
+        """The approval and sandbox fields the cell's own options set: a refusal under a
+        teacher's policy then says that the cell asked."""
+        keys = {"approval_policy": args.approval_policy, "sandbox_mode": args.sandbox}
+        return frozenset(k for k, v in keys.items() if v)
 
     def _bound(
-        self, source: ConfigSource, asks: str, view: TurnView
+        self, source: ConfigSource, cell: frozenset[str], view: TurnView
     ) -> Callable[[], Awaitable[SessionConfig]]:
         """``source`` held to the teacher's policy as it reads when the turn starts (a
         turn before it may have rewritten the notebook), its header saying the policy."""
@@ -214,7 +216,7 @@ class AgentMagics(Magics):
 
         async def settings() -> SessionConfig:
             config = source if isinstance(source, SessionConfig) else await source()
-            bound = self.policy.bind(config, asks)
+            bound = self.policy.bind(config, SETTINGS_ASK, cell)
             if (line := summary(self.policy.seen)) is not None:
                 view.note(line)
             return bound
@@ -299,9 +301,8 @@ class AgentMagics(Magics):
 
             if project is not None:
                 config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
-            run_in_terminal(
-                self.agent, self.policy.bind(config, self._asks(args)), prompt, headless
-            )
+            config = self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))
+            run_in_terminal(self.agent, config, prompt, headless)
             return None
         source, note = self.trust.settle_in_cell(
             project, headless is not None, loop, config, rebuild
@@ -314,7 +315,7 @@ class AgentMagics(Magics):
                 view.note("Headless, but this cell could not wait: the turn runs on its own.")
             elif said := self.background_note.take(self._kernel, args, self.background):
                 view.note(said)
-        bound = self._bound(source, self._asks(args), view)
+        bound = self._bound(source, self._cell_keys(args), view)
         return self.agent.schedule(loop, bound, prompt, view, approver, not args._awaited)
 
     # -- the input transformer (awaited cells) ---------------------------------------------

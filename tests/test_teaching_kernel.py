@@ -181,12 +181,21 @@ def test_a_site_file_stricter_than_the_notebook_wins(
         str(site_python),
         home,
         {"max_sandbox": "workspace-write"},
-        [f"%%agent {url} -s workspace-write\ngo", f"%%agent --new {url}\ngo", "%agent status"],
+        [
+            f"%%agent {url} -s workspace-write\ngo",
+            "%config AgentMagics.sandbox = 'workspace-write'",
+            f"%%agent {url}\ngo",
+            "%config AgentMagics.sandbox = None",
+            f"%%agent --new {url}\ngo",
+            "%agent status",
+        ],
     )
-    refused, ran, status = nb.cells[1:]
-    assert error_of(refused) == (
-        f"The teacher's policy (the site file {site}) allows sandbox up to read-only; "
-        "this cell asks for -s workspace-write."
+    refused, _, by_config, _, ran, status = nb.cells[1:]
+    limit = f"The teacher's policy (the site file {site}) allows sandbox up to read-only; "
+    assert error_of(refused) == f"{limit}this cell asks for -s workspace-write."
+    assert error_of(by_config) == (
+        f"{limit}the settings (%config, AGENT_MAGICS_*, a config file, -c or a resume) ask "
+        "for -s workspace-write."
     )
     assert "done" in transcript(ran)
     assert "sandbox:         read-only" in text_of(status)  # the default, brought down

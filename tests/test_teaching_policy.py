@@ -103,15 +103,17 @@ def test_chosen_settings_looser_than_the_policy_are_refused_defaults_lowered() -
         env={},
     )
     with pytest.raises(PolicyRefused) as refused:
-        bind(policy, loose, "this cell asks")
+        bind(policy, loose, cell=frozenset({"approval_policy", "sandbox_mode"}))
     assert str(refused.value) == (
         "The teacher's policy (this notebook's metadata) allows approval up to on-request and "
         "sandbox up to workspace-write; this cell asks for -a never -s danger-full-access."
     )
-    # an environment variable is a choice too
+    # an environment variable is a choice too, and the cell did not make it
     env = {"AGENT_MAGICS_SANDBOX": "danger-full-access"}
-    with pytest.raises(PolicyRefused, match="these settings ask for -s danger-full-access"):
-        bind(policy, load_config(options={"cwd": "."}, env=env))
+    both = r"; these settings ask for -a never -s danger-full-access\.$"
+    with pytest.raises(PolicyRefused, match=both):
+        options = {"cwd": ".", "approval_policy": "never"}
+        bind(policy, load_config(options=options, env=env), cell=frozenset({"approval_policy"}))
     # nothing chosen: the defaults are brought down without a word
     strict = parse({"max_approval_policy": "untrusted", "max_sandbox": "read-only"}, NB)
     lowered = bind(strict, load_config(options={"cwd": "."}, env={}))

@@ -37,26 +37,32 @@ def off_reason(policy: CoursePolicy) -> str | None:
 
 
 def bind(
-    policy: CoursePolicy, config: SessionConfig, asks: str = "these settings ask"
+    policy: CoursePolicy,
+    config: SessionConfig,
+    asks: str = "these settings ask",
+    cell: frozenset[str] = frozenset(),
 ) -> SessionConfig:
     """``config`` within ``policy``: raises :class:`PolicyRefused` when the agent is off or
     when a setting someone chose is looser than the policy allows (``asks`` names who
-    chose it in the sentence: "this cell asks"); defaults are lowered to the limits."""
+    chose it in the sentence), or "this cell asks" when the cell's own options (the fields
+    in ``cell``) chose every one; defaults are lowered to the limits."""
     if (reason := off_reason(policy)) is not None:
         raise PolicyRefused(reason)
     chosen = config.model_fields_set
     approval, sandbox = policy.max_approval_policy, policy.max_sandbox
     loose_a = _looser(config.approval_policy, approval, APPROVAL_ORDER)
     loose_s = _looser(config.sandbox_mode, sandbox, SANDBOX_ORDER)
-    asked = []
+    asked = {}
     if loose_a and "approval_policy" in chosen:
-        asked.append(f"-a {config.approval_policy.value}")
+        asked["approval_policy"] = f"-a {config.approval_policy.value}"
     if loose_s and "sandbox_mode" in chosen:
-        asked.append(f"-s {config.sandbox_mode.value}")
+        asked["sandbox_mode"] = f"-s {config.sandbox_mode.value}"
     if asked:
+        if cell.issuperset(asked):
+            asks = "this cell asks"
         raise PolicyRefused(
             f"The teacher's policy ({policy.where('max_approval_policy', 'max_sandbox')}) "
-            f"allows {limits_text(policy)}; {asks} for {' '.join(asked)}."
+            f"allows {limits_text(policy)}; {asks} for {' '.join(asked.values())}."
         )
     lowered: dict[str, object] = {}
     if loose_a:

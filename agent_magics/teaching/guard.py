@@ -44,6 +44,11 @@ class PolicyGuard:
         self.seen = merge(self.seen, now)
         return self.seen
 
-    def bind(self, config: SessionConfig, asks: str = "these settings ask") -> SessionConfig:
+    def bind(
+        self,
+        config: SessionConfig,
+        asks: str = "these settings ask",
+        cell: frozenset[str] = frozenset(),
+    ) -> SessionConfig:
         """``config`` held to the policy read now (see :func:`.bounds.bind`)."""
-        return bind(self.read(), config, asks)
+        return bind(self.read(), config, asks, cell)

@@ -135,7 +135,8 @@ class LineCommands:
             config = self.m.current_config()
             if config is None:
                 return
-            session = Session(config, extra_tools=self.m.kernel_tools)
+            offers = self.m.policy.seen.offers
+            session = Session(config, extra_tools=self.m.kernel_tools, offers=offers)
             print(info.tools_text(session.registry.wire_specs()))
         if functions_text():
             print(f"\n{functions_text()}")
