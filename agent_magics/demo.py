@@ -34,7 +34,7 @@ FIX = """*** Begin Patch
 
 
 NEXT_STEPS = (
-    "Next: open notebooks/demo.ipynb in Jupyter to run the agent in %%agent cells, "
+    "Next: open notebooks/quickstart.ipynb in Jupyter to run the agent in %%agent cells, "
     "with approval cards and your variables at hand.",
     "With a real model: set OPENAI_API_KEY, or pass --base-url to an OpenAI-compatible "
     'server, e.g. agent-magics exec --base-url http://127.0.0.1:8000/v1 -m MODEL "your task".',

@@ -201,5 +201,5 @@ def test_the_demo_shows_the_turn_as_exec_does_and_ends_with_what_to_try_next(
     assert "exec cat stats.py test_stats.py\n  succeeded in " in done.stderr
     assert "apply_patch Update stats.py\n*** Begin Patch\n" in done.stderr
     assert done.stderr.splitlines()[-2:] == list(NEXT_STEPS)
-    assert "notebooks/demo.ipynb" in NEXT_STEPS[0]
+    assert "notebooks/quickstart.ipynb" in NEXT_STEPS[0]
     assert "OPENAI_API_KEY" in NEXT_STEPS[1] and "--base-url" in NEXT_STEPS[1]

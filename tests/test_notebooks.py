@@ -3,6 +3,8 @@ and keep a static markdown transcript in their outputs, on every test kernel."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +17,33 @@ from tests.kernels import KERNEL_PYTHONS, write_kernelspec
 pytestmark = pytest.mark.slow
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+RECORDING = "recordings/%s.jsonl"
+# What playback says when a recording does not fit the notebook (or no model is there)
+RECORDING_PROBLEMS = ("does not match it", "has no more answers", "No model is configured")
 
 
-def execute(path: Path, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Run a notebook as papermill does; nbclient starts (and cleans up) the kernel, found
-    through a kernelspec written for ``python``."""
-    nb = nbformat.read(path, as_version=4)
+def execute(
+    name: str,
+    python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    approval: str = "deny",
+) -> Any:
+    """Run ``notebooks/NAME`` as papermill does, in a copy of ``notebooks/`` (the
+    notebooks name their recordings relative to their folder), with no model configured
+    and headless approvals answered with ``approval``; nbclient starts (and cleans up)
+    the kernel, found through a kernelspec written for ``python``."""
+    folder = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS, folder, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+    nb = nbformat.read(folder / name, as_version=4)
     specs = tmp_path / "specs"
-    name = write_kernelspec(python, specs)
+    kernel = write_kernelspec(python, specs)
     monkeypatch.setenv("JUPYTER_PATH", str(specs))
-    resources = {"metadata": {"path": str(tmp_path)}}
-    NotebookClient(nb, kernel_name=name, timeout=120, resources=resources).execute()
+    monkeypatch.setenv("AGENT_MAGICS_HEADLESS_APPROVAL", approval)
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MAGICS_RECORD_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    resources = {"metadata": {"path": str(folder)}}
+    NotebookClient(nb, kernel_name=kernel, timeout=120, resources=resources).execute()
     return nb
 
 
@@ -41,42 +59,115 @@ def agent_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%agent")]
 
 
-@pytest.mark.parametrize("python", KERNEL_PYTHONS)
-@pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
-def test_notebook_runs_headless_with_a_static_transcript(
-    name: str, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    nb = execute(NOTEBOOKS / name, python, tmp_path, monkeypatch)
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors
+def output_text(output: Any) -> str:
+    return json.dumps(output.get("data", {})) + str(output.get("text", ""))
+
+
+def check_ran_cleanly(nb: Any) -> None:
+    """No error, no sentence of a recording that does not fit (the notebook changed since
+    it was recorded), and each ``%%agent`` cell keeps a finished transcript."""
+    outputs = [o for c in nb.cells for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    found = [p for o in outputs for p in RECORDING_PROBLEMS if p in output_text(o)]
+    assert not found, "re-record: python notebooks/recordings/record.py NAME"
     for cell in agent_cells(nb):
         (transcript,) = markdown_outputs(cell)  # one display, updated in place
         assert "*Tokens: " in transcript  # the turn ended inside its cell
         assert "Working…" not in transcript
 
 
+def test_each_notebook_says_it_runs_on_its_recording() -> None:
+    """The first cell says how it runs; the first code cell names the recording, which
+    record.py made (a model script beside it)."""
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.cells[0].cell_type == "markdown" and "OPENAI_API_KEY" in nb.cells[0].source
+        first = next(c for c in nb.cells if c.cell_type == "code").source.splitlines()
+        assert first[:2] == ["%load_ext agent_magics", f"%agent recording {RECORDING % path.stem}"]
+        assert (NOTEBOOKS / (RECORDING % path.stem)).is_file()
+        script = f"{path.stem.replace('-', '_')}_script.py"
+        assert (NOTEBOOKS / "recordings" / script).is_file()
+
+
 @pytest.mark.parametrize("python", KERNEL_PYTHONS)
-def test_demo_transcript_reads_well_without_widgets(
-    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
+def test_notebook_runs_headless_with_a_static_transcript(
+    name: str, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    nb = execute(NOTEBOOKS / "demo.ipynb", python, tmp_path, monkeypatch)
-    first, second = (markdown_outputs(c)[0] for c in agent_cells(nb))
-    assert "**exec_command** `cat temperatures.csv` · done" in first
-    assert "exit code 0)</summary>" in first and "Cairo,27" in first
-    assert "**apply_patch** `Add SUMMARY.md` · done" in first
-    assert "- [x] Write SUMMARY.md" in first
-    answer = "Cairo is the warmest city (27 °C) and Oslo the coldest (4 °C).\n\n"
-    diff = "**1 file changed in this turn**\n\n<details><summary>SUMMARY.md · added · +3 −0"
-    assert answer + diff in first  # the turn's diff follows the answer
-    assert "+Three cities; the warmest is Cairo" in first.split(diff)[1]
-    assert first.endswith("</details>\n\n*Tokens: 40 in · 20 out · 60 total*")
-    assert "**exec_command** `rm temperatures.csv` · denied · by the headless policy" in second
-    assert second.count("> Denied: nobody can approve in a headless run, so every") == 1
-    assert "*1 tool call denied by the headless policy.*" in second
-    status = "".join(o.get("text", "") for o in nb.cells[-2].outputs)
+    nb = execute(name, python, tmp_path, monkeypatch)
+    check_ran_cleanly(nb)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    said = "".join(output_text(o) for o in first.outputs)
+    assert "no model is configured, so the agent plays the recording" in said
+
+
+@pytest.mark.parametrize("python", KERNEL_PYTHONS[:1])
+@pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
+def test_notebook_runs_headless_with_every_call_approved(
+    name: str, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path a person clicking Approve takes (the browser's Run All) plays too; on
+    the first kernel only, to keep the suite's time down."""
+    nb = execute(name, python, tmp_path, monkeypatch, "approve")
+    check_ran_cleanly(nb)
+
+
+def printed(nb: Any, source: str) -> str:
+    """What the code cell whose source is ``source`` shows, as text."""
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source == source]
+    return "".join(
+        str(o.get("text", "")) + str(o.get("data", {}).get("text/markdown", ""))
+        for o in cell.outputs
+    )
+
+
+@pytest.mark.parametrize(
+    ("python", "approval"),
+    [pytest.param(p.values[0], "deny", id=f"{p.id}-deny", marks=p.marks) for p in KERNEL_PYTHONS]
+    + [pytest.param(KERNEL_PYTHONS[0].values[0], "approve", id="approve")],
+)
+def test_quickstart_transcript_reads_well_without_widgets(
+    python: str, approval: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step of the quickstart says in its saved output what its markdown promises:
+    known-safe reads, the approval (denied headless, or approved), the plan, the patch and
+    the turn's diff, status, the saved session and its export, the resumed session."""
+    nb = execute("quickstart.ipynb", python, tmp_path, monkeypatch, approval)
+    first, tests, fix, resumed = (markdown_outputs(c)[0] for c in agent_cells(nb))
+    assert "**exec_command** `ls` · done" in first and "test_stats.py\n```" in first
+    assert "**exec_command** `cat README.md stats.py test_stats.py` · done" in first
+    assert "divides by `len(values) + 1` instead of `len(values)`" in first
+    run = "**exec_command** `python3 test_stats.py` · "
+    if approval == "deny":
+        assert run + "denied · by the headless policy" in tests
+        assert tests.count("> Denied: nobody can approve in a headless run, so every") == 1
+        assert "You declined, so I did not run the tests." in tests
+        assert "*1 tool call denied by the headless policy.*" in tests
+    else:
+        assert run + "failed" in tests and "approved by policy" in tests
+        assert "FAILED: mean([1, 2, 3]) returned 1.5, expected 2" in tests
+        assert "The test fails: `mean([1, 2, 3])` returned 1.5, not 2." in tests
+    assert "- [ ] **Fix the divisor in stats.py** (in progress)" in fix
+    assert "- [x] Fix the divisor in stats.py" in fix
+    assert "**apply_patch** `Update stats.py` · done" in fix
+    diff = "**1 file changed in this turn**\n\n<details><summary>stats.py · modified · +1 −1"
+    assert diff in fix and "+    return sum(values) / len(values)" in fix.split(diff)[1]
+    assert printed(nb, 'print((workdir / "stats.py").read_text())').endswith(
+        "    return sum(values) / len(values)\n\n"
+    )
+    status = printed(nb, "%agent status")
+    assert "none configured, so offline: the recording" in status
     assert "mode:            headless (each turn runs to its end in its cell)" in status
-    summary = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
-    assert summary.startswith("# Temperatures")
+    sessions = printed(nb, "%agent sessions").splitlines()
+    assert sessions[0].startswith("id ") and len(sessions) == 2  # this one session, saved
+    assert "What does this project do?" in sessions[1]
+    export = printed(nb, next(c.source for c in nb.cells if c.source.startswith("%agent export")))
+    assert "Exported session " in export and "(3 turns)" in export
+    assert "> Fix the bug in stats.py. Start with a short plan" in export
+    said = printed(nb, "%agent reset\n%agent resume last")
+    assert "agent: Resuming session " in said and ": 3 turns, started " in said
+    assert "agent: The next %%agent cell continues it." in said
+    assert "divided by `len(values) + 1`" in resumed  # it answered from the saved session
 
 
 def test_binder_follows_repo2docker_conventions() -> None:
