@@ -42,6 +42,8 @@ LOCKED = "is locked by the teacher"
     [
         pytest.param(PLAIN, "replace", None, "withhold", None, id="plain-cell-free"),
         pytest.param(PLAIN, "delete", None, "edit", None, id="plain-cell-deleted"),
+        pytest.param(cell(deletable=False), "delete", None, "edit", "not deletable", id="kept"),
+        pytest.param(cell(deletable=False), "replace", None, "edit", None, id="kept-edited"),
         pytest.param(TESTS, "replace", None, "edit", LOCKED, id="grade-cell-always-locked"),
         pytest.param(READ_ONLY, "replace", None, "edit", LOCKED, id="read-only-cell"),
         pytest.param(TASK, "replace", None, "edit", LOCKED, id="task-cell"),

@@ -10,8 +10,8 @@ a lost test. So, whatever the teacher's policy says:
 
 * a locked cell (nbgrader's rule, a ``task`` cell, or a cell Jupyter itself marks
   ``editable: false``) is never written, replaced or deleted;
-* no cell nbgrader marks is deleted (nbgrader marks them ``deletable: false`` too) or
-  turned into another cell type.
+* no cell nbgrader marks, or Jupyter marks ``deletable: false`` (as nbgrader's
+  ``LockCells`` does), is deleted, and no graded cell is turned into another cell type.
 
 The policy's ``solution_cells`` adds: ``read-only`` keeps edits out of solution cells;
 ``withhold`` also keeps their source and outputs from the model (hidden tests, which
@@ -88,6 +88,12 @@ def edit_refusal(
 ) -> str | None:
     """The sentence that refuses ``mode`` (replace or delete) on ``cell``, or None when
     the edit may go on."""
+    metadata = cell.get("metadata")
+    if mode == "delete" and isinstance(metadata, Mapping) and metadata.get("deletable") is False:
+        return (
+            "The notebook was not changed: the cell is marked as not deletable (the "
+            "teacher's or nbgrader's mark), so it stays."
+        )
     if not is_graded(cell) and not is_locked(cell):
         return None
     name = grade_id(cell, "this cell")
