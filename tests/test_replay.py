@@ -5,6 +5,7 @@ sentence; the API key is in no recording, output or error."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -20,13 +21,14 @@ from agent_magics.errors import ConfigError, ModelError
 from agent_magics.models import ReplayClient
 from agent_magics.models.replay import DEMO_FOLDER, LIVE_HINT, load_recording
 from agent_magics.models.secret import MIN_PIECE, Scrubber
-from agent_magics.providers import NO_MODEL, create_client, resolve_provider
+from agent_magics.providers import NO_MODEL, OFFLINE_HINT, create_client, resolve_provider
 from agent_magics.recordings import DEMO_FILES, DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
-from agent_magics.testing import function_call, message
-from agent_magics.tools.approval import approve_all
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.tools.approval import approve_all, deny_all
 from tests.chat_fault_server import chat_sse
 from tests.fault_server import Answer, FaultServer, responses_sse, status
+from tests.kernels import NO_LOGIN, Kernel
 
 KEY = "sk-replay-secret-1357913579"
 PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]
@@ -313,3 +315,123 @@ def test_cli_plays_the_demo_when_asked_for(tmp_path: Path) -> None:
 def test_short_keys_are_matched_whole_only() -> None:
     scrub = Scrubber("peer-mock-key")
     assert scrub("peer-mock files and peer-mock-key") == "peer-mock files and [redacted]"
+
+
+# -- notebooks' recordings: several paths and sessions, %agent recording ------------------
+
+RUN = "python3 -c 'print(6 * 7)'"
+
+
+def ran_or_not(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model's answer after the command: it read whether the person let it run."""
+    outputs = [i for i in body.get("input", []) if i.get("type") == "function_call_output"]
+    said = str(outputs[-1]["output"]) if outputs else ""
+    return [message("It was not run." if "rejected by user" in said else "It printed 42.")]
+
+
+async def one_turn(folder: Path, prompt: str, approver: Any, **options: Any) -> str:
+    """One turn of a session made as a notebook cell makes it (no key, no base URL of its
+    own unless ``options`` give one); its final text."""
+    config = offline_config(folder, approval_policy="untrusted", **options)
+    session = Session(config, approver=approver)
+    try:
+        return (await session.run_turn(prompt)).final_text
+    finally:
+        await session.aclose()
+
+
+async def record_run(folder: Path, path: Path, prompt: str, approver: Any) -> str:
+    """A live run against a scripted model, recorded to ``path`` (appended when it exists)."""
+    turns = [[function_call("exec_command", {"cmd": RUN}, "c1")], ran_or_not]
+    with ScriptedResponsesServer(turns) as server:
+        return await one_turn(
+            folder,
+            prompt,
+            approver,
+            base_url=server.base_url,
+            record_path=str(path),
+            sandbox_mode="danger-full-access",  # asked under untrusted all the same
+        )
+
+
+async def test_a_recording_holding_the_approved_and_the_denied_path_plays_either(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "two-paths.jsonl"
+    (tmp_path / "rec").mkdir()
+    assert await record_run(tmp_path / "rec", path, "run it", approve_all) == "It printed 42."
+    assert await record_run(tmp_path / "rec", path, "run it", deny_all) == "It was not run."
+    for approver, expected in [(deny_all, "It was not run."), (approve_all, "It printed 42.")]:
+        here = tmp_path / f"play-{expected[3:6]}"  # another folder: the cwd is masked
+        here.mkdir()
+        played = await one_turn(
+            here, "run it", approver, offline_recording=str(path), sandbox_mode="danger-full-access"
+        )
+        assert played == expected  # the path this run took, whichever was recorded first
+
+
+async def test_a_second_session_appends_to_the_recording_and_both_play(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.jsonl"
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir(), second.mkdir()
+    await record_run(first, path, "first session", approve_all)
+    await record_run(second, path, "second session", approve_all)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [("request" in line) for line in lines] == [False] + [True] * 4  # one header
+    play = tmp_path / "play"
+    play.mkdir()
+    for prompt in ("second session", "first session"):  # either, in any order
+        played = await one_turn(
+            play,
+            prompt,
+            approve_all,
+            offline_recording=str(path),
+            sandbox_mode="danger-full-access",
+        )
+        assert played == "It printed 42."
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"format": "agent_magics.recording", "provider": "chat"}) + "\n")
+    with pytest.raises(ConfigError, match="holds something other than a responses recording"):
+        await record_run(first, other, "first session", approve_all)
+    assert len(other.read_text().splitlines()) == 1  # the other file is left as it was
+
+
+def everything_shown(kernel: Kernel) -> str:
+    """All the text the kernel showed so far: streams, errors, displays and widgets."""
+    return kernel.outputs_text(kernel.log) + "\n".join(kernel.html_values())
+
+
+@pytest.mark.slow
+def test_agent_recording_says_which_applies_and_a_mismatch_names_the_prompt(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    """In a real kernel: ``%agent recording`` says in one sentence whether the recording
+    plays (no model configured) or a live model is used (a base URL set); a cell whose
+    prompt the recording does not hold ends with the sentence naming the one it does."""
+    kernel.run(  # no model configured, whatever the test run's environment holds
+        "import os\n"
+        "for k in [k for k in os.environ if k.startswith(('OPENAI_', 'AGENT_MAGICS_'))]:\n"
+        "    del os.environ[k]"
+    )
+    path = kernel.ws / "recordings" / "plan.jsonl"
+    missing = kernel.outputs_text(kernel.run("%agent recording recordings/plan.jsonl"))
+    assert "no model is configured and there is no recording at recordings/plan.jsonl" in missing
+    asyncio.run(record(tmp_path, "responses", path))  # a real recording of "make a plan"
+    offline = kernel.outputs_text(kernel.run("%agent recording recordings/plan.jsonl"))
+    assert offline.startswith(
+        "agent: no model is configured, so the agent plays the recording recordings/plan.jsonl:"
+    )
+    assert "set OPENAI_API_KEY (or OPENAI_BASE_URL and AGENT_MAGICS_MODEL)" in offline
+
+    kernel.run("os.environ['OPENAI_BASE_URL'] = 'http://127.0.0.1:9/v1'")
+    live = kernel.outputs_text(kernel.run("%agent recording"))
+    assert live.startswith("agent: a model is configured (")
+    assert "(responses at http://127.0.0.1:9/v1)" in live and f", so {path} is not played." in live
+    kernel.run("del os.environ['OPENAI_BASE_URL']")  # back to no model, before any turn
+
+    kernel.run(f"%%agent -C {kernel.ws} {NO_LOGIN}\nwrite me a poem", timeout=120)
+    sentence = (
+        "This is an offline recording and this request does not match it (it expects the "
+        f"prompt 'make a plan'); {OFFLINE_HINT}"
+    )
+    kernel.wait_for(lambda: sentence in everything_shown(kernel), timeout=120)
