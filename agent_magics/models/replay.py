@@ -55,6 +55,12 @@ _VOLATILE = [
     (re.compile(r"process id \d+"), "process id <id>"),
     (re.compile(r"after \d+ milliseconds"), "after <ms> milliseconds"),
     (re.compile(r'"duration_seconds":\s*[0-9.]+'), '"duration_seconds":<t>'),
+    (re.compile(r"\b\d+\.\d{2} s\b"), "<t> s"),  # run_python's "Ran in 0.12 s."
+    # edit_notebook names the cell it inserted by its new id, which nbformat draws at random
+    (
+        re.compile(r"Inserted (code|markdown|raw) cell \S+ as cell"),
+        r"Inserted \1 cell <id> as cell",
+    ),
 ]
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 
@@ -121,12 +127,27 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _cwd(items: Any) -> str | None:
+    """The working folder a request names in its environment context."""
+    found = _CWD.search(json.dumps(items))
+    return json.loads(f'"{found.group(1)}"') if found else None
+
+
+def _moved(tape: list[Any], recorded: str | None, live: str | None) -> list[Any]:
+    """The recorded answer with the recorded working folder written as the live one: the
+    file tools take absolute paths, so a recorded call names the folder it was recorded in,
+    a temporary folder that is gone when the recording plays."""
+    if not recorded or not live or recorded == live:
+        return tape
+    old, new = json.dumps(recorded)[1:-1], json.dumps(live)[1:-1]
+    return [json.loads(json.dumps(d).replace(old, new)) if isinstance(d, dict) else d for d in tape]
+
+
 def signature(body: dict[str, Any]) -> list[tuple[str, str]]:
     """What must match between a live request and its recording: the prompts and the
     tool outputs sent, in order, with volatile parts and the working folder masked."""
     items = body.get("input") or body.get("messages") or []
-    found = _CWD.search(json.dumps(items))
-    cwd = json.loads(f'"{found.group(1)}"') if found else None
+    cwd = _cwd(items)
     out: list[tuple[str, str]] = []
     for item in items:
         if item.get("role") == "user" and item.get("type", "message") == "message":
@@ -207,16 +228,19 @@ class ReplayClient:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         demo = self.path is None
         build_body, make_decoder = PROTOCOLS[self.recorded_provider]
-        live = signature(build_body(request))
+        body = build_body(request)
+        live = signature(body)
         found = self._find(live)
         if found is None:
             if self.position >= len(self.exchanges):
                 raise ModelError(f"{_what(demo)} and it has no more answers; {self.hint}")
             raise ModelError(_mismatch(live, self.signatures, demo, self.hint))
         self.position = found + 1
-        for event in replay_tape(
-            make_decoder(request), self.exchanges[found].get("response") or []
-        ):
+        exchange = self.exchanges[found]
+        recorded = exchange.get("request") or {}
+        where, here = (_cwd(b.get("input") or b.get("messages") or []) for b in (recorded, body))
+        tape = _moved(exchange.get("response") or [], where, here)
+        for event in replay_tape(make_decoder(request), tape):
             yield event
 
     async def aclose(self) -> None:
