@@ -182,3 +182,127 @@ def test_binder_follows_repo2docker_conventions() -> None:
     assert any(r.startswith("jupyter-collaboration") for r in requirements)
     assert not (binder / "environment.yml").exists()  # it would shadow requirements.txt
     assert (binder / "runtime.txt").read_text().strip().startswith("python-3.")
+
+
+TOOLS_NOTEBOOK_RUNS = [
+    pytest.param("bwrap", "deny", id="bwrap-deny"),
+    pytest.param("landlock", "deny", id="landlock-deny"),
+    pytest.param("none", "deny", id="no-sandbox-deny"),
+    pytest.param("bwrap", "approve", id="bwrap-approve"),
+]
+
+
+@pytest.mark.parametrize(("mechanism", "approval"), TOOLS_NOTEBOOK_RUNS)
+def test_how_the_tools_work_shows_what_its_text_says(
+    mechanism: str, approval: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """how-the-tools-work.ipynb under each sandbox mechanism (and none, as on a Binder
+    without one) plays its recording and shows what its markdown says: the same command
+    under read-only, workspace-write and danger-full-access; a write the sandbox blocks
+    whose retry outside it is denied (or approved); three reads in one response; a Python
+    function the agent calls; a cell the teacher's policy refuses."""
+    from tests.sandbox_helpers import require_mechanism
+
+    if mechanism != "none":
+        require_mechanism(mechanism)
+    monkeypatch.setenv("AGENT_MAGICS_SANDBOX_MECHANISM", mechanism)
+    nb = execute(
+        "how-the-tools-work.ipynb", KERNEL_PYTHONS[0].values[0], tmp_path, monkeypatch, approval
+    )
+    check_ran_cleanly(nb)
+    read_only, workspace, full, append, reads, function = (
+        markdown_outputs(c)[0] for c in agent_cells(nb)
+    )
+    never = 'Rejected(\\"approval required by policy, but AskForApproval is set to Never\\")'
+    if mechanism == "none":  # nothing can confine a command, and -a never asks nobody
+        assert never in read_only and never in workspace
+        assert "No sandbox works on this machine" in read_only
+    else:
+        assert "inside:  refused\noutside: refused\n" in read_only
+        assert "inside:  written\noutside: refused\n" in workspace
+        assert "notes/inside.txt · added" in workspace  # the turn's diff
+    assert "inside:  written\noutside: written\n" in full
+    on_disk = printed(nb, next(c.source for c in nb.cells if c.source.startswith("for path in")))
+    assert (
+        on_disk
+        == "work/notes/inside.txt: written by the agent\noutside.txt: written by the agent\n"
+    )
+    appended = printed(nb, "print(outside.read_text())")
+    head = '**exec_command** `echo "checked by the agent" >> ../outside.txt` · '
+    if approval == "deny":
+        assert head + "denied · by the headless policy" in append
+        assert "was not approved, so I left it as it was." in append
+        assert appended == "written by the agent\n\n"
+    else:
+        assert head + "done" in append and "as approved." in append
+        assert appended == "written by the agent\nchecked by the agent\n\n"
+    cards = [
+        f"**exec_command** `sleep 1; cat data/{city}.csv` · " for city in ("oslo", "lima", "cairo")
+    ]
+    assert reads.index(cards[0]) < reads.index(cards[1]) < reads.index(cards[2])
+    timed = printed(nb, next(c.source for c in nb.cells if c.source.startswith("elapsed =")))
+    if mechanism == "none" and approval == "deny":  # every command asks first there
+        assert all(card + "denied · by the headless policy" in reads for card in cards)
+        assert timed.startswith("The reads did not all run")
+    else:
+        assert all(card + "done" in reads for card in cards) and "Cairo,27" in reads
+        assert "ran side by side" in reads and timed.startswith("Three one-second reads took ")
+    assert '**to_fahrenheit** `{"celsius": 27}` · done' in function
+    assert "27 °C is 80.6 °F, by your `to_fahrenheit`." in function
+    refused = printed(nb, next(c.source for c in nb.cells if c.source.startswith("import json")))
+    assert (
+        "AgentTurnFailed: The teacher's policy (this notebook's metadata) "
+        "allows approval up to on-request and sandbox up to workspace-write; this cell asks "
+        "for -a never -s danger-full-access.\n"
+    ) in refused
+    assert "policy:          Teacher's policy (this notebook's metadata): " in refused
+    assert "; no run_python." in refused
+
+
+@pytest.mark.parametrize("python", KERNEL_PYTHONS[:1])
+def test_explore_a_data_repo_transcripts(
+    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data notebook's approved path: the file tools and the script's buggy output, a
+    DataFrame the person then uses, a figure the model saw, the patch as a diff and the
+    fixed output, a cell inserted into the working copy's notebook (never into this one,
+    so it runs again), and the exported session; the repository's data stay as they were."""
+    nb = execute("explore-a-data-repo.ipynb", python, tmp_path, monkeypatch, "approve")
+    check_ran_cleanly(nb)
+    cells = {c.get("id"): c for c in nb.cells}
+
+    def said(cell_id: str) -> str:
+        return "".join(output_text(o) for o in cells[cell_id].outputs)
+
+    look = markdown_outputs(cells["look"])[0]
+    for call in ("**list_dir**", "**read_file**", "**grep_files** `temp_c in", "**shell_command**"):
+        assert call in look
+    assert "harbour  2024-02      4.4     21.6" in look  # the bug, before the fix
+    load = markdown_outputs(cells["load-df"])[0]
+    assert "**inspect_variable**" in load and "Names defined: pd, readings" in load
+    table = cells["yours"].outputs[0]["data"]["text/plain"]  # the person's cell uses it
+    assert "harbour 2024-01   3.6     31\n        2024-02   6.3     21" in table
+    plot = markdown_outputs(cells["plot"])[0]
+    assert "[image 1: image/png <Figure size 700x300 with 1 Axes>" in plot  # sent to the model
+    assert any("image/png" in o.get("data", {}) for o in cells["plot"].outputs)
+    fix = markdown_outputs(cells["fix"])[0]
+    assert "**apply_patch** `Update scripts/summarize.py` · done" in fix
+    diff = fix.split("**1 file changed in this turn**")[1]
+    assert "+        days[key] += 1" in diff
+    assert "-    return {key: (temps[key] / 30, rain[key]) for key in temps}" in diff
+    assert (
+        "harbour  2024-02      6.3     21.6" in fix.split("**shell_command**")[1]
+    )  # run after the fix
+    assert "harbour  2024-02      6.3     21.6" in said("rerun")
+    cell = markdown_outputs(cells["cell"])[0]
+    assert "**edit_notebook** `analysis.ipynb` · done" in cell and "Inserted code cell" in cell
+    shown = said("show-cell")
+    assert "--- cell 3 (code)\n# Monthly mean temperature per station. Harbour" in shown
+    assert "Exported session" in said("export") and "(5 turns)" in said("export")
+    assert "# Agent session" in said("show-export")
+    copy = tmp_path / "notebooks"  # the notebook and its data as the run left them
+    assert nbformat.read(copy / "explore-a-data-repo.ipynb", as_version=4).cells == [
+        c for c in nbformat.read(NOTEBOOKS / "explore-a-data-repo.ipynb", as_version=4).cells
+    ]
+    assert "/ 30" in (copy / "data" / "scripts" / "summarize.py").read_text()
+    assert len(nbformat.read(copy / "data" / "analysis.ipynb", as_version=4).cells) == 2

@@ -12,6 +12,10 @@ headless run would answer; the two recordings are merged into ``NAME.jsonl``, wh
 back either path. The result is then played back, both ways, in a fresh copy before it
 is written; a notebook that fails or does not match stops the run with the reason.
 
+A model script may also name ``MECHANISMS``: the sandbox mechanisms to record under
+(``AGENT_MAGICS_SANDBOX_MECHANISM``; ``None`` is whatever works here, ``"none"`` a machine
+where none works, where every command asks first), each played back as well.
+
 A model script is a module with ``turns()``: the model's answers, one list of output
 items per request, as :class:`agent_magics.testing.ScriptedResponsesServer` takes them
 (an item list, or a function of the request body that returns one; :func:`last_output`
@@ -141,6 +145,11 @@ def merge(files: list[Path], tmp: Path) -> list[str]:
     return out
 
 
+def mechanism_env(mechanism: str | None) -> dict[str, str]:
+    """The environment that makes the kernel's sandbox ``mechanism`` (``None``: as found)."""
+    return {} if mechanism is None else {"AGENT_MAGICS_SANDBOX_MECHANISM": mechanism}
+
+
 def copy_notebooks(tmp: Path) -> Path:
     folder = tmp / "notebooks"
     shutil.copytree(NOTEBOOKS, folder, ignore=shutil.ignore_patterns(".*", "__pycache__"))
@@ -152,27 +161,31 @@ def record(name: str) -> Path:
     with tempfile.TemporaryDirectory(prefix="agent-magics-record-") as tmp_name:
         tmp = Path(tmp_name)
         files = []
-        for branch in BRANCHES:
-            folder = copy_notebooks(tmp / branch)
-            out = tmp / f"{branch}.jsonl"
+        runs = [(m, b) for m in getattr(script, "MECHANISMS", (None,)) for b in BRANCHES]
+        for mechanism, branch in runs:
+            run = f"{branch}-{mechanism}" if mechanism else branch
+            folder = copy_notebooks(tmp / run)
+            out = tmp / f"{run}.jsonl"
             with ScriptedResponsesServer(script.turns()) as server:
                 env = {
                     "OPENAI_BASE_URL": server.base_url,
                     "AGENT_MAGICS_MODEL": MODEL,
                     "AGENT_MAGICS_RECORD_PATH": str(out),
                     "AGENT_MAGICS_HEADLESS_APPROVAL": branch,
-                }
+                } | mechanism_env(mechanism)
                 nb = run_notebook(name, folder, env)
             if found := problems(nb):
-                raise SystemExit(f"{name} ({branch}) did not run cleanly: " + "; ".join(found))
+                raise SystemExit(f"{name} ({run}) did not run cleanly: " + "; ".join(found))
             files.append(out)
         lines = merge(files, tmp)
-        for branch in BRANCHES:  # play it back both ways before keeping it
-            folder = copy_notebooks(tmp / f"play-{branch}")
+        for mechanism, branch in runs:  # play it back every way before keeping it
+            run = f"{branch}-{mechanism}" if mechanism else branch
+            folder = copy_notebooks(tmp / f"play-{run}")
             (folder / "recordings" / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
-            nb = run_notebook(name, folder, {"AGENT_MAGICS_HEADLESS_APPROVAL": branch})
+            env = {"AGENT_MAGICS_HEADLESS_APPROVAL": branch} | mechanism_env(mechanism)
+            nb = run_notebook(name, folder, env)
             if found := problems(nb):
-                raise SystemExit(f"{name} does not play back ({branch}): " + "; ".join(found))
+                raise SystemExit(f"{name} does not play back ({run}): " + "; ".join(found))
     target = HERE / f"{name}.jsonl"
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return target
