@@ -79,6 +79,15 @@ CARD_KINDS = """cards => cards.map(card => {
   return status ? `${label}-${status}` : label;
 })"""
 """Each saved card's kind: its tool's name and status, as its header shows them."""
+SETTLE = """async e => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (let n = 0, top = null; n < 50 && top !== e.getBoundingClientRect().top; n++, await frame()) {
+    top = e.getBoundingClientRect().top;
+    e.scrollIntoView({block: "nearest"});
+  }
+}"""
+"""Scroll an element into view until it stays put: cells out of view are laid out only
+once they come near it (JupyterLab's content visibility), which moves what follows."""
 LIVE_CARD = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widget-vbox ')][1]"
 """From a card's button up to the card (a VBox holding the row of buttons)."""
 
@@ -122,6 +131,7 @@ class Shots:
         kind = re.sub(r"[^A-Za-z0-9_.-]+", "-", kind).strip("-")
         if kind not in self.kinds:
             self.kinds.append(kind)
+            element.evaluate(SETTLE)
             element.screenshot(path=str(self.folder / f"{self.stem}--{kind}.png"))
 
 
@@ -143,7 +153,7 @@ def run_all(page: Any, shots: Shots) -> int:
             return approvals
         button = approve.first.element_handle()
         card = approve.first.locator(LIVE_CARD)
-        shots.take(card, "approval-" + card.locator("b").first.inner_text())
+        shots.take(card, "approval-" + card.locator("b").first.text_content())
         button.click()
         page.wait_for_function("b => !b.isConnected || b.disabled", arg=button, polling=100)
         approvals += 1
