@@ -332,3 +332,23 @@ def test_the_live_history_exports_without_a_file(tmp_path: Path) -> None:
     assert "**exec_command** `true` · exit code 0\n\n```console\n$ true\n```" in text
     assert "## Turn 2\n\n> again\n\nsecond answer" in text
     assert API_KEY not in text
+
+
+@pytest.mark.slow
+def test_a_denied_call_reads_in_our_words(tmp_path: Path) -> None:
+    """The model read Codex's error text for a denied call; the export says what
+    happened instead, as the cell's card does."""
+    script = [
+        [function_call("exec_command", {"cmd": "touch made.txt"}, "call_touch")],
+        [message("It was not allowed.")],
+    ]
+    with ScriptedResponsesServer(script) as server:
+        argv = ["exec", "--provider", "responses", "--base-url", server.base_url, "-m", "m"]
+        done = cli(tmp_path, *argv, "-a", "untrusted", "make a file")
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "made.txt").exists()
+    assert export(tmp_path, "session.md").returncode == 0
+    text = (tmp_path / "session.md").read_text()
+    assert "**exec_command** `touch made.txt` · failed · denied" in text
+    assert "Not run: it was denied, and the model was told so." in text
+    assert "CreateProcess" not in text and "rejected by user" not in text

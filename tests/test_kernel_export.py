@@ -21,6 +21,7 @@ def test_the_kernel_session_exports_with_its_decisions_and_figure(kernel: Kernel
         [function_call("exec_command", {"cmd": COMMAND}, "c1")],
         [function_call("run_python", {"code": FIGURE}, "c2")],
         [message("Made it and plotted.")],
+        [message("Nothing more to do.")],
     ]
     with ScriptedResponsesServer(script) as server:
         kernel.execute(agent_cell(server.base_url, "-a untrusted", "make and plot"))
@@ -28,9 +29,15 @@ def test_the_kernel_session_exports_with_its_decisions_and_figure(kernel: Kernel
         kernel.wait_for(lambda: len(kernel.buttons("Approve")) == 2)
         kernel.click(kernel.buttons("Approve")[-1])
         kernel.wait_for(lambda: kernel.shows("Done."))
+        # a later cell's new option is saved as a settings record, which the export
+        # knows (it once counted it as "of an unknown kind")
+        kernel.run(agent_cell(server.base_url, "-a never", "anything else?"))
+    text = kernel.outputs_text(kernel.run("%agent export session.md"))
+    assert text.startswith("Exported session ") and "(2 turns)" in text
+    assert "unknown kind" not in (kernel.ws / "session.md").read_text()
     said = kernel.outputs_text(kernel.run("%agent export session.ipynb"))
     path = kernel.ws / "session.ipynb"
-    assert said.startswith("Exported session ") and said.endswith(f"(1 turn) to {path}.\n")
+    assert said.startswith("Exported session ") and said.endswith(f"(2 turns) to {path}.\n")
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     code = {c.metadata["agent_magics"]["tool"]: c for c in nb.cells if c.cell_type == "code"}

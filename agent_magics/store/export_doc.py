@@ -28,6 +28,9 @@ class Text:
     text: str
 
 
+DENIED = "Not run: it was denied, and the model was told so."
+
+
 @dataclass
 class Call:
     call_id: str
@@ -69,7 +72,10 @@ class Call:
         return code if isinstance(code, str) else None
 
     def shown_output(self) -> tuple[str, int | None]:
-        """The tool's own output without the lines about the run, and its exit code."""
+        """The tool's own output without the lines about the run, and its exit code; for
+        a denied call, what happened in our words (the model read Codex's error text)."""
+        if self.decision == "denied":
+            return DENIED, None
         text = self.output or ""
         if text.startswith("{"):
             try:
@@ -250,8 +256,10 @@ class _Folder:
             self.started = self.started or when  # the first one's: the session's start
             if record.get("resume") is True:
                 self.resumed = when
-        elif kind == "rollback":
-            pass  # the failed turn stays in the document; only the history forgets it
+        elif kind in ("rollback", "settings", "cell_edits"):
+            # A failed turn stays in the document (only the history forgets it); a cell's
+            # new options and the cells a turn edited are for resume and undo, not reading.
+            pass
         else:
             self.skipped += 1
 
