@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,28 @@ def test_the_guard_keeps_the_strictest_policy_it_has_seen(tmp_path: Path) -> Non
     assert guard.read().max_sandbox is SandboxMode.READ_ONLY and not guard.seen.run_python
     write_notebook(nb, {"enabled": False})  # ...or made it stricter: that counts
     assert not guard.read().enabled
+
+
+def test_a_notebook_caught_mid_save_is_read_from_its_last_save(tmp_path: Path) -> None:
+    """Jupyter writes a notebook in place and keeps the previous save as ``.~NAME``
+    until it is done; during Run All it saves often. A read caught mid-write must not
+    turn the agent off (it did, in JupyterLab, once in a few runs)."""
+    notebook = tmp_path / "lesson.ipynb"
+    saved = {"metadata": {"agent_magics": {"run_python": False}}, "cells": []}
+    notebook.write_text(json.dumps(saved)[:20])  # half written
+    (tmp_path / ".~lesson.ipynb").write_text(json.dumps(saved))
+    policy = notebook_policy(notebook)
+    assert policy.enabled and not policy.run_python
+
+
+def test_a_notebook_whose_save_finishes_a_moment_later_is_read(tmp_path: Path) -> None:
+    notebook = tmp_path / "lesson.ipynb"
+    saved = {"metadata": {"agent_magics": {"max_sandbox": "read-only"}}, "cells": []}
+    notebook.write_text("")
+    done = threading.Timer(0.2, lambda: notebook.write_text(json.dumps(saved)))
+    done.start()
+    try:
+        policy = notebook_policy(notebook)
+    finally:
+        done.join()
+    assert policy.enabled and policy.max_sandbox is SandboxMode.READ_ONLY

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ SITE_FILES = (
 """The site policy files, read when present (the second is the environment's own, for
 an image whose Python lives in a folder of its own)."""
 NOTEBOOK = "this notebook's metadata"
+SAVE_TRIES, SAVE_WAIT_S = 10, 0.1  # a notebook caught mid-save: up to a second to finish
 METADATA_KEY = "agent_magics"
 
 
@@ -64,16 +66,35 @@ def notebook_policy(path: Path | None) -> CoursePolicy:
     if path is None:
         return CoursePolicy()
     try:
-        text = path.read_text(encoding="utf-8")
+        notebook = _saved_notebook(path)
     except FileNotFoundError:
         return CoursePolicy()  # not saved yet: it can hold no policy
     except (OSError, UnicodeDecodeError) as exc:
         return broken(NOTEBOOK, _why(exc))
-    try:
-        notebook = json.loads(text)
     except json.JSONDecodeError as exc:
         return broken(NOTEBOOK, f"the notebook is not JSON: {exc.msg}")
     metadata = notebook.get("metadata") if isinstance(notebook, dict) else None
     if not isinstance(metadata, dict) or METADATA_KEY not in metadata:
         return CoursePolicy()
     return parse(metadata[METADATA_KEY], NOTEBOOK)
+
+
+def _saved_notebook(path: Path, tries: int = SAVE_TRIES) -> object:
+    """The notebook at ``path`` as JSON. Jupyter saves a notebook by writing its file in
+    place, keeping the previous save as ``.~NAME`` beside it until the write is done,
+    and it saves often during Run All: a file caught mid-write is read from that copy,
+    else again a moment later, and only a file still not JSON is an error."""
+    for attempt in range(tries):
+        text = path.read_text(encoding="utf-8")
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            backup = path.with_name(f".~{path.name}")
+            try:
+                return json.loads(backup.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                pass
+            if attempt == tries - 1:
+                raise
+            time.sleep(SAVE_WAIT_S)
+    raise AssertionError("unreachable")
