@@ -25,8 +25,9 @@ NO_MODEL = (
 )
 
 OFFLINE_HINT = (
-    "the notebook was changed since it was recorded, so re-record it, or set OPENAI_API_KEY "
-    "or OPENAI_BASE_URL and restart the kernel to use a live model."
+    "this run went another way than the recorded one (a cell was changed, or no sandbox "
+    "works on this machine, so commands asked first); set OPENAI_API_KEY or OPENAI_BASE_URL "
+    "and restart the kernel to use a live model."
 )
 
 

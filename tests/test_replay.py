@@ -425,8 +425,8 @@ def test_agent_recording_says_which_applies_and_a_mismatch_names_the_prompt(
 
     kernel.run("os.environ['OPENAI_BASE_URL'] = 'http://127.0.0.1:9/v1'")
     live = kernel.outputs_text(kernel.run("%agent recording"))
-    assert live.startswith("agent: a model is configured (")
-    assert "(responses at http://127.0.0.1:9/v1)" in live and f", so {path} is not played." in live
+    assert live.startswith(f"agent: a model is configured, so {path} is not played: ")
+    assert live.rstrip().endswith(" (responses at http://127.0.0.1:9/v1).")
     kernel.run("del os.environ['OPENAI_BASE_URL']")  # back to no model, before any turn
 
     kernel.run(f"%%agent -C {kernel.ws} {NO_LOGIN}\nwrite me a poem", timeout=120)

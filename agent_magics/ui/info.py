@@ -77,7 +77,7 @@ def recording_text(config: SessionConfig, shown: str | None) -> str:
             "model's answers were recorded, the tools run here for real. To use a live model, "
             "set OPENAI_API_KEY (or OPENAI_BASE_URL and AGENT_MAGICS_MODEL) and restart the kernel."
         )
-    return f"agent: a model is configured ({model_text(config)}), so {shown} is not played."
+    return f"agent: a model is configured, so {shown} is not played: {model_text(config)}."
 
 
 def tools_text(specs: list[dict[str, Any]]) -> str:
