@@ -20,9 +20,13 @@ from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
 if TYPE_CHECKING:
+    from agent_magics.config import SessionConfig
     from agent_magics.console import TerminalConsole
     from agent_magics.session import Session
     from agent_magics.store.recorder import SessionRecorder
+    from agent_magics.teaching.policy import CoursePolicy
+    from agent_magics.tools.build import ExtraTools
+    from agent_magics.tools.registry import ToolHandler
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 EXEC_EPILOG = (
@@ -197,7 +201,12 @@ async def _start_exec(
         print(f"agent-magics: {line}", file=sys.stderr)
     resolve_provider(config)  # with no model configured, say so before a session starts
     console = TerminalConsole(interactive=interactive)
-    session = Session(config, approver=console.approve, offers=policy.offers)
+    session = Session(
+        config,
+        approver=console.approve,
+        extra_tools=graded_notebook_tools(config, policy),
+        offers=policy.offers,
+    )
     if resume is not None:
         from agent_magics.store.resume import continue_in
 
@@ -227,6 +236,27 @@ def _settled() -> None:
 
 def prompt_from_args(args: argparse.Namespace) -> bool:
     return bool(args.prompt) and args.prompt != "-"
+
+
+def graded_notebook_tools(config: SessionConfig, policy: CoursePolicy) -> ExtraTools | None:
+    """The notebook tools a command asked for (``experimental_supported_tools``), held to
+    the site policy's ``solution_cells`` as the kernel's are; ``None``: the plain ones do
+    (they never touch a locked cell either)."""
+    wanted = config.experimental_supported_tools
+    if policy.solution_cells == "edit" or not {"read_notebook", "edit_notebook"} & set(wanted):
+        return None
+    from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+    from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+
+    def solution_cells() -> str:
+        return policy.solution_cells
+
+    handlers: list[ToolHandler] = [
+        ReadNotebookHandler(None, solution_cells),
+        EditNotebookHandler(None, solution_cells),
+    ]
+    tools = [h for h in handlers if h.name in wanted]
+    return lambda: tools
 
 
 def main(argv: list[str] | None = None) -> int:

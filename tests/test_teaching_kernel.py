@@ -33,6 +33,7 @@ LOOSEN = """*** Begin Patch
 PLAYS = {
     "try python": [function_call("run_python", {"code": "print(6 * 7)"}, "call_py")],
     "loosen": [custom_tool_call("apply_patch", LOOSEN, "call_patch")],
+    "read the homework": [function_call("read_notebook", {"path": "homework.ipynb"}, "call_r")],
 }
 NOTEBOOK = "this notebook's metadata"
 
@@ -213,6 +214,31 @@ def test_a_site_file_stricter_than_the_notebook_wins(
     done = subprocess.run([*argv, "go"], capture_output=True, text=True, cwd=home)
     assert done.returncode == 0, done.stderr
     assert "apply_patch" not in offered(model)[-1] and "exec_command" in offered(model)[-1]
+
+
+def test_a_site_policy_withholds_answers_from_agent_magics_exec_too(
+    site_python: Path, home: Path, model: ScriptedResponsesServer
+) -> None:
+    """``agent-magics exec`` with the notebook tools asked for holds them to the site
+    file's ``solution_cells`` as a kernel does (it once offered the plain ones)."""
+    answer = nbformat.v4.new_code_cell("ANSWER_TEXT_4f1c = 42")
+    answer.metadata["nbgrader"] = {
+        "grade_id": "answer", "schema_version": 3, "solution": True, "grade": False,
+        "locked": False,
+    }  # fmt: skip
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Homework"), answer])
+    nbformat.write(nb, home / "homework.ipynb")
+    site = site_file(site_python, 'solution_cells = "withhold"\n')
+    argv = [str(site_python), "-m", "agent_magics", "exec", "--base-url", model.base_url]
+    argv += ["-c", 'experimental_supported_tools=["read_notebook"]', "read the homework"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=home)
+    finally:
+        site.unlink()
+    assert done.returncode == 0, done.stderr
+    outputs = [i for i in model.requests[-1]["input"] if i.get("call_id") == "call_r"]
+    assert "withheld" in json.dumps(outputs[-1])
+    assert not any("ANSWER_TEXT_4f1c" in json.dumps(body) for body in model.requests)
 
 
 @pytest.mark.parametrize(
