@@ -89,8 +89,16 @@ def turns() -> list[Any]:
         report_writes,
         [exec_command(WRITE_BOTH)],
         report_writes,
-        # a write the sandbox blocks, then a person (or the headless policy) decides
-        [exec_command(APPEND_OUTSIDE)],
+        # a write outside the sandbox the model asks for; a person (or the headless
+        # policy) decides
+        [
+            exec_command(
+                APPEND_OUTSIDE,
+                sandbox_permissions="require_escalated",
+                justification="../outside.txt lies outside the working folder, which the "
+                "sandbox keeps commands from writing.",
+            )
+        ],
         report_append,
         # a parallel batch of reads: three calls in one response
         [exec_command(cmd) for cmd in READS],
