@@ -3,16 +3,19 @@
 A recording is JSONL. The first line names the format and the protocol that was
 recorded; each further line is one exchange: the request body exactly as sent, and the
 response stream as the list of its ``data:`` payloads (the API key is never in a body,
-and is cut out of every line besides). Playback answers each request with the next
-exchange recorded for the same conversation, read by the same decoder the live client
-uses: the same prompts and the same tool outputs so far, once times, process ids and the
-working folder are masked. A recording may hold several paths through a conversation
-(a call approved in one run, denied in another; several sessions of one notebook), so the
-exchange is looked up by that signature, in recorded order first. A request no exchange
-matches ends the turn with one sentence saying that this is a recording and how to use a
-live model. Recordings play only when asked for (the ``replay`` provider, or a notebook's
-``%agent recording`` when no model is configured): a session with no model configured is
-told so, not answered by the demo.
+and is cut out of every line besides). The teaching notebooks' recordings
+(``notebooks/recordings/record.py``) keep of each request only what playback reads: the
+model's name and the prompts, environment contexts and tool outputs of its input, with
+image data left out; the response stream is kept whole. Playback answers each request
+with the next exchange recorded for the same conversation, read by the same decoder the
+live client uses: the same prompts and the same tool outputs so far, once times, process
+ids and the working folder are masked. A recording may hold several paths through a
+conversation (a call approved in one run, denied in another; several sessions of one
+notebook), so the exchange is looked up by that signature, in recorded order first. A
+request no exchange matches ends the turn with one sentence saying that this is a
+recording and how to use a live model. Recordings play only when asked for (the
+``replay`` provider, or a notebook's ``%agent recording`` when no model is configured):
+a session with no model configured is told so, not answered by the demo.
 """
 
 from __future__ import annotations

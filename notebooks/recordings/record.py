@@ -12,6 +12,13 @@ headless run would answer; the two recordings are merged into ``NAME.jsonl``, wh
 back either path. The result is then played back, both ways, in a fresh copy before it
 is written; a notebook that fails or does not match stops the run with the reason.
 
+A recording here keeps of each request only what playback reads (see :func:`compact`):
+the model's name, the person's prompts, the environment context (its working folder) and
+the tool outputs, with each image's data left out. The instructions, the tool list, the
+notebook context and the model's own earlier turns, sent again in every request, are not
+kept: playback compares only the prompts and tool outputs, and answers from the recorded
+response, which is kept whole.
+
 A model script may also name ``MECHANISMS``: the sandbox mechanisms to record under
 (``AGENT_MAGICS_SANDBOX_MECHANISM``; ``None`` is whatever works here, ``"none"`` a machine
 where none works, where every command asks first), each played back as well.
@@ -27,6 +34,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -37,7 +45,7 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-from agent_magics.models.replay import signature
+from agent_magics.models.replay import OPENING, signature
 from agent_magics.testing import ScriptedResponsesServer
 
 HERE = Path(__file__).resolve().parent
@@ -45,6 +53,8 @@ NOTEBOOKS = HERE.parent
 BRANCHES = ("approve", "deny")
 PROBLEMS = ("does not match it", "has no more answers", "No model is configured")
 MODEL = "scripted-teacher"
+IMAGE_LEFT_OUT = "<image left out of the recording>"
+CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 
 
 def last_output(body: dict[str, Any]) -> str:
@@ -123,9 +133,56 @@ def problems(nb: Any) -> list[str]:
     return found
 
 
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _read(item: dict[str, Any]) -> bool:
+    """A prompt, an environment context (playback takes the working folder from it), or a
+    tool output; not the instructions, the notebook context or the model's own items."""
+    if item.get("role") == "tool" or item.get("type") in (
+        "function_call_output",
+        "custom_tool_call_output",
+    ):
+        return True
+    if item.get("role") != "user" or item.get("type", "message") != "message":
+        return False
+    text = _text(item)
+    return text.startswith("<environment_context>") or not text.startswith(OPENING)
+
+
+def _no_image_data(value: Any) -> Any:
+    """``value`` with the data of each ``data:`` URL (a figure run_python sent the model)
+    replaced by a few words; the part stays, so the text around it reads the same."""
+    if isinstance(value, str) and value.startswith("data:") and ";base64," in value:
+        return value.split(",", 1)[0] + "," + IMAGE_LEFT_OUT
+    if isinstance(value, list):
+        return [_no_image_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _no_image_data(v) for k, v in value.items()}
+    return value
+
+
+def compact(request: dict[str, Any]) -> dict[str, Any]:
+    """The part of a request body that playback reads: :func:`signature` and the working
+    folder are the same as the whole body's (checked), everything else is left out."""
+    key = "messages" if "messages" in request and "input" not in request else "input"
+    items = request.get(key) or []
+    kept = {"model": request.get("model"), key: _no_image_data([i for i in items if _read(i)])}
+    found = [CWD.search(json.dumps(i)) for i in (items, kept[key])]
+    where = [f.group(1) if f else None for f in found]
+    if signature(kept) != signature(request) or where[0] != where[1]:
+        raise SystemExit("A shortened request would play back differently; record.py needs a fix.")
+    return kept
+
+
 def merge(files: list[Path], tmp: Path) -> list[str]:
-    """One recording holding every exchange of ``files`` once, found by signature; the
-    temporary folder's path is written as a placeholder (it is masked on playback)."""
+    """One recording holding every exchange of ``files`` once, found by signature, each
+    request as :func:`compact` keeps it; the temporary folder's path is written as a
+    placeholder (it is masked on playback)."""
     header: str | None = None
     seen: dict[str, str] = {}
     for file in files:
@@ -134,7 +191,9 @@ def merge(files: list[Path], tmp: Path) -> list[str]:
         for line in lines[1:]:
             record = json.loads(line)
             if "request" in record:
-                seen.setdefault(json.dumps(signature(record["request"])), line)
+                record["request"] = compact(record["request"])
+                short = json.dumps(record, ensure_ascii=False)
+                seen.setdefault(json.dumps(signature(record["request"])), short)
     scrub = [(str(tmp), "/tmp/recording"), (sys.prefix, "/opt/python")]
     scrub += [(str(Path.home()), "/home/user")] if len(Path.home().parts) > 1 else []
     out = []
@@ -192,7 +251,7 @@ def record(name: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    names = argv or sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if p.stem != "demo")
+    names = argv or sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
     for name in names:
         print(f"{name}: recorded {record(name).relative_to(NOTEBOOKS.parent)}")
     return 0
