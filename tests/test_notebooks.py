@@ -122,22 +122,57 @@ def printed(nb: Any, source: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("python", "approval"),
-    [pytest.param(p.values[0], "deny", id=f"{p.id}-deny", marks=p.marks) for p in KERNEL_PYTHONS]
-    + [pytest.param(KERNEL_PYTHONS[0].values[0], "approve", id="approve")],
+    ("python", "approval", "mechanism"),
+    [
+        pytest.param(p.values[0], "deny", None, id=f"{p.id}-deny", marks=p.marks)
+        for p in KERNEL_PYTHONS
+    ]
+    + [
+        pytest.param(KERNEL_PYTHONS[0].values[0], "approve", None, id="approve"),
+        pytest.param(KERNEL_PYTHONS[0].values[0], "deny", "none", id="no-sandbox-deny"),
+    ],
 )
 def test_quickstart_transcript_reads_well_without_widgets(
-    python: str, approval: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    python: str,
+    approval: str,
+    mechanism: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each step of the quickstart says in its saved output what its markdown promises:
     known-safe reads, the approval (denied headless, or approved), the plan, the patch and
-    the turn's diff, status, the saved session and its export, the resumed session."""
+    the turn's diff, status, the saved session and its export, the resumed session. With
+    no sandbox (as on a Binder host with neither bubblewrap nor Landlock) every command
+    asks first, so a headless run denies even ``ls``: the model says what it could not do,
+    never what it did not see."""
+    if mechanism:
+        monkeypatch.setenv("AGENT_MAGICS_SANDBOX_MECHANISM", mechanism)
     nb = execute("quickstart.ipynb", python, tmp_path, monkeypatch, approval)
+    check_ran_cleanly(nb)
     first, tests, fix, resumed = (markdown_outputs(c)[0] for c in agent_cells(nb))
+    status = printed(nb, "%agent status")
+    export = printed(nb, next(c.source for c in nb.cells if c.source.startswith("%agent export")))
+    run = "**exec_command** `python3 test_stats.py` · "
+    if mechanism == "none":
+        assert "No sandbox works on this machine" in first
+        assert "**exec_command** `ls` · denied · by the headless policy" in first
+        assert "Listing the folder was not approved, so I have not seen" in first
+        assert "`cat " not in first and "divides by" not in first
+        assert run + "denied · by the headless policy" in tests
+        assert "I have not been able to read the code either" in tests
+        assert "**exec_command** `cat stats.py` · denied · by the headless policy" in fix
+        assert "so I could not find the bug, and I changed nothing." in fix
+        assert "apply_patch" not in fix and "file changed" not in fix
+        assert printed(nb, 'print((workdir / "stats.py").read_text())').endswith(
+            "    return sum(values) / (len(values) + 1)\n\n"
+        )
+        assert "no mechanism works here, so every command asks first" in status
+        assert "(3 turns)" in export
+        assert "reading the files was not approved, so I never saw `stats.py`" in resumed
+        return
     assert "**exec_command** `ls` · done" in first and "test_stats.py\n```" in first
     assert "**exec_command** `cat README.md stats.py test_stats.py` · done" in first
     assert "divides by `len(values) + 1` instead of `len(values)`" in first
-    run = "**exec_command** `python3 test_stats.py` · "
     if approval == "deny":
         assert run + "denied · by the headless policy" in tests
         assert tests.count("> Denied: nobody can approve in a headless run, so every") == 1
@@ -155,13 +190,11 @@ def test_quickstart_transcript_reads_well_without_widgets(
     assert printed(nb, 'print((workdir / "stats.py").read_text())').endswith(
         "    return sum(values) / len(values)\n\n"
     )
-    status = printed(nb, "%agent status")
     assert "none configured, so offline: the recording" in status
     assert "mode:            headless (each turn runs to its end in its cell)" in status
     sessions = printed(nb, "%agent sessions").splitlines()
     assert sessions[0].startswith("id ") and len(sessions) == 2  # this one session, saved
     assert "What does this project do?" in sessions[1]
-    export = printed(nb, next(c.source for c in nb.cells if c.source.startswith("%agent export")))
     assert "Exported session " in export and "(3 turns)" in export
     assert "> Fix the bug in stats.py. Start with a short plan" in export
     said = printed(nb, "%agent reset\n%agent resume last")
