@@ -25,9 +25,7 @@ NO_MODEL = (
 )
 
 OFFLINE_HINT = (
-    "this run went another way than the recorded one (a cell was changed, or no sandbox "
-    "works on this machine, so commands asked first); set OPENAI_API_KEY or OPENAI_BASE_URL "
-    "and restart the kernel to use a live model."
+    "set OPENAI_API_KEY or OPENAI_BASE_URL and restart the kernel to use a live model."
 )
 
 

@@ -144,7 +144,7 @@ async def test_different_tool_output_gets_one_sentence(tmp_path: Path) -> None:
     await session.aclose()
     assert str(info.value) == (
         "This is the offline demo and this request does not match it "
-        f"(a tool output differs from the recorded one; it runs {DEMO_FOLDER}); {LIVE_HINT}"
+        f"(a tool output differs from the recorded one: it runs {DEMO_FOLDER}); {LIVE_HINT}"
     )
     items = [i.wire() for i in session.history]
     calls = [i["call_id"] for i in items if i["type"] == "function_call"]
@@ -432,6 +432,45 @@ def test_agent_recording_says_which_applies_and_a_mismatch_names_the_prompt(
     kernel.run(f"%%agent -C {kernel.ws} {NO_LOGIN}\nwrite me a poem", timeout=120)
     sentence = (
         "This is an offline recording and this request does not match it (it expects the "
-        f"prompt 'make a plan'); {OFFLINE_HINT}"
+        f"prompt 'make a plan': run the cells as they are); {OFFLINE_HINT}"
     )
     kernel.wait_for(lambda: sentence in everything_shown(kernel), timeout=120)
+
+
+async def test_an_approval_answered_otherwise_says_so_and_a_changed_last_prompt_names_it(
+    tmp_path: Path,
+) -> None:
+    """A recording holding the approved path, played with the call denied, names the
+    approval (it said a tool output differed, blaming a changed cell); a changed prompt
+    after the recorded ones names the prompt (it said the recording had no more
+    answers)."""
+    script = [
+        [function_call("exec_command", {"cmd": "touch made.txt"}, "call_touch")],
+        [message("Made it.")],
+        [message("Bye.")],
+    ]
+    path = tmp_path / "r.jsonl"
+    with ScriptedResponsesServer(script) as server:
+        config = offline_config(
+            tmp_path, base_url=server.base_url, record_path=path, approval_policy="untrusted"
+        )
+        session = Session(config, approver=approve_all)
+        await session.run_turn("make a file")
+        await session.run_turn("thanks")
+        await session.aclose()
+    (tmp_path / "made.txt").unlink()
+    played = offline_config(
+        tmp_path, provider="replay", replay_path=path, approval_policy="untrusted"
+    )
+    session = Session(played, approver=deny_all)
+    with pytest.raises(ModelError) as info:
+        await session.run_turn("make a file")
+    await session.aclose()
+    assert "went another way at an approval card or a stopped turn" in str(info.value)
+    assert "every card approved or every card denied" in str(info.value)
+    session = Session(played, approver=approve_all)
+    await session.run_turn("make a file")
+    with pytest.raises(ModelError) as info:
+        await session.run_turn("thanks a lot")
+    await session.aclose()
+    assert "it expects the prompt 'thanks'" in str(info.value)

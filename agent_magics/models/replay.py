@@ -176,37 +176,59 @@ def _prompts(signature: list[tuple[str, str]]) -> list[str]:
     return [text for kind, text in signature if kind == "prompt"]
 
 
-def _expected_prompt(
+def _answered(step: tuple[str, str]) -> bool:
+    """Whether a step is a tool output saying a person (or a headless run) denied or
+    stopped the call."""
+    return step[0] == "output" and ("rejected by user" in step[1] or "aborted by user" in step[1])
+
+
+def _closest(
     live: list[tuple[str, str]], recorded: list[list[tuple[str, str]]]
-) -> str | None:
-    """The prompt the recording holds where the live conversation's last prompt is, when
-    no recorded conversation has the live prompts; ``None`` when one has them."""
-    asked = _prompts(live)
-    if not asked or any(_prompts(r) == asked for r in recorded):
-        return None
-    n = len(asked)
-    return next(
-        (
-            _prompts(r)[n - 1]
-            for r in recorded
-            if _prompts(r)[: n - 1] == asked[:-1] and len(_prompts(r)) >= n
-        ),
-        None,
-    )
+) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+    """Where the live conversation leaves the recorded one closest to it: the live step
+    there and the recorded one (``None`` past either end)."""
+    best, reach, goes_on = None, -1, False
+    for steps in recorded:
+        k = 0
+        while k < min(len(steps), len(live)) and steps[k] == live[k]:
+            k += 1
+        if (k, k < len(steps)) > (reach, goes_on):  # the furthest; one that goes on wins
+            best, reach, goes_on = steps, k, k < len(steps)
+    here = live[reach] if 0 <= reach < len(live) else None
+    there = best[reach] if best is not None and 0 <= reach < len(best) else None
+    return here, there
 
 
 def _mismatch(
     live: list[tuple[str, str]], recorded: list[list[tuple[str, str]]], demo: bool, hint: str
 ) -> str:
-    """One sentence: which prompt the recording expects here, or that a tool output
-    differs; ``recorded`` holds the signatures of every exchange."""
-    expected = _expected_prompt(live, recorded)
-    if expected is not None:
-        expected = expected if len(expected) <= 80 else expected[:77] + "..."
-        what = f"it expects the prompt {expected!r}" + (f" {DEMO_FOLDER}" if demo else "")
+    """One sentence: where the live conversation left the recording (another prompt, an
+    approval answered otherwise or a stopped turn, another tool output, past its end)
+    and what to do; ``recorded`` holds the signatures of every exchange."""
+    here, there = _closest(live, recorded)
+    folder = f" {DEMO_FOLDER}" if demo else ""
+    if there is None:
+        return f"{_what(demo)} and it has no more answers; {hint}"
+    if here is not None and here[0] == there[0] == "prompt":
+        expected = there[1] if len(there[1]) <= 200 else there[1][:197] + "..."
+        what = f"it expects the prompt {expected!r}{folder}"
+        what += "" if demo else ": run the cells as they are"
+    elif here is not None and (_answered(here) or _answered(there) or here[0] != there[0]):
+        return (
+            f"{_what(demo)} and this request does not match it (the run went another way at "
+            "an approval card or a stopped turn, and the recording holds every card approved "
+            f"or every card denied, not a mix): restart the kernel and run it again, or {hint}"
+        )
     else:
-        what = "a tool output differs from the recorded one"
-        what += f"; it runs {DEMO_FOLDER}" if demo else ""
+        what = "a tool output differs from the recorded one: "
+        what += (
+            f"it runs{folder}"
+            if demo
+            else (
+                "a file it uses was changed, or no sandbox works on this machine, so commands "
+                "asked first"
+            )
+        )
     return f"{_what(demo)} and this request does not match it ({what}); {hint}"
 
 
@@ -235,8 +257,6 @@ class ReplayClient:
         live = signature(body)
         found = self._find(live)
         if found is None:
-            if self.position >= len(self.exchanges):
-                raise ModelError(f"{_what(demo)} and it has no more answers; {self.hint}")
             raise ModelError(_mismatch(live, self.signatures, demo, self.hint))
         self.position = found + 1
         exchange = self.exchanges[found]
