@@ -168,10 +168,13 @@ class AgentMagics(Magics):
     def build_config(self, sticky: dict[str, Any], overrides: list[str]) -> SessionConfig:
         from agent_magics.config import load_config
 
+        from agent_magics.providers import named_for_its_recording
+
         options = {k: v for k, v in self._trait_options().items() if v} | sticky
         if self.recording is not None:
             options["offline_recording"] = self.recording
-        return load_config(options=options, overrides=[*self.overrides, *overrides])
+        config = load_config(options=options, overrides=[*self.overrides, *overrides])
+        return named_for_its_recording(config)
 
     def _configure(self, args: argparse.Namespace) -> SessionConfig | None:
         sticky = {} if args.new else dict(self._sticky)

@@ -24,9 +24,12 @@ NO_MODEL = (
     "OpenAI-compatible server, or use --provider replay for the offline demo."
 )
 
-OFFLINE_HINT = (
-    "set OPENAI_API_KEY or OPENAI_BASE_URL and restart the kernel to use a live model."
-)
+OFFLINE_HINT = "set OPENAI_API_KEY or OPENAI_BASE_URL and restart the kernel to use a live model."
+
+
+def no_model(config: SessionConfig) -> bool:
+    """Neither an API key nor a model server of one's own."""
+    return not config.key() and config.base_url.rstrip("/") == DEFAULT_BASE_URL
 
 
 def resolve_provider(config: SessionConfig) -> str:
@@ -35,11 +38,20 @@ def resolve_provider(config: SessionConfig) -> str:
     says the three ways to get one. The offline recording plays only when asked for."""
     if config.provider == "replay":
         return "replay"
-    if not config.key() and config.base_url.rstrip("/") == DEFAULT_BASE_URL:
+    if no_model(config):
         if config.offline_recording is not None and config.provider == "auto":
             return "replay"
         raise ConfigError(NO_MODEL)
     return "responses" if config.provider == "auto" else config.provider
+
+
+def named_for_its_recording(config: SessionConfig) -> SessionConfig:
+    """``config`` with the model named after the recording it plays, when no model is
+    configured and a notebook's recording plays: sessions, exports and status then say
+    a recording answered, not the default model."""
+    if config.offline_recording is None or config.provider != "auto" or not no_model(config):
+        return config
+    return config.model_copy(update={"model": f"recording {config.offline_recording.name}"})
 
 
 def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> ModelClient:
@@ -72,4 +84,10 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     )
 
 
-__all__ = ["NO_MODEL", "OFFLINE_HINT", "create_client", "resolve_provider"]
+__all__ = [
+    "NO_MODEL",
+    "OFFLINE_HINT",
+    "create_client",
+    "named_for_its_recording",
+    "resolve_provider",
+]

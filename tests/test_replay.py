@@ -435,6 +435,11 @@ def test_agent_recording_says_which_applies_and_a_mismatch_names_the_prompt(
         f"prompt 'make a plan': run the cells as they are); {OFFLINE_HINT}"
     )
     kernel.wait_for(lambda: sentence in everything_shown(kernel), timeout=120)
+    # the recorded prompt plays, and the saved session names the recording, not the
+    # default model (it said gpt-5.1-codex answered)
+    kernel.run(f"%%agent --new -C {kernel.ws} {NO_LOGIN}\nmake a plan", timeout=120)
+    sessions = kernel.outputs_text(kernel.run("%agent sessions"))
+    assert "recording plan.jsonl" in sessions and "gpt-5" not in sessions
 
 
 async def test_an_approval_answered_otherwise_says_so_and_a_changed_last_prompt_names_it(
