@@ -167,7 +167,6 @@ class AgentMagics(Magics):
 
     def build_config(self, sticky: dict[str, Any], overrides: list[str]) -> SessionConfig:
         from agent_magics.config import load_config
-
         from agent_magics.providers import named_for_its_recording
 
         options = {k: v for k, v in self._trait_options().items() if v} | sticky

@@ -352,3 +352,29 @@ def test_a_denied_call_reads_in_our_words(tmp_path: Path) -> None:
     assert "**exec_command** `touch made.txt` · failed · denied" in text
     assert "Not run: it was denied, and the model was told so." in text
     assert "CreateProcess" not in text and "rejected by user" not in text
+
+
+def test_each_context_sent_with_a_prompt_is_named_for_what_it_holds(tmp_path: Path) -> None:
+    """The environment and the notebook's cells were both titled "Context sent with the
+    prompt", two folds of the same name in one turn."""
+
+    def user(text: str) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
+
+    history = [
+        user("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        user("<notebook_context>\ncell 1: x = 1\n</notebook_context>"),
+        user("hi"),
+        message("hello"),
+    ]
+    doc = live_document(
+        history, session_id="live", meta={"config": {"model": "m"}}, redact=lambda s: s
+    )
+    text = write_document(doc, tmp_path / "live.md").read_text()
+    assert "<summary>The environment sent with the prompt</summary>" in text
+    assert "<summary>The notebook's cells sent with the prompt</summary>" in text
+    assert "Context sent with the prompt" not in text

@@ -38,7 +38,7 @@ PATCH = (
     "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.py\n@@\n-x\n+y\n*** End Patch\n"
 )
 RED, GREEN, BLUE, PURPLE = "#cf222e", "#1a7f37", "#0969da", "#8250df"
-PRE = '<pre style="margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word">'
+PRE = f'<pre style="{render.PRE_STYLE}">'
 
 
 DEEP_JSON = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"

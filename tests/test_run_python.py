@@ -45,7 +45,7 @@ from agent_magics.tools.context import (
 )
 from agent_magics.tools.policy import KERNEL_READ_ONLY, PYTHON_IN_KERNEL
 from agent_magics.ui.markdown import tool_markdown
-from agent_magics.ui.render import arguments_html, call_summary, python_html
+from agent_magics.ui.render import PRE_STYLE, arguments_html, call_summary, python_html
 from agent_magics.ui.state import ToolBlock
 
 
@@ -332,7 +332,7 @@ def test_card_colours_the_code_and_says_where_it_runs() -> None:
     assert call_summary(block.tool_name, block.arguments) == "x = 1  # one …"
     assert arguments_html(block) == python_html("x = 1  # one\nprint(x)")
     assert python_html("x = 1") == (
-        '<pre style="margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word">'
+        f'<pre style="{PRE_STYLE}">'
         'x <span style="color: #666">=</span> <span style="color: #666">1</span></pre>'
         '<div style="color:#6e7781"><i>Runs in your kernel, outside the sandbox.</i></div>'
     )

@@ -27,6 +27,21 @@ class Text:
     kind: str
     text: str
 
+    def title(self) -> str:
+        """What a folded reasoning or context block is called in an export."""
+        if self.kind == "reasoning":
+            return "Reasoning"
+        for opening, title in CONTEXT_TITLES:
+            if self.text.lstrip().startswith(opening):
+                return title
+        return "Context sent with the prompt"
+
+
+CONTEXT_TITLES = (
+    ("<environment_context>", "The environment sent with the prompt"),
+    ("<notebook_context>", "The notebook's cells sent with the prompt"),
+    ("# AGENTS.md instructions", "The project's instructions sent with the prompt"),
+)
 
 DENIED = "Not run: it was denied, and the model was told so."
 

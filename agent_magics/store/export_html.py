@@ -120,8 +120,7 @@ def call_html(call: Call, budget: ImageBudget) -> str:
 def text_html(entry: Text) -> str:
     if entry.kind == "assistant":
         return markdown_html(entry.text)
-    title = "Reasoning" if entry.kind == "reasoning" else "Context sent with the prompt"
-    return details(title, pre(esc(clip(entry.text))))
+    return details(entry.title(), pre(esc(clip(entry.text))))
 
 
 def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:

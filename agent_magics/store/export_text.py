@@ -217,9 +217,8 @@ def header_lines(doc: SessionDoc) -> list[str]:
 def text_markdown(entry: Text) -> str:
     if entry.kind == "assistant":
         return entry.text.strip()
-    title = "Reasoning" if entry.kind == "reasoning" else "Context sent with the prompt"
     body = fence(clip(entry.text), "text")
-    return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>"
+    return f"<details><summary>{entry.title()}</summary>\n\n{body}\n\n</details>"
 
 
 def turn_markdown(turn: TurnDoc, budget: ImageBudget) -> str:

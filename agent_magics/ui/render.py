@@ -55,7 +55,10 @@ STATUS_COLORS: dict[ToolStatus, str] = {
 }
 DIFF_COLORS = {"+": "#1a7f37", "-": "#cf222e", "@": "#8250df", "*": "#0969da"}
 PLAN_MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
-PRE_STYLE = "margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word"
+PRE_STYLE = (
+    "margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word;"
+    "font-family:var(--jp-code-font-family,monospace)"  # a page without JupyterLab's CSS too
+)
 
 
 def esc(text: str) -> str:
