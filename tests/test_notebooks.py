@@ -12,6 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from notebooks.recordings.record import own_home
 from tests.kernels import KERNEL_PYTHONS, write_kernelspec
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,10 @@ def execute(
     """Run ``notebooks/NAME`` as papermill does, in a copy of ``notebooks/`` (the
     notebooks name their recordings relative to their folder), with no model configured
     and headless approvals answered with ``approval``; nbclient starts (and cleans up)
-    the kernel, found through a kernelspec written for ``python``."""
+    the kernel, found through a kernelspec written for ``python``. The kernel has an empty
+    home of its own, as record.py gives it: a command that runs before the shell snapshot
+    is ready reads the login profile, and a noisy one (a pyenv set-up that cannot write
+    its shims inside the sandbox) adds a line to the command's output."""
     folder = tmp_path / "notebooks"
     shutil.copytree(NOTEBOOKS, folder, ignore=shutil.ignore_patterns(".*", "__pycache__"))
     nb = nbformat.read(folder / name, as_version=4)
@@ -43,7 +47,9 @@ def execute(
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MAGICS_RECORD_PATH"):
         monkeypatch.delenv(var, raising=False)
     resources = {"metadata": {"path": str(folder)}}
-    NotebookClient(nb, kernel_name=kernel, timeout=120, resources=resources).execute()
+    with own_home() as home:
+        monkeypatch.setenv("HOME", str(home))
+        NotebookClient(nb, kernel_name=kernel, timeout=120, resources=resources).execute()
     return nb
 
 
@@ -292,15 +298,27 @@ def test_how_the_tools_work_shows_what_its_text_says(
     assert "; no run_python." in refused
 
 
-@pytest.mark.parametrize("python", KERNEL_PYTHONS[:1])
+@pytest.mark.parametrize(
+    ("approval", "mechanism"),
+    [
+        pytest.param("approve", None, id="approve"),
+        pytest.param("deny", "none", id="no-sandbox-deny"),
+    ],
+)
 def test_explore_a_data_repo_transcripts(
-    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    approval: str, mechanism: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The data notebook's approved path: the file tools and the script's buggy output, a
     DataFrame the person then uses, a figure the model saw, the patch as a diff and the
     fixed output, a cell inserted into the working copy's notebook (never into this one,
-    so it runs again), and the exported session; the repository's data stay as they were."""
-    nb = execute("explore-a-data-repo.ipynb", python, tmp_path, monkeypatch, "approve")
+    so it runs again), and the exported session; the repository's data stay as they were.
+    With no sandbox (a Binder host with neither bubblewrap nor Landlock) running the script
+    asks first, and headless the script and the patch are denied: the model says it has not
+    seen the script's output, and the script stays as it was."""
+    if mechanism:
+        monkeypatch.setenv("AGENT_MAGICS_SANDBOX_MECHANISM", mechanism)
+    python = KERNEL_PYTHONS[0].values[0]
+    nb = execute("explore-a-data-repo.ipynb", python, tmp_path, monkeypatch, approval)
     check_ran_cleanly(nb)
     cells = {c.get("id"): c for c in nb.cells}
 
@@ -310,6 +328,19 @@ def test_explore_a_data_repo_transcripts(
     look = markdown_outputs(cells["look"])[0]
     for call in ("**list_dir**", "**read_file**", "**grep_files** `temp_c in", "**shell_command**"):
         assert call in look
+    if mechanism == "none":
+        assert "No sandbox works on this machine" in look
+        assert "`python3 scripts/summarize.py` · denied · by the headless policy" in look
+        assert "Running it was not approved, so I have not seen its output" in look
+        assert "Its output looks plausible" not in look and "4.4" not in look
+        fix = markdown_outputs(cells["fix"])[0]
+        assert "**apply_patch** `Update scripts/summarize.py` · denied" in fix
+        assert "You declined the patch, so `scripts/summarize.py` is unchanged" in fix
+        assert "harbour  2024-02      4.4     21.6" in said("rerun")  # still the bug
+        assert "Names defined: pd, readings" in markdown_outputs(cells["load-df"])[0]
+        assert "Inserted code cell" in markdown_outputs(cells["cell"])[0]
+        assert "(5 turns)" in said("export")
+        return
     assert "harbour  2024-02      4.4     21.6" in look  # the bug, before the fix
     load = markdown_outputs(cells["load-df"])[0]
     assert "**inspect_variable**" in load and "Names defined: pd, readings" in load

@@ -4,6 +4,9 @@
 Each request is answered by the step it is at: the last prompt the notebook sent and how
 many tool outputs came back since. The file tools take absolute paths, so the calls are
 built from the working folder the request names (``<cwd>``); the recording masks it.
+An answer that follows a call which may ask first reads whether it was denied, so the
+model never reports what did not happen (on a machine with no sandbox even running the
+script asks, and a headless run denies it).
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from typing import Any
 from record import denied
 
 from agent_magics.testing import custom_tool_call, function_call, message
+
+MECHANISMS = (None, "none")
+"""Recorded on the sandbox that works here, and as on a machine with none (Binder may
+have neither bubblewrap nor Landlock: there every command asks first)."""
 
 Body = dict[str, Any]
 Items = list[dict[str, Any]]
@@ -94,6 +101,31 @@ def unless_denied(step: Step, text: str) -> Step:
     return lambda body: [message(text)] if denied(body) else step(body)
 
 
+DATA = (
+    "This repository holds daily readings from three weather stations (airport, harbour, "
+    "hill) for January and February 2024: `stations.csv` describes the stations and "
+    "`readings/2024-01.csv` and `readings/2024-02.csv` hold one row per station and day "
+    "(`date`, `station`, `temp_c`, `rain_mm`). The README notes that Harbour was down from "
+    "12 to 19 February, so those days have no Harbour row.\n\n"
+)
+BY_30 = (
+    "`monthly()` divides every month's temperature sum by 30, whatever the number of "
+    "readings: January has 31 days, February 29, and Harbour only 21 readings in February. "
+    "I changed nothing."
+)
+SCRIPT_RAN = (
+    "`scripts/summarize.py` prints each station's mean temperature and total rain per "
+    "month. Its output looks plausible at first sight, but " + BY_30
+)
+SCRIPT_NOT_RUN = (
+    "`scripts/summarize.py` prints each station's mean temperature and total rain per "
+    "month. Running it was not approved, so I have not seen its output; but reading the "
+    "code, " + BY_30
+)
+"""The answer after the look around; on a machine with no sandbox, running the script
+asks first, so a headless run denies it and the answer says so."""
+
+
 EXPLORE: list[Step | None] = [
     lambda body: [  # a parallel batch: the folder and its README at once
         function_call("list_dir", {"dir_path": cwd(body), "depth": 2}),
@@ -103,17 +135,7 @@ EXPLORE: list[Step | None] = [
     call("grep_files", lambda c: {"pattern": "temp_c", "include": "*.py", "path": c}),
     call("read_file", lambda c: {"file_path": f"{c}/scripts/summarize.py"}),
     call("shell_command", {"command": "python3 scripts/summarize.py"}),
-    say(
-        "This repository holds daily readings from three weather stations (airport, harbour, "
-        "hill) for January and February 2024: `stations.csv` describes the stations and "
-        "`readings/2024-01.csv` and `readings/2024-02.csv` hold one row per station and day "
-        "(`date`, `station`, `temp_c`, `rain_mm`). The README notes that Harbour was down from "
-        "12 to 19 February, so those days have no Harbour row.\n\n"
-        "`scripts/summarize.py` prints each station's mean temperature and total rain per "
-        "month. Its output looks plausible at first sight, but `monthly()` divides every "
-        "month's temperature sum by 30, whatever the number of readings: January has 31 days, "
-        "February 29, and Harbour only 21 readings in February. I changed nothing."
-    ),
+    lambda body: [message(DATA + (SCRIPT_NOT_RUN if denied(body) else SCRIPT_RAN))],
 ]
 
 LOAD_STEPS = [
@@ -170,10 +192,14 @@ INSERT = {
 NOTEBOOK_STEPS = [
     call("read_notebook", {"path": "analysis.ipynb"}),
     call("edit_notebook", INSERT),
-    say(
-        "I added a code cell to `analysis.ipynb`, after the cell that loads the stations: it "
-        "reads both months of readings and shows each station's monthly mean temperature with "
-        "the number of days behind it, and its comment notes Harbour's February gap."
+    unless_denied(
+        say(
+            "I added a code cell to `analysis.ipynb`, after the cell that loads the stations: "
+            "it reads both months of readings and shows each station's monthly mean "
+            "temperature with the number of days behind it, and its comment notes Harbour's "
+            "February gap."
+        ),
+        "Adding the cell was not approved, so `analysis.ipynb` is unchanged.",
     ),
 ]
 

@@ -38,6 +38,8 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -99,7 +101,8 @@ def kernelspec(folder: Path) -> str:
 
 
 def run_notebook(name: str, folder: Path, env: dict[str, str]) -> Any:
-    """Run ``folder/NAME.ipynb`` headless with ``env`` set; the executed notebook."""
+    """Run ``folder/NAME.ipynb`` headless with ``env`` set; the executed notebook. The
+    kernel gets an empty home of its own (:func:`own_home`)."""
     path = folder / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     saved = dict(os.environ)
@@ -108,17 +111,36 @@ def run_notebook(name: str, folder: Path, env: dict[str, str]) -> Any:
         if var not in env:
             os.environ.pop(var, None)
     try:
-        client = NotebookClient(
-            nb,
-            kernel_name=kernelspec(folder.parent / "jupyter"),
-            timeout=300,
-            resources={"metadata": {"path": str(folder)}},
-        )
-        client.execute()
+        with own_home() as home:
+            os.environ["HOME"] = str(home)
+            client = NotebookClient(
+                nb,
+                kernel_name=kernelspec(folder.parent / "jupyter"),
+                timeout=300,
+                resources={"metadata": {"path": str(folder)}},
+            )
+            client.execute()
     finally:
         os.environ.clear()
         os.environ.update(saved)
     return nb
+
+
+@contextmanager
+def own_home() -> Iterator[Path]:
+    """An empty home for a notebook's kernel, removed afterwards, so the recorded outputs
+    hold nothing of this machine's login profile: a command that runs before the shell
+    snapshot is ready reads it, and a noisy one (a pyenv set-up that cannot write its
+    shims inside the sandbox) adds a line to the command's output. Outside /tmp where
+    it can be (/var/tmp), as a person's home is: a read-only sandbox cannot hide the
+    signing key of a home under /tmp."""
+    var_tmp = Path("/var/tmp")
+    place = var_tmp if var_tmp.is_dir() and os.access(var_tmp, os.W_OK) else None
+    home = Path(tempfile.mkdtemp(prefix="agent-magics-home-", dir=place))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def problems(nb: Any) -> list[str]:
