@@ -125,3 +125,20 @@ async def test_links_planted_in_the_undo_folder_are_never_followed(tmp_path: Pat
     assert (ws / "a.txt").read_text() == "new\n"
     assert stat.S_IMODE(outside.stat().st_mode) == 0o755 and list(outside.iterdir()) == []
     assert stat.S_IMODE(undo.stat().st_mode) == 0o700
+
+
+def test_a_brief_holder_of_the_file_is_waited_for(tmp_path: Path) -> None:
+    """A reader checking whether the session is in use holds a shared lock for a moment
+    (so may a process the kernel is starting); a writer opened then waits for it instead
+    of running unsaved ("being written by another kernel"), as the same conversation did
+    when reopened on another model server under load."""
+    import fcntl
+    import threading
+
+    key = session_key(tmp_path)
+    config = SessionConfig(cwd=tmp_path)
+    SessionLog.open(tmp_path, "one", config, str, key=key).close()
+    reader = os.open(tmp_path / "one.jsonl", os.O_RDONLY)
+    fcntl.flock(reader, fcntl.LOCK_SH)
+    threading.Timer(0.15, os.close, (reader,)).start()  # closing drops the lock
+    SessionLog.open(tmp_path, "one", config, str, key=key).close()

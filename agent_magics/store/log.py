@@ -37,6 +37,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
@@ -107,6 +108,9 @@ def scrub(value: Any, redact: Callable[[str], str]) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     return str(redact(str(value)))
+
+
+LOCK_TRIES, LOCK_WAIT_S = 10, 0.05  # up to half a second for a brief holder to let go
 
 
 class SessionInUse(OSError):
@@ -239,15 +243,27 @@ def _open_locked(folder: Path, path: Path) -> int:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             raise OSError(f"{path} is not a plain file of its own (a link?)")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SessionInUse(path) from None
+        _lock_for_writing(fd, path)
         os.fchmod(fd, FILE_MODE)
     except OSError:
         os.close(fd)
         raise
     return fd
+
+
+def _lock_for_writing(fd: int, path: Path) -> None:
+    """Take the writer's lock, waiting a moment for a brief holder: a reader checking
+    :func:`in_use`, or a process the kernel is starting that holds a copy of the
+    descriptor until it runs its program. A writer still holding it then is another
+    session: :class:`SessionInUse`."""
+    for attempt in range(LOCK_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if attempt == LOCK_TRIES - 1:
+                raise SessionInUse(path) from None
+            time.sleep(LOCK_WAIT_S)
 
 
 def _read_all(fd: int) -> bytes:
