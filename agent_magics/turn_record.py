@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ from agent_magics.events import (
     Event,
     ToolCallFinished,
     ToolCallProposed,
+    ToolCallStarted,
     TurnAbortedEvent,
     TurnFailed,
     TurnFinished,
@@ -39,13 +41,17 @@ _PATCH_LINE = re.compile(r"^[AMD] (.+)$")
 class CallRecord:
     """One tool call: ``arguments`` parsed from JSON (the raw text if it was not JSON);
     ``output`` is the text the model read; ``status`` is ``completed``, ``failed``,
-    ``denied`` (a person said no) or ``aborted`` (the turn stopped before it ended)."""
+    ``denied`` (a person said no) or ``aborted`` (the turn stopped before it ended);
+    ``started`` and ``ended`` are when it ran, in :func:`time.monotonic` seconds (``None``
+    when it did not), so calls run side by side show as overlapping spans."""
 
     tool: str
     arguments: Any
     output: str
     status: CallStatus
     call_id: str = field(default="", repr=False)
+    started: float | None = field(default=None, repr=False)
+    ended: float | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -145,12 +151,15 @@ class TurnRecorder:
                 "output": "",
                 "status": "aborted",
             }
+        elif isinstance(event, ToolCallStarted) and event.call_id in self._calls:
+            self._calls[event.call_id]["started"] = time.monotonic()
         elif isinstance(event, ApprovalDecided) and event.call_id in self._calls:
             if event.decision in (ReviewDecision.DENIED, ReviewDecision.ABORT):
                 self._calls[event.call_id]["status"] = "denied"
         elif isinstance(event, ToolCallFinished) and event.call_id in self._calls:
             call = self._calls[event.call_id]
             call["output"] = output_text(event.output)
+            call["ended"] = time.monotonic()
             if call["status"] != "denied":
                 call["status"] = "completed" if event.success else "failed"
         elif isinstance(event, AssistantMessage):
@@ -169,7 +178,15 @@ class TurnRecorder:
 
     def result(self, usage: Usage | None = None) -> TurnRecord:
         calls = tuple(
-            CallRecord(c["tool"], c["arguments"], c["output"], c["status"], call_id)
+            CallRecord(
+                c["tool"],
+                c["arguments"],
+                c["output"],
+                c["status"],
+                call_id,
+                c.get("started"),
+                c.get("ended") if c.get("started") is not None else None,
+            )
             for call_id, c in self._calls.items()
         )
         files: list[str] = []

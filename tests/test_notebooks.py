@@ -279,7 +279,7 @@ def test_how_the_tools_work_shows_what_its_text_says(
         f"**exec_command** `sleep 1; cat data/{city}.csv` · " for city in ("oslo", "lima", "cairo")
     ]
     assert reads.index(cards[0]) < reads.index(cards[1]) < reads.index(cards[2])
-    timed = printed(nb, next(c.source for c in nb.cells if c.source.startswith("elapsed =")))
+    timed = printed(nb, next(c.source for c in nb.cells if c.source.startswith("ran = ")))
     if mechanism == "none" and approval == "deny":  # every command asks first there
         assert all(card + "denied · by the headless policy" in reads for card in cards)
         assert timed.startswith("The reads did not all run")

@@ -25,6 +25,7 @@ from agent_magics.events import (
     Event,
     ToolCallFinished,
     ToolCallProposed,
+    ToolCallStarted,
     TurnAbortedEvent,
     Usage,
 )
@@ -604,3 +605,27 @@ def test_the_tool_command_registers_from_the_namespace() -> None:
     )
     assert tool_command(namespace, "--remove shout", tools) == "agent: shout is no longer offered."
     assert functions_text(tools) == ""
+
+
+def test_each_call_says_when_it_ran() -> None:
+    """A call that ran has its start and end (monotonic seconds), so calls run side by
+    side show as overlapping spans; a call that never started has neither."""
+    record = TurnRecorder("p")
+    before = time.monotonic()
+    for event in [
+        ToolCallProposed("c1", "exec_command", '{"cmd": "true"}'),
+        ToolCallProposed("c2", "exec_command", '{"cmd": "true"}'),
+        ToolCallProposed("c3", "exec_command", '{"cmd": "rm -rf x"}'),
+        ToolCallStarted("c1", "exec_command"),
+        ToolCallStarted("c2", "exec_command"),
+        ToolCallFinished("c1", "exec_command", "ok", True, 0.1),
+        ToolCallFinished("c2", "exec_command", "ok", True, 0.1),
+        ApprovalDecided("c3", ReviewDecision.DENIED),
+        ToolCallFinished("c3", "exec_command", "rejected", False, 0.0),
+    ]:
+        record(event)
+    first, second, denied = record.result().calls
+    assert first.started is not None and second.started is not None
+    assert first.ended is not None and second.ended is not None
+    assert before <= first.started <= second.started <= first.ended <= second.ended
+    assert (denied.started, denied.ended) == (None, None)
