@@ -63,8 +63,12 @@ def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
     for root in sorted(spec.writable_roots, key=lambda p: len(p.parts)):
         args += ["--bind", str(root), str(root)]
     # Then, shallow to deep: folders that must stay put, protected paths, hidden ones.
+    # Nothing goes inside a folder hidden whole: it is out of sight already, and its
+    # empty read-only stand-in has no room for a mount point (bwrap would fail).
     mounts: dict[tuple[int, int, str], list[str]] = {}
     for path in spec.read_only_subpaths:
+        if _in_hidden_folder(spec, path):
+            continue
         for folder in _folders_between(spec, path):
             mounts[len(folder.parts), 0, str(folder)] = ["--bind", str(folder), str(folder)]
         if path.exists() and path not in held:
@@ -72,6 +76,8 @@ def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
         elif not path.is_symlink() and any(r in path.parents for r in spec.writable_roots):
             mounts[len(path.parts), 1, str(path)] = _empty_folder(path)
     for path in spec.hidden:
+        if _in_hidden_folder(spec, path):
+            continue
         if path.is_dir():
             mounts[len(path.parts), 2, str(path)] = _empty_folder(path)
         elif path.is_file():
@@ -81,12 +87,19 @@ def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
     return args
 
 
+def _in_hidden_folder(spec: SandboxSpec, path: Path) -> bool:
+    """Whether ``path`` lies in a folder ``spec`` hides whole (out of sight already)."""
+    return any(f in path.parents and f.is_dir() for f in spec.hidden)
+
+
 def _mount_points(spec: SandboxSpec) -> list[Path]:
     """The protected paths in a root that need an empty folder as mount point: missing
     ones, and empty folders (perhaps another run's mount point, held so it stays)."""
     out = []
     for path in spec.read_only_subpaths:
         if path.is_symlink() or not any(r in path.parents for r in spec.writable_roots):
+            continue
+        if _in_hidden_folder(spec, path):
             continue
         if not os.path.lexists(path) or mount_points.is_empty_dir(path):
             out.append(path)

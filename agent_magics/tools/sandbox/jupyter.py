@@ -8,8 +8,9 @@ the token runs code wherever the server is reachable (Binder, JupyterHub, a serv
 
 - sandboxed commands do not see the folder: bubblewrap mounts an empty one over it
   (:func:`hidden_paths`, with the folder of the kernel's own connection file when that
-  lies elsewhere); Landlock cannot take reading away below a readable folder, and the
-  session says so once (:func:`.platform.weakness_notices`);
+  lies elsewhere, or the file alone when it lies in a shared folder such as ``/tmp``);
+  Landlock cannot take reading away below a readable folder, and the session says so
+  once (:func:`.platform.weakness_notices`);
 - the secrets found there join the ones every output is scrubbed of
   (:func:`runtime_secrets`, read by :mod:`agent_magics.redaction`).
 
@@ -83,15 +84,22 @@ def _data_dir() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share") / "jupyter"
 
 
-def hidden_paths(writable_roots: Iterable[Path]) -> list[Path]:
+def hidden_paths(seen: Iterable[Path]) -> list[Path]:
     """What a sandbox hides from commands: the runtime folder and each registered
-    connection file's folder, or, where that folder is or holds a writable root (the
-    file sits in ``/tmp`` or in the working folder), the file alone."""
-    roots = list(writable_roots)
+    connection file's folder, or, where that folder is or holds a place commands must
+    see (``seen``: the working folder, ``/tmp``, ``$TMPDIR``, the home; the file sits in
+    ``/tmp``, as ``jupyter_client`` and ``nbclient`` put it, or in the working folder),
+    the file alone.
+
+    ``seen`` does not depend on the sandbox mode: under ``read-only`` nothing is
+    writable, yet a command must still see its working folder, and the home holds the
+    shell snapshot it sources and the signing key, hidden on its own (nothing can be
+    mounted inside a folder hidden whole)."""
+    places = list(seen)
     folders = [runtime_dir(), *(p.parent for p in CONNECTION_FILES)]
     out: dict[Path, None] = {}
     for folder in folders:
-        if not any(folder == r or folder in r.parents for r in roots):
+        if not any(folder == r or folder in r.parents for r in places):
             out[folder] = None
     for path in CONNECTION_FILES:
         if not any(f == path.parent for f in out):

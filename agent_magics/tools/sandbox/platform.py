@@ -22,8 +22,13 @@ from pathlib import Path
 from agent_magics.tools.approval import SandboxMode
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
 from agent_magics.tools.sandbox.jupyter import hidden_paths
-from agent_magics.tools.sandbox.roots import guarded_paths, read_only_subpaths, writable_roots
-from agent_magics.tools.sandbox.user_files import hidden_files, signing_key_path
+from agent_magics.tools.sandbox.roots import (
+    guarded_paths,
+    read_only_subpaths,
+    real,
+    writable_roots,
+)
+from agent_magics.tools.sandbox.user_files import hidden_files, home, signing_key_path
 
 MECHANISM_ENV = "AGENT_MAGICS_SANDBOX_MECHANISM"
 
@@ -101,7 +106,10 @@ def platform_sandbox(cwd: Path, mode: SandboxMode, network: bool) -> SandboxSpec
     protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
     if roots:  # the working folder's .git and .agent_magics, also while missing
         protected |= dict.fromkeys(guarded_paths(roots[0]))
-    hidden = tuple(dict.fromkeys([*hidden_paths(roots), *hidden_files()]))
+    # What commands must see under any mode: hiding a folder that holds one of these
+    # would hide the working folder, or the home's signing key and shell snapshot.
+    seen = [*writable_roots(cwd, SandboxMode.WORKSPACE_WRITE), real(home())]
+    hidden = tuple(dict.fromkeys([*hidden_paths(seen), *hidden_files()]))
     return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network, hidden)
 
 
