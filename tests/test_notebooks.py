@@ -182,7 +182,9 @@ def test_quickstart_transcript_reads_well_without_widgets(
     if approval == "deny":
         assert run + "denied · by the headless policy" in tests
         assert tests.count("> Denied: nobody can approve in a headless run, so every") == 1
-        assert "You declined, so I did not run the tests." in tests
+        # nobody declined in a headless run: the answer says what happened, not who did it
+        assert "The test run was not approved, so I did not run it." in tests
+        assert "declined" not in tests
         assert "*1 tool call denied by the headless policy.*" in tests
     else:
         assert run + "failed" in tests and "approved by policy" in tests
@@ -335,7 +337,8 @@ def test_explore_a_data_repo_transcripts(
         assert "Its output looks plausible" not in look and "4.4" not in look
         fix = markdown_outputs(cells["fix"])[0]
         assert "**apply_patch** `Update scripts/summarize.py` · denied" in fix
-        assert "You declined the patch, so `scripts/summarize.py` is unchanged" in fix
+        assert "The patch was not approved, so `scripts/summarize.py` is unchanged" in fix
+        assert "declined" not in fix  # a headless run denied it; nobody declined
         assert "harbour  2024-02      4.4     21.6" in said("rerun")  # still the bug
         assert "Names defined: pd, readings" in markdown_outputs(cells["load-df"])[0]
         assert "Inserted code cell" in markdown_outputs(cells["cell"])[0]

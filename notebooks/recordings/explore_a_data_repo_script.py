@@ -165,7 +165,7 @@ FIX_STEPS = [
     lambda body: [custom_tool_call("apply_patch", FIX)],
     unless_denied(
         call("shell_command", {"command": "python3 scripts/summarize.py"}),
-        "You declined the patch, so `scripts/summarize.py` is unchanged and still divides "
+        "The patch was not approved, so `scripts/summarize.py` is unchanged and still divides "
         "each month's sum by 30. The fix is to count the readings of each station and month "
         "and divide by that count.",
     ),
@@ -176,8 +176,8 @@ FIX_STEPS = [
             "the DataFrame does, and the January means moved by about a tenth of a degree "
             "(31 days, not 30). The rain totals were right all along."
         ),
-        "The patch is in, but you declined running the script, so I have not checked its "
-        "output: run `python3 scripts/summarize.py` to see the corrected means.",
+        "The patch is in, but running the script was not approved, so I have not checked "
+        "its output: run `python3 scripts/summarize.py` to see the corrected means.",
     ),
 ]
 

@@ -141,15 +141,15 @@ def run_the_test(body: Body, turn: list[tuple[str, str, str]]) -> Items:
     if read_the_code(body):
         return [
             message(
-                "You declined, so I did not run the tests. From the code I expect "
+                "The test run was not approved, so I did not run it. From the code I expect "
                 "`mean([1, 2, 3])` to return 1.5 instead of 2: `mean()` divides by "
                 "`len(values) + 1` where it should divide by `len(values)`."
             )
         ]
     return [
         message(
-            "You declined, so I did not run the tests, and I have not been able to read the "
-            "code either: I cannot tell you what fails."
+            "The test run was not approved, so I did not run it, and I have not been able to "
+            "read the code either: I cannot tell you what fails."
         )
     ]
 
