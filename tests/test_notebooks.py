@@ -247,6 +247,9 @@ def test_how_the_tools_work_shows_what_its_text_says(
     if mechanism != "none":
         require_mechanism(mechanism)
     monkeypatch.setenv("AGENT_MAGICS_SANDBOX_MECHANISM", mechanism)
+    # ipykernel leaves what its subprocesses write to the kernel's stderr out of the cell
+    # when it sees pytest; a person's kernel shows it (the student kernel's log, below)
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
     nb = execute(
         "how-the-tools-work.ipynb", KERNEL_PYTHONS[0].values[0], tmp_path, monkeypatch, approval
     )
@@ -291,6 +294,9 @@ def test_how_the_tools_work_shows_what_its_text_says(
     assert '**to_fahrenheit** `{"celsius": 27}` · done' in function
     assert "27 °C is 80.6 °F, by your `to_fahrenheit`." in function
     refused = printed(nb, next(c.source for c in nb.cells if c.source.startswith("import json")))
+    # the student's kernel keeps its own log (ipykernel's warning about TCP) out of the cell
+    assert refused.startswith("student.ipynb: metadata.agent_magics = ")
+    assert "[IPKernelApp]" not in refused and "WARNING" not in refused
     assert (
         "AgentTurnFailed: The teacher's policy (this notebook's metadata) "
         "allows approval up to on-request and sandbox up to workspace-write; this cell asks "
