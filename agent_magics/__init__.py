@@ -93,14 +93,14 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext agent_magics``: register ``%%agent`` and ``%agent``."""
-    from agent_magics.magics import load
+    from agent_magics.extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: object) -> None:
     """``%unload_ext agent_magics``: stop running turns and remove the magics."""
-    from agent_magics.magics import unload
+    from agent_magics.extension import unload
 
     unload(ipython)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import os
 import re
 import sys
@@ -24,7 +23,6 @@ from traitlets import Bool, Enum, List, Unicode
 
 from agent_magics.errors import UserError
 from agent_magics.kernel.cell_log import CellLog
-from agent_magics.kernel.earlier_cells import record_earlier_cells
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
 
@@ -365,38 +363,3 @@ class AgentMagics(Magics):
             return self.policy.bind(config)
         except PolicyRefused:  # shown as it is: %agent status says the policy beside it
             return config
-
-
-_LOADED: dict[int, AgentMagics] = {}
-
-
-def load(ip: Any) -> AgentMagics:
-    """Register the magics and the cell transformer on ``ip`` (``%load_ext``)."""
-    if id(ip) in _LOADED:
-        return _LOADED[id(ip)]
-    magics = _LOADED[id(ip)] = AgentMagics(ip)
-    ip.register_magics(magics)
-    ip.input_transformers_cleanup.append(magics.transform)
-    record_earlier_cells(magics.cell_log)  # the cells run before %load_ext, for the first turn
-    magics.cell_log.register()
-    atexit.register(magics.kill_processes)  # the kernel is shutting down
-    return magics
-
-
-def unload(ip: Any) -> None:
-    """Stop the turns, kill their processes and remove the magics (``%unload_ext``)."""
-    magics = _LOADED.pop(id(ip), None)
-    if magics is None:
-        return
-    if "agent" in magics.__dict__:
-        magics.agent.shutdown()
-    magics.cell_log.unregister()
-    atexit.unregister(magics.kill_processes)
-    if magics.transform in ip.input_transformers_cleanup:
-        ip.input_transformers_cleanup.remove(magics.transform)
-    manager = ip.magics_manager
-    for kind, name in (("line", "agent"), ("cell", "agent")):
-        manager.magics[kind].pop(name, None)
-    manager.registry.pop(type(magics).__name__, None)
-    if magics in getattr(ip, "configurables", []):
-        ip.configurables.remove(magics)
