@@ -29,7 +29,10 @@ from agent_magics.events import (
     ToolCallProposed,
     TurnDiff,
 )
-from agent_magics.terminal_text import (
+from agent_magics.termsafe import terminal_safe
+from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
+from agent_magics.tools.shadowing import planted_warning
+from agent_magics.transcript.terminal import (
     BOLD,
     DIM,
     GREEN,
@@ -48,9 +51,6 @@ from agent_magics.terminal_text import (
     span,
     trim_lines,
 )
-from agent_magics.termsafe import terminal_safe
-from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
-from agent_magics.tools.shadowing import planted_warning
 from agent_magics.visible import visible
 
 QUESTION_FALLBACK = "Allow this call?"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agent_magics.console import answer, question
-from agent_magics.terminal_text import Style
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.transcript.terminal import Style
 
 EXEC = ApprovalRequest("c", "exec_command", "exec", Path("."), command=("rm", "-r", "build"))
 MCP = ApprovalRequest(

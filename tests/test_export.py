@@ -16,11 +16,11 @@ import nbformat
 import pytest
 
 from agent_magics.store.export import live_document, write_document
-from agent_magics.store.export_doc import fold
-from agent_magics.store.export_html import to_html
-from agent_magics.store.export_ipynb import to_notebook
-from agent_magics.store.export_text import MAX_IMAGE_BYTES, MAX_OUTPUT_LINES, to_markdown
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
+from agent_magics.transcript.export_html import to_html
+from agent_magics.transcript.export_md import MAX_IMAGE_BYTES, MAX_OUTPUT_LINES, to_markdown
+from agent_magics.transcript.ipynb import to_notebook
+from agent_magics.transcript.saved import fold
 
 API_KEY = "sk-export-test-key-0123456789"
 TOKEN = "tok-export-deploy-abcdefghij"

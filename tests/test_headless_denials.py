@@ -14,10 +14,10 @@ from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.exec.format import create_process_failed
-from agent_magics.tools.exec.guard import EXEC_REJECTED
+from agent_magics.tools.runtimes.shell import EXEC_REJECTED
+from agent_magics.transcript.denials import NOT_RUN
 from agent_magics.ui.approver import HEADLESS_NOTES
-from agent_magics.ui.denials import NOT_RUN
-from tests.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
+from tests.helpers.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,6 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_magics.history_text import EMPTY, history_text
 from agent_magics.magics import AgentMagics
 from agent_magics.testing import (
     ScriptedResponsesServer,
@@ -23,6 +22,7 @@ from agent_magics.testing import (
     function_call,
     message,
 )
+from agent_magics.transcript.history import EMPTY, history_text
 
 OPTS = "-a never -s danger-full-access -c allow_login_shell=false"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"

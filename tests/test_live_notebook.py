@@ -44,10 +44,10 @@ from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.notebook_doc import LIVE_NOTE, SESSION_ENV
 from agent_magics.tools.registry import ToolHandler
-from agent_magics.ui.markdown import tool_markdown
-from agent_magics.ui.render import COPY_SCRIPT, PRE_STYLE, arguments_html
-from agent_magics.ui.state import ToolBlock
-from tests.browser import free_port, stop_server
+from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE, arguments_html
+from agent_magics.transcript.markdown import tool_markdown
+from agent_magics.transcript.model import ToolBlock
+from tests.helpers.browser import free_port, stop_server
 
 v4: Any = nbformat.v4
 nbf: Any = nbformat

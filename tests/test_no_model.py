@@ -15,9 +15,9 @@ from agent_magics.events import TurnFailed, Usage
 from agent_magics.providers import NO_MODEL
 from agent_magics.recordings import DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
-from agent_magics.ui.markdown import transcript_markdown
-from agent_magics.ui.state import Transcript
-from tests.sandbox_helpers import LINUX_MECHANISMS, require_mechanism, use_mechanism
+from agent_magics.transcript.markdown import transcript_markdown
+from agent_magics.transcript.model import Transcript
+from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism, use_mechanism
 
 
 @pytest.fixture

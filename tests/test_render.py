@@ -30,8 +30,10 @@ from agent_magics.events import (
     Usage,
 )
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.ui import card_text, info, markdown, render
-from agent_magics.ui.state import NoticeBlock, ToolBlock, Transcript, output_parts
+from agent_magics.transcript import calls, card_text, markdown
+from agent_magics.transcript import html as render
+from agent_magics.transcript.model import NoticeBlock, ToolBlock, Transcript, output_parts
+from agent_magics.ui import info
 from agent_magics.ui.throttle import Throttle
 
 PATCH = (
@@ -103,7 +105,7 @@ def args(**kw: object) -> str:
     ],
 )
 def test_call_summary(tool: str, arguments: str, kind: str, expected: str) -> None:
-    assert render.call_summary(tool, arguments, kind) == expected
+    assert calls.call_summary(tool, arguments, kind) == expected
 
 
 def test_diff_is_coloured_line_by_line() -> None:
@@ -153,7 +155,7 @@ def test_arguments_html(block: ToolBlock, expected: str) -> None:
 def decided(decision: ReviewDecision, *, remembered: bool = False, policy: bool = False) -> str:
     block = ToolBlock("c", "exec_command", args(cmd="ls"), decision=decision)
     block.remembered, block.decided_by_policy = remembered, policy
-    return render.decision_text(block)
+    return calls.decision_text(block)
 
 
 def test_decision_texts() -> None:
@@ -280,28 +282,28 @@ def test_question_names_the_rule_the_reason_and_the_sandbox_retry() -> None:
     ],
 )
 def test_shown_output(tool: str, output: str, expected: tuple[str, int | None]) -> None:
-    assert render.shown_output(ToolBlock("c", tool, "{}", output=output)) == expected
+    assert calls.shown_output(ToolBlock("c", tool, "{}", output=output)) == expected
 
 
 def test_deeply_nested_arguments_show_as_text() -> None:
-    assert render.parse_arguments(DEEP_JSON) is None
+    assert calls.parse_arguments(DEEP_JSON) is None
 
 
 def test_live_output_shows_while_running() -> None:
     block = ToolBlock("c", "exec_command", "{}", live_output="partial")
-    assert render.shown_output(block) == ("partial", None)
+    assert calls.shown_output(block) == ("partial", None)
 
 
 def test_output_titles() -> None:
-    assert render.output_title("") == "Output (empty)"
-    assert render.output_title("a") == "Output (1 line)"
-    assert render.output_title("a\nb", 0) == "Output (2 lines, exit code 0)"
+    assert calls.output_title("") == "Output (empty)"
+    assert calls.output_title("a") == "Output (1 line)"
+    assert calls.output_title("a\nb", 0) == "Output (2 lines, exit code 0)"
 
 
 def test_long_output_keeps_head_and_tail() -> None:
     text = "\n".join(f"l{i}" for i in range(10))
-    assert render.clip_output(text, max_lines=4) == "l0\nl1\n… 6 more lines …\nl8\nl9"
-    assert render.clip_output("abcdefghij", max_chars=4) == "ab\n… 6 more characters …\nij"
+    assert calls.clip_output(text, max_lines=4) == "l0\nl1\n… 6 more lines …\nl8\nl9"
+    assert calls.clip_output("abcdefghij", max_chars=4) == "ab\n… 6 more characters …\nij"
     assert render.output_html("<a>") == f"{PRE}&lt;a&gt;</pre>"
 
 
@@ -338,7 +340,7 @@ def test_plan_checklist_markdown() -> None:
     ],
 )
 def test_usage_line(usage: Usage, expected: str) -> None:
-    assert render.usage_text(usage) == expected
+    assert calls.usage_text(usage) == expected
 
 
 def test_fences_outgrow_the_backticks_inside() -> None:
@@ -412,7 +414,7 @@ def test_an_interrupt_closes_open_cards() -> None:
     ]:
         t.apply(e)
     assert t.tools[0].status == "aborted"
-    assert render.turn_status_text(t) == "Turn interrupted."
+    assert calls.turn_status_text(t) == "Turn interrupted."
     assert markdown.transcript_markdown(t).endswith("**Turn interrupted.**")
 
 

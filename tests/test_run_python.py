@@ -44,9 +44,10 @@ from agent_magics.tools.context import (
     TurnContext,
 )
 from agent_magics.tools.policy import KERNEL_READ_ONLY, PYTHON_IN_KERNEL
-from agent_magics.ui.markdown import tool_markdown
-from agent_magics.ui.render import PRE_STYLE, arguments_html, call_summary, python_html
-from agent_magics.ui.state import ToolBlock
+from agent_magics.transcript.calls import call_summary
+from agent_magics.transcript.html import PRE_STYLE, arguments_html, python_html
+from agent_magics.transcript.markdown import tool_markdown
+from agent_magics.transcript.model import ToolBlock
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from agent_magics.tools.shadowing import (
     shadowed_module,
     shadowing,
 )
-from agent_magics.ui.state import NoticeBlock, Transcript
+from agent_magics.transcript.model import NoticeBlock, Transcript
 
 WS = Path("/project")  # a pure function of paths: the folder need not exist
 NAMES = frozenset({"pathlib", "json", "types", "numpy", "ipykernel_launcher", "sitecustomize"})

@@ -24,15 +24,15 @@ from agent_magics.events import (
 )
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from agent_magics.tools.approval import ApprovalRequest
-from agent_magics.ui.headless import StaticTranscript
-from agent_magics.ui.render import COPY_SCRIPT, PRE_STYLE
-from agent_magics.ui.state import Transcript
-from agent_magics.ui.static_html import (
+from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE
+from agent_magics.transcript.model import Transcript
+from agent_magics.transcript.static_html import (
     IMAGE_BUDGET_BYTES,
     TranscriptDocument,
     answer_html,
     transcript_html,
 )
+from agent_magics.ui.headless import StaticTranscript
 from agent_magics.ui.widgets import TranscriptView
 
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"

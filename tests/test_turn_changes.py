@@ -21,9 +21,9 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from agent_magics.ui.markdown import transcript_markdown
-from agent_magics.ui.state import DiffBlock, Transcript
-from agent_magics.ui.turn_diff import turn_diff_html
+from agent_magics.transcript.markdown import transcript_markdown
+from agent_magics.transcript.model import DiffBlock, Transcript
+from agent_magics.transcript.turn_diff import turn_diff_html
 
 KEY = "sk-turn-diff-secret-123456789"
 PATCH = """\

@@ -15,17 +15,18 @@ import pytest
 
 from agent_magics.console import TerminalConsole, question
 from agent_magics.events import FileDiff, ToolCallProposed
-from agent_magics.history_text import history_text
-from agent_magics.store.export_doc import fold
-from agent_magics.store.export_html import to_html
-from agent_magics.store.export_ipynb import to_notebook
-from agent_magics.store.export_text import to_markdown
-from agent_magics.terminal_text import Style
 from agent_magics.testing import custom_tool_call, function_call
 from agent_magics.tools.approval import ApprovalRequest
-from agent_magics.ui import card_text, markdown, render, static_html
-from agent_magics.ui.state import ToolBlock, Transcript
-from agent_magics.ui.turn_diff import turn_diff_html, turn_diff_markdown
+from agent_magics.transcript import card_text, markdown, static_html
+from agent_magics.transcript import html as render
+from agent_magics.transcript.export_html import to_html
+from agent_magics.transcript.export_md import to_markdown
+from agent_magics.transcript.history import history_text
+from agent_magics.transcript.ipynb import to_notebook
+from agent_magics.transcript.model import ToolBlock, Transcript
+from agent_magics.transcript.saved import fold
+from agent_magics.transcript.terminal import Style
+from agent_magics.transcript.turn_diff import turn_diff_html, turn_diff_markdown
 from agent_magics.visible import hidden, visible
 
 ESCAPED = re.compile(r"\\x([0-9a-f]{2})|<U\+([0-9A-F]{4,6})>")

@@ -19,10 +19,11 @@ from agent_magics import Session, SessionConfig
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.tools.exec import manager_for
-from agent_magics.ui import card_text, render
+from agent_magics.transcript import card_text
+from agent_magics.transcript import html as render
+from agent_magics.transcript.model import TextBlock, ToolBlock
 from agent_magics.ui.approver import WidgetApprover, headless_approver
 from agent_magics.ui.runner import turn_outcome
-from agent_magics.ui.state import TextBlock, ToolBlock
 from agent_magics.ui.throttle import loop_scheduler
 from agent_magics.ui.widgets import TextView, ToolCard, TranscriptView, image_widget
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from agent_magics.config import SessionConfig
 from agent_magics.errors import UserError
-from agent_magics.store.export_doc import SessionDoc, fold, text_of
 from agent_magics.store.log import SUFFIX, read_session
+from agent_magics.transcript.document import SessionDoc
+from agent_magics.transcript.saved import fold, history_records
 
 if TYPE_CHECKING:
     from agent_magics.session import Session
@@ -38,14 +39,14 @@ USAGE = "usage: export [ID|last] PATH [--force]  (PATH ends in .ipynb, .md or .h
 def render(doc: SessionDoc, suffix: str) -> str:
     """The document in the format its suffix names."""
     if suffix == ".ipynb":
-        from agent_magics.store.export_ipynb import notebook_text
+        from agent_magics.transcript.ipynb import notebook_text
 
         return notebook_text(doc)
     if suffix == ".md":
-        from agent_magics.store.export_text import to_markdown
+        from agent_magics.transcript.export_md import to_markdown
 
         return to_markdown(doc)
-    from agent_magics.store.export_html import to_html
+    from agent_magics.transcript.export_html import to_html
 
     return to_html(doc)
 
@@ -105,29 +106,6 @@ def live_document(
     doc = fold({**meta, "id": session_id}, history_records(history), redact=redact)
     doc.note = HISTORY_ONLY_NOTE
     return doc
-
-
-def history_records(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Records for a session that was not written to disk, from its history alone (wire
-    JSON): each run of user messages starts a turn, whose prompt is the run's last
-    message. Decisions, statuses and usage are not in the history, so they stay unknown."""
-    items = list(items)
-    records: list[dict[str, Any]] = []
-    turn = 0
-    for i, item in enumerate(items):
-        if _is_user(item) and not (i > 0 and _is_user(items[i - 1])):
-            turn += 1
-            run = i
-            while run + 1 < len(items) and _is_user(items[run + 1]):
-                run += 1
-            prompt = text_of(items[run].get("content"))
-            records.append({"type": "turn_started", "turn": turn, "prompt": prompt})
-        records.append({"type": "item", "turn": turn, "item": dict(item)})
-    return records
-
-
-def _is_user(item: Mapping[str, Any]) -> bool:
-    return item.get("type") == "message" and item.get("role") == "user"
 
 
 def session_file(folder: Path | None, which: str) -> Path:

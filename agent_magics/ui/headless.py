@@ -14,10 +14,10 @@ from typing import Any
 
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.termsafe import terminal_safe
-from agent_magics.ui.figures import Figure, show_figures
-from agent_magics.ui.markdown import transcript_markdown
-from agent_magics.ui.state import NoticeBlock, Transcript
-from agent_magics.ui.static_html import TranscriptDocument, settle
+from agent_magics.transcript.figures import Figure, show_figures
+from agent_magics.transcript.markdown import transcript_markdown
+from agent_magics.transcript.model import NoticeBlock, Transcript
+from agent_magics.transcript.static_html import TranscriptDocument, settle
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 
 

@@ -10,7 +10,7 @@ from agent_magics.config import SessionConfig
 from agent_magics.errors import ConfigError
 from agent_magics.events import Usage
 from agent_magics.providers import resolve_provider
-from agent_magics.ui.render import one_line
+from agent_magics.transcript.calls import one_line
 
 
 def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> str:

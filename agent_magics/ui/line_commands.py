@@ -12,10 +12,10 @@ from IPython.core.error import UsageError
 
 from agent_magics.errors import UserError
 from agent_magics.events import Usage
-from agent_magics.history_text import history_text
 from agent_magics.kernel.functions import functions_text, tool_command
 from agent_magics.session import Session
 from agent_magics.teaching.bounds import summary
+from agent_magics.transcript.history import history_text
 from agent_magics.ui import info, mcp_command
 from agent_magics.ui.runner import can_block
 

@@ -12,7 +12,7 @@ from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder, record_session
 from agent_magics.store.resume import LAST, Resume, continue_in, load_resume
-from agent_magics.ui.render import one_line
+from agent_magics.transcript.calls import one_line
 
 if TYPE_CHECKING:
     from agent_magics.session import Session

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import display
 
 from agent_magics.console import stderr_is_tty, stdin_approver
-from agent_magics.terminal_text import Style
+from agent_magics.transcript.terminal import Style
 from agent_magics.ui.approver import HEADLESS_NOTES, headless_approver
 from agent_magics.ui.headless import Markdown, StaticTranscript
 from agent_magics.ui.throttle import loop_scheduler

@@ -19,7 +19,7 @@ from IPython.display import display
 from agent_magics.store.undo import UndoPlan, plan_undo, undo_last_turn
 from agent_magics.tools.cell_undo import REVERTED_CELLS, cells_outcome, revert_cells
 from agent_magics.tools.notebook_doc import LiveUnavailable
-from agent_magics.ui.render import esc
+from agent_magics.transcript.html import esc
 
 if TYPE_CHECKING:
     from agent_magics.store.changes import TurnChanges

@@ -1,4 +1,4 @@
-"""The live transcript: ipywidgets that mirror :class:`~agent_magics.ui.state.Transcript`.
+"""The live transcript: ipywidgets that mirror :class:`~agent_magics.transcript.model.Transcript`.
 
 Every change reaches the browser as widget state (trait updates over comms), never as
 ``print``/``display`` from the running turn, so it lands in the right cell whatever
@@ -19,13 +19,21 @@ import ipywidgets as W
 
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.tools.approval import ReviewDecision
-from agent_magics.ui import card_text, render
-from agent_magics.ui.denials import denial_note, denied_block
-from agent_magics.ui.figures import Figure, show_figures
-from agent_magics.ui.state import Block, DiffBlock, NoticeBlock, TextBlock, ToolBlock, Transcript
-from agent_magics.ui.static_html import TranscriptDocument, settle
+from agent_magics.transcript import calls, card_text
+from agent_magics.transcript import html as render
+from agent_magics.transcript.denials import denial_note, denied_block
+from agent_magics.transcript.figures import Figure, show_figures
+from agent_magics.transcript.model import (
+    Block,
+    DiffBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+)
+from agent_magics.transcript.static_html import TranscriptDocument, settle
+from agent_magics.transcript.turn_diff import turn_diff_html
 from agent_magics.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
-from agent_magics.ui.turn_diff import turn_diff_html
 
 Decide = Callable[[str, ReviewDecision], None]
 Stop = Callable[[str], object]  # stop the running call with this id
@@ -209,11 +217,11 @@ class ToolCard:
             return  # a running command's latest lines show above, in ``live``
         if denied_block(block):
             return  # the model's answer only says it was rejected: the decision says more
-        text, code = render.shown_output(block)
+        text, code = calls.shown_output(block)
         if not (text or code is not None):
             return
         self.output.layout.display = None
-        self.output.set_title(0, render.output_title(text, code))
+        self.output.set_title(0, calls.output_title(text, code))
         self.output_body.value = render.output_html(text)
         if not self._opened and card_text.output_opens(block, code):
             self._opened = True  # once: a person may close it again
@@ -393,7 +401,7 @@ class TranscriptView:
         usage = self.state.usage
         done = self.state.status in ("done", "failed", "aborted")
         self.footer.value = (
-            f'<span style="color:#6e7781">{render.usage_text(usage)}</span>'
+            f'<span style="color:#6e7781">{calls.usage_text(usage)}</span>'
             if usage is not None and done
             else ""
         )

@@ -16,8 +16,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
-from agent_magics.store.export_text import (
+from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.transcript.export_md import (
     ImageBudget,
     call_facts,
     clip,

@@ -38,9 +38,9 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.terminal_text import command_result
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.tools.shadowing import planted_warning
+from agent_magics.transcript.terminal import command_result
 
 ToolStatus = Literal[
     "queued", "running", "waiting", "done", "failed", "denied", "aborted", "stopped"

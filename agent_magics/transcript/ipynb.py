@@ -15,8 +15,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
-from agent_magics.store.export_text import (
+from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.transcript.export_md import (
     ImageBudget,
     call_line,
     clip,

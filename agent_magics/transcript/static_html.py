@@ -4,7 +4,7 @@ The live cards are widgets: a saved notebook opened without their kernel (a relo
 a restart, GitHub, nbviewer, nbconvert) can only say "model not found", and JupyterLab's
 widget renderer does not fall back to the bundle's other types. So when a turn ends, its
 cell's display is replaced by :class:`TranscriptDocument`: this HTML beside the markdown
-of :mod:`.markdown`. Pure functions over :class:`~agent_magics.ui.state.Transcript`,
+of :mod:`.markdown`. Pure functions over :class:`~agent_magics.transcript.model.Transcript`,
 built from the pieces of :mod:`.render` so it reads like the cards. Inline styles only,
 no script: sanitizers (JupyterLab's for untrusted notebooks, GitHub's) keep inline
 styles and ``<details>``, and everything the model or a tool wrote is escaped.
@@ -20,13 +20,14 @@ from markdown_it import MarkdownIt
 
 from agent_magics.events import TurnAbortedEvent
 from agent_magics.termsafe import terminal_safe
-from agent_magics.ui import render
-from agent_magics.ui.card_text import decision_html, note_html, output_opens, took_html
-from agent_magics.ui.denials import denial_summary, denied_block, note_for
-from agent_magics.ui.figures import figure_words
-from agent_magics.ui.markdown import transcript_markdown
-from agent_magics.ui.render import PRE_STYLE, esc
-from agent_magics.ui.state import (
+from agent_magics.transcript import calls
+from agent_magics.transcript import html as render
+from agent_magics.transcript.card_text import decision_html, note_html, output_opens, took_html
+from agent_magics.transcript.denials import denial_summary, denied_block, note_for
+from agent_magics.transcript.figures import figure_words
+from agent_magics.transcript.html import PRE_STYLE, esc
+from agent_magics.transcript.markdown import transcript_markdown
+from agent_magics.transcript.model import (
     OPEN_STATUSES,
     DiffBlock,
     NoticeBlock,
@@ -34,7 +35,7 @@ from agent_magics.ui.state import (
     ToolBlock,
     Transcript,
 )
-from agent_magics.ui.turn_diff import turn_diff_html
+from agent_magics.transcript.turn_diff import turn_diff_html
 
 IMAGE_BUDGET_BYTES = 1_000_000
 """Characters of image data URLs one transcript embeds; later images become a note."""
@@ -68,7 +69,7 @@ def arguments_html(block: ToolBlock) -> str:
     after the turn, from this copy. The button's click is our own fixed code (the cell's
     text is escaped); where a page runs no inline handlers (GitHub, an untrusted
     notebook), the text stays selectable."""
-    cell = render.notebook_edit(block.tool_name, block.arguments, block.cell_place)
+    cell = calls.notebook_edit(block.tool_name, block.arguments, block.cell_place)
     if cell is not None:
         where, _kind, source = cell
         return render.proposed_cell_html(where, source)
@@ -106,11 +107,11 @@ class ImageBudget:
 def output_html(block: ToolBlock) -> str:
     """The output, collapsed (a person opens it when they want it), open when the call
     failed, as on the card."""
-    text, code = render.shown_output(block)
+    text, code = calls.shown_output(block)
     if not (text or code is not None) or block.tool_name == "update_plan":
         return ""
-    title = render.output_title(text, code)
-    body = f'<pre style="{PRE_STYLE}">{esc(render.clip_output(text))}</pre>'
+    title = calls.output_title(text, code)
+    body = f'<pre style="{PRE_STYLE}">{esc(calls.clip_output(text))}</pre>'
     details = "<details open>" if output_opens(block, code) else "<details>"
     return f"{details}<summary>{title}</summary>{body}</details>"
 
@@ -153,7 +154,7 @@ def transcript_html(
     if (denied := denial_summary(t)) and t.status not in ("running", "waiting"):
         parts.append(f'<div style="{MUTED}">{esc(denied)}</div>')
     if t.usage is not None:
-        parts.append(f'<div style="{MUTED}">{esc(render.usage_text(t.usage))}</div>')
+        parts.append(f'<div style="{MUTED}">{esc(calls.usage_text(t.usage))}</div>')
     body = "".join(parts)
     return f'<div class="agent-magics-transcript" style="{ROOT_STYLE}">{body}</div>'
 

@@ -1,7 +1,7 @@
 """A conversation as a person reads it: what ``%agent history`` prints.
 
-The history is read the way the exports read it (:func:`~agent_magics.store.export_doc.fold`
-over :func:`~agent_magics.store.export.history_records`): one reading of an item, shown
+The history is read the way the exports read it (:func:`~agent_magics.transcript.saved.fold`
+over :func:`~agent_magics.transcript.saved.history_records`): one reading of an item, shown
 here as plain text. Each turn starts with the prompt; what was sent beside it (the
 environment, project instructions, the notebook's cells) is named in one line each;
 then the model's answers and every tool call, with what it ran and a trimmed output
@@ -17,9 +17,9 @@ from typing import Any
 from xml.sax.saxutils import unescape
 
 from agent_magics.instructions import ENVIRONMENT_OPEN, told_environment
-from agent_magics.store.export import history_records
-from agent_magics.store.export_doc import Call, Other, Text, TurnDoc, fold
-from agent_magics.store.export_text import clip, one_line, summary
+from agent_magics.transcript.document import Call, Other, Text, TurnDoc
+from agent_magics.transcript.export_md import clip, one_line, summary
+from agent_magics.transcript.saved import fold, history_records
 
 OUTPUT_LINES = 6
 """Lines of a tool output shown: the first and the last half of them."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from agent_magics.events import FileDiff
-from agent_magics.ui.render import diff_html, esc
+from agent_magics.transcript.html import diff_html, esc
 from agent_magics.visible import visible
 
 STATUS_COLORS = {"added": "#1a7f37", "modified": "#9a6700", "deleted": "#cf222e"}

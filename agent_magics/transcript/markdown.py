@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from agent_magics.events import PlanUpdated
 from agent_magics.markdown_text import fence, inline_code
-from agent_magics.terminal_text import call_workdir
-from agent_magics.ui.card_text import took_text
-from agent_magics.ui.denials import denial_summary, denied_block, note_for
-from agent_magics.ui.figures import figure_words
-from agent_magics.ui.render import (
+from agent_magics.transcript.calls import (
     STATUS_LABELS,
     call_summary,
     clip_output,
@@ -27,8 +23,12 @@ from agent_magics.ui.render import (
     turn_status_text,
     usage_text,
 )
-from agent_magics.ui.state import DiffBlock, TextBlock, ToolBlock, Transcript
-from agent_magics.ui.turn_diff import turn_diff_markdown
+from agent_magics.transcript.card_text import took_text
+from agent_magics.transcript.denials import denial_summary, denied_block, note_for
+from agent_magics.transcript.figures import figure_words
+from agent_magics.transcript.model import DiffBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.terminal import call_workdir
+from agent_magics.transcript.turn_diff import turn_diff_markdown
 from agent_magics.visible import visible
 
 

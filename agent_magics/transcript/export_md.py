@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from agent_magics.markdown_text import fence, inline_code
-from agent_magics.store.export_doc import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc
 from agent_magics.visible import visible
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves

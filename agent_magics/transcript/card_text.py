@@ -2,16 +2,17 @@
 decision once it is answered, how long the call ran and waited, a running command's latest
 output, and whether the output opens by itself.
 
-Pure functions over :class:`~agent_magics.ui.state.ToolBlock`, shared by the live cards
+Pure functions over :class:`~agent_magics.transcript.model.ToolBlock`, shared by the live cards
 (:mod:`.widgets`) and the static transcript (:mod:`.static_html`), so both say the same.
 """
 
 from __future__ import annotations
 
-from agent_magics.terminal_text import run_and_wait
 from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.ui.render import COMMAND_TOOLS, PRE_STYLE, esc
-from agent_magics.ui.state import ToolBlock
+from agent_magics.transcript.calls import COMMAND_TOOLS
+from agent_magics.transcript.html import PRE_STYLE, esc
+from agent_magics.transcript.model import ToolBlock
+from agent_magics.transcript.terminal import run_and_wait
 from agent_magics.visible import visible
 
 STOPPABLE_TOOLS = (*COMMAND_TOOLS, "write_stdin")  # a running card of these has Stop
