@@ -1,18 +1,16 @@
-"""The process's shared HTTP clients: one per loop and server, TLS set up only for https."""
+"""The process's shared HTTP client: one per loop for every server, TLS set up once."""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent_magics.config import SessionConfig
 from agent_magics.models.pool import shared_client, tls_context
-from agent_magics.models.wire import HttpClient
 from agent_magics.session import Session
 from agent_magics.testing import ScriptedResponsesServer, message
 
@@ -51,7 +49,7 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
     """A session closing leaves the shared client to the next session; the loop's
     shutdown closes it."""
     script = [[message("one")], [message("two")]]
-    seen: list[HttpClient] = []
+    seen: list[httpx.AsyncClient] = []
 
     async def two_sessions(base_url: str) -> None:
         for expected in ("one", "two"):
@@ -60,7 +58,7 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
                 assert (await session.run_turn("hi")).final_text == expected
             finally:
                 await session.aclose()
-            seen.append(await shared_client(base_url, session.config.stream_idle_timeout_s))
+            seen.append(await shared_client())
         assert not seen[0].is_closed
 
     with ScriptedResponsesServer(script) as server:
@@ -70,56 +68,25 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
     assert seen[0].is_closed
 
 
-def test_a_loop_gets_its_own_client(tmp_path: Path) -> None:
-    async def client() -> HttpClient:
-        return await shared_client("http://127.0.0.1:9/v1", 300.0)
-
-    first, second = asyncio.run(client()), asyncio.run(client())
+def test_a_loop_gets_its_own_client() -> None:
+    first, second = asyncio.run(shared_client()), asyncio.run(shared_client())
     assert first is not second and first.is_closed and second.is_closed
 
 
-def test_a_turn_over_http_loads_no_certificates_and_no_httpx(tmp_path: Path) -> None:
-    """In a fresh process, a whole turn against an http:// server loads no CA bundle, and
-    neither httpx nor anyio (h11 over asyncio speaks plain HTTP)."""
-    code = (
-        "import asyncio, ssl, sys\n"
-        "loads = []\n"
-        "def counting(real):\n"
-        "    def load(self, *args, **kwargs):\n"
-        "        loads.append(args or kwargs)\n"
-        "        return real(self, *args, **kwargs)\n"
-        "    return load\n"
-        "for name in ('load_verify_locations', 'load_default_certs'):\n"
-        "    setattr(ssl.SSLContext, name, counting(getattr(ssl.SSLContext, name)))\n"
-        "from pathlib import Path\n"
-        "from agent_magics.config import SessionConfig\n"
-        "from agent_magics.session import Session\n"
-        "from agent_magics.testing import ScriptedResponsesServer, message\n"
-        "async def main(url):\n"
-        f"    s = Session(SessionConfig(model='m', base_url=url, cwd=Path({str(tmp_path)!r}),"
-        " api_key='k', shell_type='disabled'))\n"
-        "    print((await s.run_turn('hi')).final_text)\n"
-        "    await s.aclose()\n"
-        "with ScriptedResponsesServer([[message('fine')]]) as server:\n"
-        "    asyncio.run(main(server.base_url))\n"
-        "print(len(loads), *(m in sys.modules for m in ('httpx', 'httpcore', 'anyio')))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["fine", "0", "False", "False", "False"]
+def test_a_change_to_the_proxy_variables_gets_a_new_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """httpx reads the proxy variables when a client is built: one set after the first
+    turn is honoured by the next."""
 
+    async def clients() -> list[httpx.AsyncClient]:
+        before = await shared_client()
+        monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+        return [before, await shared_client(), await shared_client()]
 
-def test_https_and_proxied_servers_get_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def kinds() -> list[str]:
-        plain = await shared_client("http://127.0.0.1:9/v1", 300.0)
-        tls = await shared_client("https://127.0.0.1:9/v1", 300.0)
-        monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
-        proxied = await shared_client("http://127.0.0.2:9/v1", 300.0)
-        return [type(c).__name__ for c in (plain, tls, proxied)]
-
-    monkeypatch.delenv("HTTP_PROXY", raising=False)
-    monkeypatch.delenv("ALL_PROXY", raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
-    assert asyncio.run(kinds()) == ["PlainClient", "HttpxClient", "HttpxClient"]
+    monkeypatch.delenv("https_proxy", raising=False)
+    before, after, again = asyncio.run(clients())
+    assert before is not after and after is again
 
 
 def test_a_turn_goes_through_the_http_proxy_it_is_given(

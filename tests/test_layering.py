@@ -254,8 +254,6 @@ NOT_IN_A_COMMAND_TURN = [
     "agent_magics.tools.handlers.apply_patch",
     "agent_magics.store.resume",  # nothing is resumed
     "xml.sax.saxutils",  # with urllib.request, for escaping three characters
-    "httpx",  # a plain http:// server: h11 over asyncio (httpx with anyio: about 75 ms)
-    "anyio",
 ]
 
 
@@ -288,23 +286,3 @@ def test_a_command_turn_imports_only_what_it_uses(tmp_path: Path) -> None:
     loaded = set(modules.split())
     assert "agent_magics.tools.handlers.unified_exec" in loaded
     assert [m for m in NOT_IN_A_COMMAND_TURN if m in loaded] == []
-
-
-FIRST_CELL = """
-from IPython.core.interactiveshell import InteractiveShell
-from agent_magics.testing import ScriptedResponsesServer, message
-ip = InteractiveShell.instance()
-ip.run_line_magic("load_ext", "agent_magics")
-with ScriptedResponsesServer([[message("hello")]]) as server:
-    ip.run_cell(f"%%agent --base-url {server.base_url} -m m --block\\nsay hi")
-    assert len(server.requests) == 1
-"""
-
-
-def test_a_first_cell_against_a_local_server_loads_no_http_library() -> None:
-    """The first ``%%agent`` cell offers the notebook tools (whose live edits talk to the
-    Jupyter server through httpx) and talks to a plain http:// model server: httpx waits
-    for a notebook tool that needs it."""
-    loaded = _modules_after(FIRST_CELL)
-    assert "agent_magics.kernel.live_notebook" in loaded  # the notebook tools are offered
-    assert [m for m in ("httpx", "httpcore", "anyio") if m in loaded] == []

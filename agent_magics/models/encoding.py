@@ -1,5 +1,5 @@
 """A compressed answer the model server sent though it was asked not to, inflated
-within bounds, for both HTTP clients alike.
+within bounds (httpx would inflate it in a single piece as large as it grows).
 
 Every request asks for ``accept-encoding: identity``, so a server should not compress,
 but a server or a proxy may. Its body is inflated here, in pieces no larger than a
@@ -20,7 +20,7 @@ import re
 import zlib
 from collections.abc import AsyncIterator, Iterator
 
-from agent_magics.models.wire import DecodingError, Response
+import httpx
 
 PIECE_BYTES = 1 << 16  # the most one inflated piece holds: a network read's worth
 MAX_EXPANSION = 100
@@ -33,7 +33,16 @@ TOKEN = re.compile(r"[a-z0-9._+-]{1,32}")  # an encoding's name, quoted in a sen
 WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-async def body(response: Response) -> AsyncIterator[bytes]:
+class DecodingError(Exception):
+    """The body's ``content-encoding`` could not, or may not, be undone; ``detail`` is
+    the sentence."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+async def body(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body of ``response`` with its ``content-encoding`` undone, a bounded piece
     at a time; raises :class:`DecodingError` for what cannot or may not be inflated."""
     encodings = [

@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, Protocol
 
+import httpx
+
 from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.models.base import (
     ItemAdded,
@@ -30,19 +32,12 @@ from agent_magics.models.base import (
     ReasoningDelta,
     StreamFailed,
 )
+from agent_magics.models.encoding import DecodingError
 from agent_magics.models.encoding import body as decoded_body
-from agent_magics.models.pool import shared_client
+from agent_magics.models.pool import HeadTimeout, post
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
 from agent_magics.models.stream import Decoder, StreamReader
-from agent_magics.models.wire import (
-    DecodingError,
-    HeadTimeout,
-    ReadTimeout,
-    Response,
-    ServerFault,
-    TransportError,
-)
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 DRAIN_S = 0.1  # how long the end of a body is awaited after [DONE] (as the openai package)
@@ -57,8 +52,8 @@ class Recorder(Protocol):
 
 
 class SseClient:
-    """Posts through the process's shared client for the server
-    (:mod:`agent_magics.models.pool`); subclasses say where to POST and how to read."""
+    """Posts through the process's shared client (:mod:`agent_magics.models.pool`);
+    subclasses say where to POST and how to read."""
 
     endpoint: ClassVar[str] = ""
     provider: ClassVar[str] = ""
@@ -108,13 +103,15 @@ class SseClient:
         url = f"{self.base_url}/{self.endpoint}"
         body = self.body(request)
         payload = json.dumps(body).encode()
-        http = await shared_client(self.base_url, self.stream_idle_timeout_s)
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with http.stream(
-                    "POST", url, content=payload, headers=self._headers()
+                async with post(
+                    url,
+                    content=payload,
+                    headers=self._headers(),
+                    idle_timeout_s=self.stream_idle_timeout_s,
                 ) as response:
                     if response.status_code >= 400:
                         delay = self._retry_delay(response, attempt)
@@ -129,23 +126,20 @@ class SseClient:
                     if self.recorder is not None and tape is not None:
                         self.recorder.add(body, tape)
                     return
-            except TransportError as exc:
-                if isinstance(exc, HeadTimeout):
-                    raise StreamFailed(
-                        f"the model server sent {exc.detail}", retryable=True
-                    ) from None
-                if isinstance(exc, ReadTimeout):
-                    raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
+            except HeadTimeout as exc:
+                raise StreamFailed(f"the model server sent {exc.detail}", retryable=True) from None
+            except httpx.ReadTimeout:
+                raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
+            except httpx.TransportError as exc:
+                kind = type(exc).__name__  # its text may quote a header: the key's, say
                 if attempt > self.request_max_retries:
-                    raise ConnectionFailed(self.redact(self._unreachable(exc))) from None
-                await self._sleep(attempt, backoff(attempt), exc.kind)
+                    raise ConnectionFailed(self.redact(self._unreachable(kind))) from None
+                await self._sleep(attempt, backoff(attempt), kind)
 
-    def _unreachable(self, exc: TransportError) -> str:
-        if isinstance(exc, ServerFault):
-            return f"The model server at {self.base_url} {exc.detail}."
+    def _unreachable(self, kind: str) -> str:
         return (
             f"Could not reach the model server at {self.base_url} "
-            f"({exc.kind}); check --base-url and that the server runs."
+            f"({kind}); check --base-url and that the server runs."
         )
 
     async def _sleep(self, attempt: int, delay: float, reason: str) -> None:
@@ -153,7 +147,7 @@ class SseClient:
             self.on_retry(attempt, delay, reason)
         await asyncio.sleep(delay)
 
-    def _retry_delay(self, response: Response, attempt: int) -> float | None:
+    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
         status = response.status_code
         if attempt > self.request_max_retries:
             return None
@@ -164,7 +158,9 @@ class SseClient:
             return hinted if hinted <= MAX_SERVER_DELAY_S else None
         return backoff(attempt)
 
-    def _status_error(self, response: Response, request: ModelRequest, detail: str) -> Exception:
+    def _status_error(
+        self, response: httpx.Response, request: ModelRequest, detail: str
+    ) -> Exception:
         status = response.status_code
         if status == 401:
             text = (
@@ -189,7 +185,7 @@ class SseClient:
         return ModelError(self.redact(text))
 
     async def _decode(
-        self, response: Response, decoder: Decoder, tape: list[Any] | None
+        self, response: httpx.Response, decoder: Decoder, tape: list[Any] | None
     ) -> AsyncIterator[ModelEvent]:
         """Events of one stream, read by :class:`StreamReader`. The idle timer, as in
         Codex, runs from the moment we wait for the next event."""
@@ -203,11 +199,11 @@ class SseClient:
                     chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 break
-            except (TimeoutError, ReadTimeout):
+            except (TimeoutError, httpx.ReadTimeout):
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
             except DecodingError as exc:
                 raise StreamFailed(self.redact(exc.detail), retryable=False) from None
-            except TransportError:
+            except httpx.TransportError:
                 raise StreamFailed(
                     "stream disconnected before completion", retryable=True
                 ) from None
@@ -261,11 +257,11 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
                 received += len(chunk)
                 if received > DRAIN_MAX_BYTES:
                     return
-    except (TimeoutError, TransportError):
+    except (TimeoutError, DecodingError, httpx.TransportError):
         return
 
 
-async def _head(response: Response) -> bytes:
+async def _head(response: httpx.Response) -> bytes:
     """The first :data:`MAX_ERROR_BODY_BYTES` of an error body; the rest is not read
     (the connection is closed instead of drained), nor what cannot be inflated."""
     parts: list[bytes] = []

@@ -1,21 +1,21 @@
-"""HTTP clients shared by every session of a process, one per event loop and server.
+"""The HTTP client every model server is spoken to through: one ``httpx.AsyncClient``
+per event loop, shared by the sessions of a process.
 
-A client is built lazily, at the first request on a loop, and kept for the later
-sessions that talk to the same server on that loop. A plain ``http://`` server with no
-proxy in between gets :class:`~agent_magics.models.wire.PlainClient` (h11 over asyncio:
-no httpx to import, no TLS). Every other gets an ``httpx.AsyncClient``
-(:mod:`agent_magics.models.httpx_client`), which honours the proxy variables: for
-``https://`` with one verified TLS context built once per process (building one loads
-certifi's CA bundle, 20-40 ms), for ``http://`` through an ``http://`` proxy with a
-context that loads no CA bundle (no TLS is spoken; a TLS connection it were asked for
-anyway would fail verification rather than pass unchecked).
+httpx's connections belong to the loop they were opened on, so a loop (the kernel's,
+or the one ``asyncio.run`` makes for ``agent-magics exec``) gets its own client at its
+first request, and keeps it for every later session and server, ``http://`` and
+``https://`` alike. The client verifies TLS with one context built once per process
+(building one loads certifi's CA bundle, 20-40 ms), and honours the proxy variables
+(``HTTPS_PROXY``, ``NO_PROXY``...) as they were when it was built: a change to them
+gets the loop a new client.
 
-Both wait for an answer's head at most the idle timeout from the start of the request
-(a server slow to begin an answer is given as long as one slow between two events),
-and read each byte at most that long after the last.
+Timeouts travel with each request (a session's idle timeout is its own), and
+:func:`post` also bounds the time from the start of a request to its answer's complete
+head by the idle timeout (:class:`HeadTimeout`): a per-read timeout alone would let a
+server that trickles a byte at a time, or sends interim ``1xx`` answers forever, hold a
+turn for good.
 
-A client belongs to the loop it was built on, and connections stay in its pool: the
-clients of a loop are closed when the loop shuts down (``asyncio.run`` and
+The clients of a loop are closed when the loop shuts down (``asyncio.run`` and
 ``loop.shutdown_asyncgens()`` close them, through a suspended async generator the loop
 knows about); a session closing leaves them to the others.
 """
@@ -23,24 +23,34 @@ knows about); a session closing leaves them to the others.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import ssl
 import weakref
 from collections.abc import AsyncIterator
-from urllib.parse import SplitResult, urlsplit
 
-from agent_magics.models.wire import HttpClient, PlainClient
+import httpx
 
 CONNECT_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 30.0
 POOL_TIMEOUT_S = 30.0
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
 
-_Key = tuple[str, float]  # scheme://host:port, idle timeout (the key travels per request)
+_ProxyKey = tuple[tuple[str, str], ...]  # the proxy variables a client was built under
+
+
+class HeadTimeout(Exception):
+    """The answer's status line and headers were not complete ``seconds`` after the
+    request began, however the server spent the time."""
+
+    def __init__(self, seconds: float) -> None:
+        self.detail = f"no complete response headers within {seconds:g} s"
+        super().__init__(self.detail)
 
 
 class _LoopClients:
     def __init__(self) -> None:
-        self.clients: dict[_Key, HttpClient] = {}
+        self.clients: dict[_ProxyKey, httpx.AsyncClient] = {}
         self.closer: AsyncIterator[None] | None = None
 
 
@@ -50,32 +60,27 @@ _BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
 _verified_context: ssl.SSLContext | None = None
 
 
-def _origin(url: SplitResult) -> str:
-    return f"{url.scheme}://{url.netloc}".lower()
-
-
-def _proxies(base_url: str) -> list[str]:
-    """The proxy variables' values that could apply to ``base_url`` (any case of
-    ``HTTP_PROXY``/``HTTPS_PROXY`` for its scheme, ``ALL_PROXY``); with any, httpx
-    decides, ``NO_PROXY`` included, as it always did."""
-    scheme = "https" if base_url.lower().startswith("https:") else "http"
-    names = (f"{scheme}_proxy", "all_proxy")
-    return [v for k, v in os.environ.items() if v and k.lower() in names]
+def verified_context() -> ssl.SSLContext:
+    """httpx's default context, verified against certifi's CA bundle, built once."""
+    global _verified_context
+    if _verified_context is None:
+        _verified_context = httpx.create_ssl_context()
+    return _verified_context
 
 
 def tls_context(base_url: str) -> ssl.SSLContext:
-    """The TLS context for a client of ``base_url``: verified against the CA bundle for
-    ``https://`` (and for ``http://`` through an ``https://`` proxy), built once; a
-    context with no CA loaded, which can verify nothing, for plain ``http://``."""
-    global _verified_context
+    """The TLS context for a client that speaks only to ``base_url``: the verified one,
+    or for plain ``http://`` (no proxy that could speak TLS) a context with no CA
+    loaded, which verifies hostnames and trusts no one."""
     plain = base_url.lower().startswith("http://")
-    if plain and not any(v.lower().startswith("https://") for v in _proxies(base_url)):
-        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames; trusts no CA
-    if _verified_context is None:
-        from agent_magics.models.httpx_client import verified_context
+    proxies = [v for k, v in os.environ.items() if k.lower() in PROXY_VARIABLES and v]
+    if plain and not any(v.lower().startswith("https://") for v in proxies):
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return verified_context()
 
-        _verified_context = verified_context()
-    return _verified_context
+
+def _proxy_key() -> _ProxyKey:
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.lower() in PROXY_VARIABLES))
 
 
 async def _close_at_shutdown(entry: _LoopClients) -> AsyncIterator[None]:
@@ -89,8 +94,8 @@ async def _close_at_shutdown(entry: _LoopClients) -> AsyncIterator[None]:
             await client.aclose()
 
 
-async def shared_client(base_url: str, idle_timeout_s: float) -> HttpClient:
-    """The running loop's client for ``base_url`` (its origin) and this idle timeout."""
+async def shared_client() -> httpx.AsyncClient:
+    """The running loop's client (built under the current proxy variables)."""
     loop = asyncio.get_running_loop()
     entry = _BY_LOOP.get(loop)
     if entry is None:
@@ -98,30 +103,30 @@ async def shared_client(base_url: str, idle_timeout_s: float) -> HttpClient:
     if entry.closer is None:
         entry.closer = _close_at_shutdown(entry)
         await entry.closer.__anext__()  # now the loop finalizes it at shutdown
-    url = urlsplit(base_url)
-    key = (_origin(url), idle_timeout_s)
+    key = _proxy_key()
     client = entry.clients.get(key)
     if client is None or client.is_closed:
-        client = entry.clients[key] = _client(base_url, url, idle_timeout_s)
+        client = entry.clients[key] = httpx.AsyncClient(verify=verified_context())
     return client
 
 
-def _client(base_url: str, url: SplitResult, idle_timeout_s: float) -> HttpClient:
-    if url.scheme.lower() == "http" and "@" not in url.netloc and not _proxies(base_url):
-        return PlainClient(
-            url,
-            connect_s=CONNECT_TIMEOUT_S,
-            read_s=idle_timeout_s,
-            write_s=WRITE_TIMEOUT_S,
-            head_s=idle_timeout_s,
-        )
-    from agent_magics.models.httpx_client import HttpxClient
-
-    return HttpxClient(
-        connect_s=CONNECT_TIMEOUT_S,
-        read_s=idle_timeout_s,
-        write_s=WRITE_TIMEOUT_S,
-        pool_s=POOL_TIMEOUT_S,
-        head_s=idle_timeout_s,
-        tls=tls_context(base_url),
+@contextlib.asynccontextmanager
+async def post(
+    url: str, *, content: bytes, headers: dict[str, str], idle_timeout_s: float
+) -> AsyncIterator[httpx.Response]:
+    """POST ``content`` and yield the answer, its body unread; each read waits at most
+    ``idle_timeout_s``, and so does the whole of the answer's head."""
+    client = await shared_client()
+    timeout = httpx.Timeout(
+        connect=CONNECT_TIMEOUT_S, read=idle_timeout_s, write=WRITE_TIMEOUT_S, pool=POOL_TIMEOUT_S
     )
+    request = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
+    try:
+        async with asyncio.timeout(idle_timeout_s):
+            response = await client.send(request, stream=True)
+    except TimeoutError:
+        raise HeadTimeout(idle_timeout_s) from None
+    try:
+        yield response
+    finally:
+        await response.aclose()
