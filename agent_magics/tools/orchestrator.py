@@ -3,11 +3,13 @@
     requirement -> (ask a person, unless remembered) -> sandbox choice -> first attempt
                 -> on a sandbox denial: ask to retry without the sandbox, when allowed
 
-A tool describes its call as one :class:`GuardedCall` value and hands it, with the
-invocation, to :func:`run_guarded`, which answers what ran and under which sandbox
-(:class:`Ran`). The requirement is computed by a pure function (see
-:mod:`agent_magics.tools.policy`); this module only acts on it. A person's answer arrives
-through the session's ``Approver``, an async callback the front end provides.
+A tool hands :func:`run_guarded` its call as a :class:`Guarded`: a runtime of its own
+(the shell commands' and patches' in :mod:`agent_magics.tools.runtimes`) or, for a tool
+with little to say, a :class:`GuardedCall` value. It answers what ran, under which
+sandbox, and whether the sandbox denied it (:class:`Ran`). The requirement is computed
+by a pure function (see :mod:`agent_magics.tools.policy`); this module only acts on it.
+A person's answer arrives through the session's ``Approver``, an async callback the
+front end provides.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.events import ApprovalDecided, ApprovalRequested
@@ -55,6 +57,40 @@ def _never_denied(_result: object) -> bool:
     return False
 
 
+def _keep(_result: object) -> None:
+    pass
+
+
+class Guarded(Protocol[T]):
+    """What the orchestrator needs of a call: what a person would be shown
+    (``request``), what the policy says of it (``requirement``), the answer when the
+    person says no (``rejection``), whether a sandbox denial may be retried without the
+    sandbox, a tool's own ``confinement`` (or ``None`` for the platform's mechanism),
+    and the three steps: ``attempt`` under a sandbox, ``is_sandbox_denial`` of its
+    result (asked once per attempt), ``release`` of a result dropped for a retry."""
+
+    @property
+    def request(self) -> ApprovalRequest: ...
+
+    @property
+    def requirement(self) -> ApprovalRequirement: ...
+
+    @property
+    def rejection(self) -> str: ...
+
+    @property
+    def can_retry_unsandboxed(self) -> bool: ...
+
+    @property
+    def confinement(self) -> SandboxSpec | None: ...
+
+    def attempt(self, sandbox: SandboxSpec, /) -> Awaitable[T]: ...
+
+    def is_sandbox_denial(self, result: T, /) -> bool: ...
+
+    def release(self, result: T, /) -> None: ...
+
+
 @dataclass(frozen=True)
 class GuardedCall(Generic[T]):
     """One tool call as the orchestrator runs it.
@@ -63,10 +99,9 @@ class GuardedCall(Generic[T]):
     of it, ``attempt`` the work, run under the sandbox it is given. ``rejection`` is what
     the model is told when the person says no. After an attempt that
     ``is_sandbox_denial`` judges denied by the sandbox, the call is retried without it
-    only when ``can_retry_unsandboxed``; the dropped result is handed to ``release``
-    (e.g. to forget a spawned process). ``confinement`` is a tool's own way of staying
-    inside the writable roots (the in-process path check of apply_patch), used instead
-    of the platform's mechanism.
+    only when ``can_retry_unsandboxed``; the dropped result is handed to ``release``.
+    ``confinement`` is a tool's own way of staying inside the writable roots (the
+    in-process path check of apply_patch), used instead of the platform's mechanism.
     """
 
     request: ApprovalRequest
@@ -76,18 +111,20 @@ class GuardedCall(Generic[T]):
     is_sandbox_denial: Callable[[T], bool] = _never_denied
     can_retry_unsandboxed: bool = False
     confinement: SandboxSpec | None = None
-    release: Callable[[T], None] | None = None
+    release: Callable[[T], None] = _keep
 
 
 @dataclass(frozen=True)
 class Ran(Generic[T]):
-    """What the last attempt returned and the sandbox it ran under."""
+    """What the last attempt returned, the sandbox it ran under, and whether that
+    sandbox denied it (a denial that could not be retried without the sandbox)."""
 
     value: T
     sandbox: SandboxSpec
+    denied: bool = False
 
 
-async def run_guarded(inv: ToolInvocation, call: GuardedCall[T]) -> Ran[T]:
+async def run_guarded(inv: ToolInvocation, call: Guarded[T]) -> Ran[T]:
     """Run ``call.attempt`` once (or twice, after a sandbox denial) as the policy says."""
     requirement, request = call.requirement, call.request
     if isinstance(requirement, Forbidden):
@@ -110,7 +147,7 @@ async def run_guarded(inv: ToolInvocation, call: GuardedCall[T]) -> Ran[T]:
     if not (sandbox.confined and call.is_sandbox_denial(result)):
         return Ran(result, sandbox)
     if not call.can_retry_unsandboxed:
-        return Ran(result, sandbox)
+        return Ran(result, sandbox, denied=True)
     try:
         if not approved_by_person:
             rule = retry_rule(inv.turn.approval_policy)
@@ -119,8 +156,7 @@ async def run_guarded(inv: ToolInvocation, call: GuardedCall[T]) -> Ran[T]:
             # approved for the session; a command's is skipped when remembered.
             await _decide(inv.services, retry, call, use_cache=request.kind != "patch")
     finally:
-        if call.release is not None:
-            call.release(result)
+        call.release(result)
     return Ran(await call.attempt(NO_SANDBOX), NO_SANDBOX)
 
 
@@ -146,7 +182,7 @@ async def ask(
 async def _decide(
     services: SessionServices,
     request: ApprovalRequest,
-    call: GuardedCall[T],
+    call: Guarded[T],
     *,
     use_cache: bool = True,
 ) -> None:

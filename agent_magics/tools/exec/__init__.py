@@ -6,9 +6,10 @@
 * :mod:`.shell_exec` — one-shot runs for ``shell`` / ``shell_command`` and
   :func:`reserialize_shell_output`;
 * :mod:`.format` — the exact output texts; :mod:`.intercept` — apply_patch through a
-  shell; :mod:`.guard` — permission guards, approval keys and denial detection;
-  :mod:`.call` — what a shell tool call goes through (arguments, approved run);
-  :mod:`.command` — argv and environment.
+  shell; :mod:`.command` — argv and environment.
+
+Approvals, sandbox choice and denial checks are not this package's business: the
+runtimes (:mod:`agent_magics.tools.runtimes`) do them and hand it commands to run.
 """
 
 from __future__ import annotations

@@ -296,7 +296,7 @@ def startup_is_trusted(
 ) -> bool:
     """Whether the shell's start-up files lie outside the roots the model's commands may
     write in a session working in ``cwd`` (whatever the turn's sandbox mode, as for
-    known-safe commands: :func:`agent_magics.tools.exec.guard.model_writable_roots`).
+    known-safe commands: :func:`agent_magics.tools.runtimes.shell.model_writable_roots`).
 
     Under ``-a never -s danger-full-access`` they count as trusted wherever they lie:
     every command then runs unasked and unconfined, so what the files could do the model

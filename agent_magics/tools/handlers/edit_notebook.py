@@ -31,7 +31,6 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.cell_undo import CellEdit, plain_cell, record_cell_edit, shown_line
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.exec.guard import write_denied
 from agent_magics.tools.graded import add_notes, edit_refusal, entries, touched_ids
 from agent_magics.tools.notebook_doc import (
     OWN_NOTEBOOK,
@@ -52,7 +51,12 @@ from agent_magics.tools.notebook_doc import (
 from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.sandbox.roots import confined_files, is_writable, writable_roots
+from agent_magics.tools.sandbox.roots import (
+    confined_files,
+    is_writable,
+    writable_roots,
+    write_denied,
+)
 from agent_magics.tools.spec import ToolSpec
 from agent_magics.tools.specs.notebook import edit_notebook_spec
 

@@ -2,48 +2,106 @@
 
 ``shell`` takes an argv (run directly, as execvp would) and answers in Codex's
 structured JSON form; ``shell_command`` takes a script for the user's shell and answers
-in plain text. Both time out after ``timeout_ms`` (10 s by default).
+in plain text. Both time out after ``timeout_ms`` (10 s by default). The handlers parse
+the arguments and build a :class:`CommandRequest`; :class:`ShellRuntime` runs it.
+
+Also here, shared with ``exec_command``: the arguments with which a command asks to
+leave the sandbox (:class:`EscalationArgs`, their schema is
+:func:`agent_magics.tools.specs.command.command_props`) and the check of command text.
+Each tool's arguments model names :class:`EscalationArgs` as its first base, so that the
+escalation fields come after the tool's own (pydantic orders inherited fields from the
+last base to the first): ``class ExecCommandArgs(EscalationArgs, _ExecFields)`` has
+``cmd`` .. ``login``, then ``sandbox_permissions`` .. ``prefix_rule``. The order is
+model-visible: a JSON array fills the fields in it, and the first invalid field is the one
+reported; ``tests/test_shell_tools.py`` pins it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 
 from agent_magics.errors import RespondToModel
+from agent_magics.tools.approval import ApprovalPolicy, SandboxPermissions
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
-from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.call import (
-    EscalationArgs,
-    check_command_text,
-    run_approved,
-)
-from agent_magics.tools.exec.command import command_env, shell_argv, use_login
-from agent_magics.tools.exec.guard import looks_sandbox_denied
+from agent_magics.tools.exec.command import shell_argv, use_login
 from agent_magics.tools.exec.intercept import find_apply_patch
-from agent_magics.tools.exec.shell_exec import (
-    DEFAULT_TIMEOUT_MS,
-    ExecOutput,
-    decode_output,
-    exec_output_text,
-    run_oneshot,
-    spawn_error_text,
+from agent_magics.tools.exec.shell_exec import exec_output_text
+from agent_magics.tools.orchestrator import run_guarded
+from agent_magics.tools.runtimes.shell import CommandRequest, ShellRuntime
+from agent_magics.tools.spec import ToolSpec
+from agent_magics.tools.specs.command import shell_command_spec, shell_spec
+
+PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
+
+ADDITIONAL_DISABLED = (
+    "additional permissions are disabled; enable `features.request_permission` before using "
+    "`with_additional_permissions`"
 )
-from agent_magics.tools.exec.snapshot import snapshot_command
-from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.spec import (
-    ToolSpec,
+ADDITIONAL_WITHOUT_MODE = (
+    "`additional_permissions` requires `sandbox_permissions` set to `with_additional_permissions`"
 )
-from agent_magics.tools.specs.command import (
-    shell_command_spec,
-    shell_spec,
-)
-from agent_magics.tools.stopping import output_so_far
+
+
+def check_permissions(
+    policy: ApprovalPolicy,
+    permissions: SandboxPermissions,
+    additional: object,
+    tool: Literal["shell", "exec_command"],
+) -> None:
+    """Codex's guards on ``sandbox_permissions`` / ``additional_permissions``."""
+    escalating = permissions is not SandboxPermissions.USE_DEFAULT
+    if escalating and policy is not ApprovalPolicy.ON_REQUEST:
+        verb = "cannot" if tool == "exec_command" else "should not"
+        name = policy.rust_name
+        raise RespondToModel(
+            f"approval policy is {name}; reject command — you {verb} ask for escalated "
+            f"permissions if the approval policy is {name}"
+        )
+    if permissions is SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS:
+        raise RespondToModel(ADDITIONAL_DISABLED)
+    if additional is not None:
+        raise RespondToModel(ADDITIONAL_WITHOUT_MODE)
+
+
+class EscalationArgs(BaseModel):
+    """The arguments with which a command asks to run outside the sandbox."""
+
+    sandbox_permissions: PermissionName = "use_default"
+    additional_permissions: dict[str, Any] | None = None
+    justification: str | None = None
+    prefix_rule: list[str] | None = None
+
+    def checked_permissions(
+        self, inv: ToolInvocation, tool: Literal["shell", "exec_command"]
+    ) -> SandboxPermissions:
+        """``sandbox_permissions``, once Codex's guards for the turn's policy let it pass."""
+        permissions = SandboxPermissions(self.sandbox_permissions)
+        check_permissions(inv.turn.approval_policy, permissions, self.additional_permissions, tool)
+        return permissions
+
+
+def check_command_text(fields: Mapping[str, str | Sequence[str] | None]) -> None:
+    """Refuse command text no process can be given: a NUL byte (the text would end
+    there) or an unpaired surrogate (it has no UTF-8 spelling)."""
+    for field, value in fields.items():
+        texts = [value] if isinstance(value, str) else list(value or ())
+        for text in texts:
+            if "\0" in text:
+                raise RespondToModel(f"`{field}` contains a NUL byte; remove it and try again")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                char = f"U+{ord(text[exc.start]):04X}"
+                raise RespondToModel(
+                    f"`{field}` contains an unpaired surrogate ({char}), which is not valid "
+                    "text; remove it and try again"
+                ) from None
 
 
 class _RunFields(BaseModel):
@@ -74,48 +132,19 @@ def _user_shell_argv(turn: TurnContext, script: str, login: bool) -> list[str]:
 async def run_shell_call(
     inv: ToolInvocation, argv: Sequence[str], args: _CommonArgs, structured: bool
 ) -> ToolOutput:
-    """The part shell and shell_command share: guards, apply_patch, approval, the run."""
+    """The part shell and shell_command share: guards, apply_patch, the request, the run."""
     check_command_text({"command": argv, "workdir": args.workdir})
-    turn = inv.turn
     permissions = args.checked_permissions(inv, "shell")
-    cwd: Path = inv.resolve(args.workdir) if args.workdir else turn.cwd
+    cwd: Path = inv.resolve(args.workdir) if args.workdir else inv.turn.cwd
     found = find_apply_patch(argv, cwd)
     if found is not None:
         # The appliers load with the first patch found in a command, not with every turn.
-        from agent_magics.tools.handlers.apply_patch import run_apply_patch
+        from agent_magics.tools.runtimes.apply_patch import run_apply_patch
 
         return await run_apply_patch(inv, found.patch, found.cwd)
-    manager = manager_for(inv.services)
-    env = command_env(turn.thread_id)
-    timeout = DEFAULT_TIMEOUT_MS if args.timeout_ms is None else args.timeout_ms
-
-    async def attempt(sandbox: SandboxSpec) -> ExecOutput:
-        try:
-            run, run_env = await snapshot_command(
-                inv.services,
-                argv,
-                env,
-                inv.turn.cwd,
-                inv.turn.approval_policy,
-                inv.turn.sandbox_mode,
-            )
-            return await run_oneshot(
-                sandbox.wrap(run),
-                cwd,
-                run_env,
-                timeout,
-                manager,
-                lambda read: output_so_far(inv.services, inv.call_id, read),
-            )
-        except (OSError, ValueError) as exc:
-            raise RespondToModel(spawn_error_text(exc)) from None
-
-    def denied(result: ExecOutput) -> bool:
-        text = decode_output(result.aggregated)
-        return not result.timed_out and looks_sandbox_denied(text, result.exit_code)
-
-    ran = await run_approved(inv, argv, cwd, args, permissions, attempt, denied)
-    text, ok = exec_output_text(ran.value, structured, turn.truncation)
+    request = CommandRequest(argv, cwd, permissions, args.justification)
+    ran = await run_guarded(inv, ShellRuntime(inv, request, args.timeout_ms))
+    text, ok = exec_output_text(ran.value, structured, inv.turn.truncation)
     return ToolOutput(text, success=ok)
 
 

@@ -148,6 +148,12 @@ def is_writable(path: Path, roots: list[Path]) -> bool:
     return False
 
 
+def write_denied(path: Path) -> str:
+    """The line a write the confinement refuses reports, as Codex's confined apply_patch
+    prints it (Rust's text for ``EPERM``)."""
+    return f"Failed to write file {path}: Operation not permitted (os error 1)\n"
+
+
 def confined_files(roots: list[Path]) -> ConfinedFiles:
     """File operations that stay in ``roots`` and out of their protected folders, even
     when a path is swapped for a symlink while the patch is written."""

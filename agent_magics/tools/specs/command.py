@@ -36,7 +36,7 @@ SHELL_COMMAND_DESCRIPTION = (
 
 def command_props(sandbox_permissions: JsonSchema, *, login: bool) -> dict[str, JsonSchema]:
     """The properties the command tools share: ``workdir``, those of
-    :class:`~agent_magics.tools.exec.call.EscalationArgs` (each tool words
+    :class:`~agent_magics.tools.handlers.shell.EscalationArgs` (each tool words
     ``sandbox_permissions`` its own way) and, when ``login`` is offered, ``login``."""
     props = {
         "workdir": string("Folder to run in; the turn's working folder when omitted."),
