@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import sys
 from pathlib import Path
@@ -127,11 +126,7 @@ def run_export(args: argparse.Namespace) -> int:
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     from agent_magics.console import say
 
-    gc.disable()  # while the start-up objects load: see _settled
-    try:
-        session, recorder, console = await _start_exec(args)
-    finally:
-        _settled()
+    session, recorder, console = await _start_exec(args)
     try:
         result = await session.run_turn(prompt)
     except UserError as exc:
@@ -154,7 +149,6 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
             f"{u.total_tokens} total",
             file=sys.stderr,
         )
-    gc.freeze()  # the interpreter's last collections at exit then skip the whole heap
     return EXIT_OK
 
 
@@ -223,15 +217,6 @@ async def _start_exec(
         print(f"session: {recorder.id}", file=sys.stderr)
     session.subscribe(console.report)
     return session, recorder, console
-
-
-def _settled() -> None:
-    """Start-up allocates hundreds of modules' objects, the settings and the session, and
-    keeps them all to the end. With the collector off while they load and then told to
-    leave them out (``gc.freeze``), its later passes do not walk them again: about 30 ms
-    less per ``exec`` here, counting the passes at exit."""
-    gc.freeze()
-    gc.enable()
 
 
 def prompt_from_args(args: argparse.Namespace) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 BASE_INSTRUCTIONS = """\
 You are a coding agent working inside a Jupyter notebook's kernel, on the files of the
@@ -37,12 +38,6 @@ then ours: ``python``, the interpreter that ``python`` runs in commands."""
 ENVIRONMENT_OPEN = "<environment_context>"
 ENVIRONMENT_CLOSE = "</environment_context>"
 _FIELD_LINE = re.compile(r"^  <(" + "|".join(ENVIRONMENT_FIELDS) + r")>(.*)</\1>$", re.MULTILINE)
-
-
-def escape(text: str) -> str:
-    """``&``, ``<`` and ``>`` as XML entities (what ``xml.sax.saxutils.escape`` does,
-    without importing ``urllib.request`` along with it)."""
-    return text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
 
 
 def environment_fields(

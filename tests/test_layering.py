@@ -253,7 +253,6 @@ NOT_IN_A_COMMAND_TURN = [
     "agent_magics.apply_patch.apply",
     "agent_magics.tools.handlers.apply_patch",
     "agent_magics.store.resume",  # nothing is resumed
-    "xml.sax.saxutils",  # with urllib.request, for escaping three characters
 ]
 
 

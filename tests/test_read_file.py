@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import os
-import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -18,8 +16,6 @@ from agent_magics.tools.handlers.read_file import (
     DEFAULT_LIMIT,
     MAX_LINE_BYTES,
     ReadFileHandler,
-    count_with_bytes,
-    numpy_counter,
     read_slice,
 )
 from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
@@ -127,35 +123,14 @@ def _mixed_content() -> bytes:
         pytest.param(1 << 20, 1, DEFAULT_LIMIT, id="default-chunk"),
     ],
 )
-@pytest.mark.parametrize("counter", ["bytes", "numpy"])
 def test_slice_matches_line_model_across_chunk_edges(
-    tmp_path: Path, chunk: int, offset: int, limit: int, counter: str
+    tmp_path: Path, chunk: int, offset: int, limit: int
 ) -> None:
     data = _mixed_content()
     target = tmp_path / "mixed.txt"
     target.write_bytes(data)
-    count = count_with_bytes if counter == "bytes" else numpy_counter()
-    assert count is not None
-    got = read_slice(str(target), offset, limit, chunk, count)
+    got = read_slice(str(target), offset, limit, chunk)
     assert got == naive_slice(data, offset, limit)
-
-
-def test_a_large_file_is_counted_by_numpy_and_without_it_by_bytes() -> None:
-    """numpy counts when the file is large enough to pay for its import (or numpy is
-    loaded already); without a usable numpy (here: its import fails) bytes.count does."""
-    code = (
-        "import sys\n"
-        "from agent_magics.tools.handlers import read_file as r\n"
-        "print(r.newline_counter(10).__qualname__, r.newline_counter(1 << 40).__qualname__)\n"
-        "sys.modules['numpy'] = None\n"
-        "print(r.newline_counter(1 << 40).__qualname__)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [
-        "count_with_bytes",  # a small file, numpy not loaded
-        "numpy_counter.<locals>.count",
-        "count_with_bytes",
-    ]
 
 
 @pytest.mark.parametrize("chunk", [pytest.param(n, id=f"chunk-{n}") for n in (1, 2, 3, 4, 5)])
