@@ -225,7 +225,7 @@ async def read(path, offset, limit):
 
 async def main():
     path, offset, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    await read(path, 2, 5)  # warm-up: imports (numpy counts a big file), threads, models
+    await read(path, 2, 5)  # warm-up: imports, threads, models
     before, peak = reset_peak()
     out = await read(path, offset, limit)
     print(json.dumps({"growth_kb": peak() - before, "lines": len(out.text.splitlines())}))
