@@ -1,9 +1,11 @@
 """Shared fixtures: where the conformance material lives, real kernels with the extension
-loaded, a session's services whose processes are closed after the test, and the sandbox
-tests' arena and runs."""
+loaded, a session's services whose processes are closed after the test, the sandbox
+tests' arena and runs, sessions against a fault server, and a home with no settings of
+the machine's. What they are built from lives in tests/helpers/."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -15,10 +17,11 @@ import pytest
 
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.exec import manager_for
-from tests.browser import CHROMIUM, require_browser
-from tests.kernels import KERNEL_PYTHONS, Kernel, loaded_kernel
-from tests.paths import CONFORMANCE
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, Run, outside_base, require_mechanism
+from tests.helpers.browser import CHROMIUM, require_browser
+from tests.helpers.fault_run import fault_run
+from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, loaded_kernel
+from tests.helpers.paths import CONFORMANCE
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, Run, outside_base, require_mechanism
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +33,7 @@ def conformance() -> Path:
 
 @pytest.fixture(params=KERNEL_PYTHONS)
 def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    """A real kernel per kernel interpreter (:mod:`tests.kernels`), the extension loaded,
+    """A real kernel per kernel interpreter (:mod:`tests.helpers.kernels`), the extension loaded,
     working in ``kernel.ws``."""
     with loaded_kernel(request.param, tmp_path) as k:
         yield k
@@ -38,7 +41,7 @@ def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium driven by Playwright (skips without them: tests/browser.py)."""
+    """Debian's Chromium driven by Playwright (skips without them: tests/helpers/browser.py)."""
     sync_api = require_browser()
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -87,3 +90,16 @@ def run(request: Any, arena: Arena, monkeypatch: pytest.MonkeyPatch) -> Run:
     driver, kind = request.param
     require_mechanism(kind)
     return Run(driver, kind, arena, monkeypatch)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No settings, key or server from the machine: only what the test's cells say."""
+    for name in [k for k in os.environ if k.startswith(("AGENT_MAGICS_", "OPENAI_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
+    return tmp_path
+
+
+__all__ = ["fault_run"]  # a fixture: pytest finds it here

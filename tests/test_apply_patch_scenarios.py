@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.paths import CONFORMANCE as SHARED
-from tests.paths import ROOT as REPO
+from tests.helpers.paths import CONFORMANCE as SHARED
+from tests.helpers.paths import ROOT as REPO
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 

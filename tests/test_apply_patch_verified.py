@@ -19,7 +19,7 @@ from agent_magics.apply_patch import (
     PatchVerificationError,
     verify_patch,
 )
-from tests.paths import CONFORMANCE as CONF
+from tests.helpers.paths import CONFORMANCE as CONF
 
 GROUPS = ("apply_patch", "apply_patch_function")
 PREFIX = "apply_patch verification failed: "

@@ -24,13 +24,13 @@ from agent_magics.tools.context import SessionServices
 from agent_magics.tools.handlers.shell import ShellHandler
 from agent_magics.tools.orchestrator import NEVER_PROMPT, RETRY_REASON
 from agent_magics.tools.sandbox.platform import probe
-from tests.sandbox_helpers import (
+from tests.helpers.sandbox import (
     Arena,
     RecordingApprover,
     close,
     use_mechanism,
 )
-from tests.tool_helpers import shell_invocation
+from tests.helpers.tools import shell_invocation
 
 SHELL = ShellHandler()
 JUSTIFICATION = "I need to write outside the project"

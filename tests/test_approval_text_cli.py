@@ -24,7 +24,7 @@ import pytest
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
 from agent_magics.visible import visible
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, require_mechanism
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
 from tests.test_visible import read_back
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, require_mechanism
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
 from tests.test_approval_text_cli import END_OF_QUESTION, WAIT_S, cli_env, exec_argv
 
 pytestmark = pytest.mark.slow

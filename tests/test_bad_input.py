@@ -8,7 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +19,14 @@ from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.models._sse import EVENT_TOO_LARGE, MAX_EVENT_BYTES
 from agent_magics.models.http import ERROR_DETAIL_CHARS
 from agent_magics.testing import encode_sse, message
-from tests.chat_fault_server import delta, encode_chat
-from tests.fault_server import Answer, ok
-from tests.test_resilience import Run
+from tests.helpers.chat_fault_server import delta, encode_chat
+from tests.helpers.fault_run import FaultRun
+from tests.helpers.fault_server import Answer, ok
 
 PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]
 DEEP = 5000  # far past Python's recursion limit
 FAILED = "The model's answer failed: "
 PLAN_STRUCT = "expected struct UpdatePlanArgs"
-
-
-@pytest.fixture
-def run(tmp_path: Path) -> Iterator[Callable[..., Run]]:
-    runs: list[Run] = []
-
-    def make(protocol: str, answers: list[Answer], **extra: Any) -> Run:
-        runs.append(Run(tmp_path, protocol, answers, **extra))
-        return runs[-1]
-
-    yield make
-    for r in runs:
-        r.server.close()
 
 
 def responses_raw(items: list[Any], extra: list[dict[str, Any]] | None = None) -> bytes:
@@ -65,7 +52,7 @@ def call_answer(protocol: str, name: Any, arguments: Any) -> Answer:
     return Answer(raw=responses_raw([item]))
 
 
-def output_of(r: Run, call_id: str = "c1") -> str:
+def output_of(r: FaultRun, call_id: str = "c1") -> str:
     """What the second request told the model about ``call_id``."""
     body = r.server.requests[1]
     if r.protocol == "chat":
@@ -109,12 +96,12 @@ def output_of(r: Run, call_id: str = "c1") -> str:
     ],
 )
 async def test_odd_call_is_answered_and_the_turn_goes_on(
-    run: Callable[..., Run], protocol: str, name: Any, arguments: Any, answer: str
+    fault_run: Callable[..., FaultRun], protocol: str, name: Any, arguments: Any, answer: str
 ) -> None:
     """Codex drops a call whose name or arguments are not strings (its ResponseItem does
     not parse), so the model never hears of it; here the model is told. Deeply nested
     arguments get serde_json's own words, as in Codex."""
-    r = run(protocol, [call_answer(protocol, name, arguments), ok("recovered")])
+    r = fault_run(protocol, [call_answer(protocol, name, arguments), ok("recovered")])
     assert await r.turn() == "recovered"
     assert output_of(r) == answer
     await r.session.aclose()
@@ -156,10 +143,10 @@ async def test_odd_call_is_answered_and_the_turn_goes_on(
     ],
 )
 async def test_malformed_item_ends_the_turn_with_one_sentence(
-    run: Callable[..., Run], item: Any, sentence: str
+    fault_run: Callable[..., FaultRun], item: Any, sentence: str
 ) -> None:
     """Codex skips such an item with a debug log, and the turn goes on without it."""
-    r = run("responses", [Answer(raw=responses_raw([message("before"), item]))])
+    r = fault_run("responses", [Answer(raw=responses_raw([message("before"), item]))])
     error = await r.failing_turn()
     assert isinstance(error, ConnectionFailed)
     assert str(error) == FAILED + sentence
@@ -177,9 +164,9 @@ def deep_event(protocol: str) -> bytes:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_deeply_nested_event_ends_the_turn_with_one_sentence(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
-    r = run(protocol, [Answer(raw=deep_event(protocol))])
+    r = fault_run(protocol, [Answer(raw=deep_event(protocol))])
     error = await r.failing_turn()
     assert str(error) == FAILED + "the model server sent an event nested deeper than 256 levels."
     await r.session.aclose()
@@ -192,8 +179,10 @@ def empty_answer(protocol: str) -> bytes:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_answer_with_no_items_says_so(run: Callable[..., Run], protocol: str) -> None:
-    r = run(protocol, [Answer(raw=empty_answer(protocol))])
+async def test_answer_with_no_items_says_so(
+    fault_run: Callable[..., FaultRun], protocol: str
+) -> None:
+    r = fault_run(protocol, [Answer(raw=empty_answer(protocol))])
     error = await r.failing_turn()
     assert str(error) == (
         FAILED + "the model server sent an answer with no message and no tool call."
@@ -205,19 +194,23 @@ async def test_answer_with_no_items_says_so(run: Callable[..., Run], protocol: s
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_message_with_invalid_utf8_is_kept(run: Callable[..., Run], protocol: str) -> None:
+async def test_message_with_invalid_utf8_is_kept(
+    fault_run: Callable[..., FaultRun], protocol: str
+) -> None:
     """Codex's SSE reader fails the stream on invalid UTF-8; here the bad bytes become
     replacement characters and the rest of the message is kept."""
     if protocol == "chat":
         payload = encode_chat([delta({"content": "MARK fine"}), delta({}, "stop")])
     else:
         payload = responses_raw([message("MARK fine")])
-    r = run(protocol, [Answer(raw=payload.replace(b"MARK", b"caf\xff\xfe"))])
+    r = fault_run(protocol, [Answer(raw=payload.replace(b"MARK", b"caf\xff\xfe"))])
     assert await r.turn() == "caf\ufffd\ufffd fine"
     await r.session.aclose()
 
 
-async def test_odd_chat_shapes_are_read_as_absent_fields(run: Callable[..., Run]) -> None:
+async def test_odd_chat_shapes_are_read_as_absent_fields(
+    fault_run: Callable[..., FaultRun],
+) -> None:
     """Fields of the wrong type in a chunk are ignored, not a traceback."""
     chunks: list[dict[str, Any] | str] = [
         {"choices": 5},
@@ -226,12 +219,14 @@ async def test_odd_chat_shapes_are_read_as_absent_fields(run: Callable[..., Run]
         {"choices": [], "usage": {"prompt_tokens": "many", "total_tokens": 1e400}},
         delta({}, "stop"),
     ]
-    r = run("chat", [Answer(raw=encode_chat(chunks))])
+    r = fault_run("chat", [Answer(raw=encode_chat(chunks))])
     assert await r.turn() == "kept"
     await r.session.aclose()
 
 
-async def test_odd_responses_shapes_are_read_as_absent_fields(run: Callable[..., Run]) -> None:
+async def test_odd_responses_shapes_are_read_as_absent_fields(
+    fault_run: Callable[..., FaultRun],
+) -> None:
     extra = [
         {"type": ["not", "a", "string"]},
         {"type": "response.output_item.added", "item": "not an item"},
@@ -243,7 +238,7 @@ async def test_odd_responses_shapes_are_read_as_absent_fields(run: Callable[...,
         b'"status": "completed", "output": []}',
         b'"type": "response.completed", "response": ' + json.dumps(completed).encode(),
     )
-    r = run("responses", [Answer(raw=payload)])
+    r = fault_run("responses", [Answer(raw=payload)])
     assert await r.turn() == "kept"
     await r.session.aclose()
 
@@ -260,10 +255,10 @@ def oversize_event(protocol: str) -> bytes:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_oversize_event_ends_the_stream_unretried(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
     """Codex's SSE reader (eventsource-stream) buffers a line of any length."""
-    r = run(protocol, [Answer(raw=oversize_event(protocol))])
+    r = fault_run(protocol, [Answer(raw=oversize_event(protocol))])
     error = await r.failing_turn()
     assert str(error) == FAILED + EVENT_TOO_LARGE + "."
     assert len(r.server.requests) == 1

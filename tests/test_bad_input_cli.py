@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.fault_server import Answer, FaultServer
+from tests.helpers.fault_server import Answer, FaultServer
 from tests.test_bad_input import deep_event, oversize_event, responses_raw
 
 EXIT_USER_ERROR = 1

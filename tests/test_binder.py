@@ -32,7 +32,7 @@ from nbclient import NotebookClient
 
 from agent_magics.tools.sandbox import landlock
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from tests.kernels import write_kernelspec
+from tests.helpers.kernels import write_kernelspec
 from tests.test_notebooks import agent_cells, markdown_outputs
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """A person's view: JupyterLab in headless Chromium, real clicks on Approve and Stop.
 
-Skipped without Debian's chromium or the ``browser`` extra (see tests/browser.py). Runs
+Skipped without Debian's chromium or the ``browser`` extra (see tests/helpers/browser.py). Runs
 with JupyterLab's comms over kernel subshells (the default, with ipykernel 7 button
 clicks may arrive on another thread) and without.
 """
@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.browser import Lab, require_browser
+from tests.helpers.browser import Lab, require_browser
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.browser import Lab, require_browser
+from tests.helpers.browser import Lab, require_browser
 
 pytestmark = pytest.mark.slow
 require_browser()

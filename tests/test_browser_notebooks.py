@@ -11,7 +11,7 @@ run_python, a denial, the turn's diff, a figure, an answer...) is kept per noteb
 ``<notebook>--<kind>.png``, with one of the whole page when a notebook fails: in the
 folder named by ``AGENT_MAGICS_SCREENSHOTS`` (the other browser tests copy theirs there
 too), else in pytest's temporary folder (its path is printed). Skipped without Debian's
-chromium or the ``browser`` extra, as the other browser tests are (tests/browser.py).
+chromium or the ``browser`` extra, as the other browser tests are (tests/helpers/browser.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.browser import Lab, require_browser
+from tests.helpers.browser import Lab, require_browser
 
 pytestmark = pytest.mark.slow
 require_browser()

@@ -2,7 +2,7 @@
 stops at a %%agent cell whose turn could not run, and a plot turn saved by a headless
 run shows its figure, once, when the notebook is opened.
 
-Skipped without Debian's chromium or the ``browser`` extra (see tests/browser.py)."""
+Skipped without Debian's chromium or the ``browser`` extra (see tests/helpers/browser.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.browser import Lab, require_browser
+from tests.helpers.browser import Lab, require_browser
 from tests.test_browser import keep_screenshot
 from tests.test_saved_figures import PLOT
 

@@ -13,7 +13,7 @@ import pytest
 
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, kernel_manager
 
 pytestmark = pytest.mark.slow
 

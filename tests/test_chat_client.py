@@ -26,8 +26,14 @@ from agent_magics.models.chat import ChatClient, chat_body
 from agent_magics.models.chat_convert import chat_messages, chat_tool_choice, chat_tools
 from agent_magics.testing import custom_tool_call, function_call, message
 from agent_magics.tools.approval import approve_all
-from tests.chat_fault_server import chat_chunks, chat_fault_server, chunk, delta, encode_chat
-from tests.fault_server import Answer, FaultServer, ok
+from tests.helpers.chat_fault_server import (
+    chat_chunks,
+    chat_fault_server,
+    chunk,
+    delta,
+    encode_chat,
+)
+from tests.helpers.fault_server import Answer, FaultServer, ok
 
 KEY = "sk-chat-secret-5550123"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"

@@ -17,8 +17,8 @@ from agent_magics.tools.context import SessionServices
 from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
 from agent_magics.tools.registry import ToolHandler
-from tests.sandbox_helpers import close
-from tests.tool_helpers import shell_invocation
+from tests.helpers.sandbox import close
+from tests.helpers.tools import shell_invocation
 
 NUL = "echo a\0b"
 SURROGATE = "echo \ud800"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import CONFORMANCE
+from tests.helpers.paths import CONFORMANCE
 
 # Session files go to the run's home, as Codex keeps its own under CODEX_HOME: the
 # recorded workspaces hold only what the tools did. The cases were recorded with Codex's

@@ -26,7 +26,7 @@ from agent_magics.tools.handlers.list_dir import ListDirHandler
 from agent_magics.tools.handlers.read_file import ReadFileHandler
 from agent_magics.tools.registry import ToolHandler
 from agent_magics.tools.truncate import HISTORY_BUDGET_FACTOR, TruncationPolicy, truncate_text
-from tests.conformance_helpers import build_case, case_params, golden_problems, harness
+from tests.helpers.conformance import build_case, case_params, golden_problems, harness
 
 GROUPS = ("read_file", "list_dir", "grep_files")
 HANDLERS: dict[str, ToolHandler] = {

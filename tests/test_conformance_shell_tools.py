@@ -30,14 +30,14 @@ from agent_magics.tools.registry import ToolHandler
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import run_calls
 from agent_magics.tools.truncate import TruncationPolicy
-from tests.conformance_helpers import (
+from tests.helpers.conformance import (
     assert_schema_in_own_words,
     build_case,
     case_params,
     golden_problems,
     harness,
 )
-from tests.sandbox_helpers import outside_base
+from tests.helpers.sandbox import outside_base
 
 pytestmark = pytest.mark.slow  # real commands per recorded case
 

@@ -20,7 +20,7 @@ from agent_magics.tools.handlers.request_user_input import RequestUserInputHandl
 from agent_magics.tools.handlers.view_image import ViewImageHandler
 from agent_magics.tools.registry import ToolHandler, ToolRegistry
 from agent_magics.tools.router import ToolRouter, tool_call_from_item
-from tests.conformance_helpers import (
+from tests.helpers.conformance import (
     assert_schema_in_own_words,
     build_case,
     case_params,

@@ -13,7 +13,7 @@ import pytest
 
 from agent_magics.kernel.notebook_context import neutralise
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 FULL_WIDTH_CLOSE = "</ｎｏｔｅｂｏｏｋ＿ｃｏｎｔｅｘｔ>"
 

@@ -18,7 +18,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from agent_magics.kernel.inspect_variable import InspectVariableHandler
 from agent_magics.kernel.list_variables import ListVariablesHandler
-from tests.tool_helpers import call_tool
+from tests.helpers.tools import call_tool
 
 SPIES = """
 import collections, datetime, functools, types

@@ -19,7 +19,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import probe
-from tests.sandbox_helpers import Arena
+from tests.helpers.sandbox import Arena
 
 KEY = "sk-dummy-Q7v9Z2k4W8"
 

@@ -17,7 +17,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import NO_LOGIN, write_kernelspec
+from tests.helpers.kernels import NO_LOGIN, write_kernelspec
 
 pytestmark = pytest.mark.slow
 
@@ -64,15 +64,6 @@ def calls(body: dict[str, Any]) -> list[dict[str, Any]]:
 def model() -> Iterator[ScriptedResponsesServer]:
     with ScriptedResponsesServer([calls] * 50) as server:
         yield server
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [k for k in os.environ if k.startswith(("AGENT_MAGICS_", "OPENAI_"))]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
-    return tmp_path
 
 
 def run(home: Path, policy: dict[str, Any] | None, cells: list[Any]) -> Any:

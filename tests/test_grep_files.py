@@ -20,7 +20,7 @@ from agent_magics.tools.handlers.grep_files import (
     run_rg,
 )
 from agent_magics.tools.rg import RG_NAME, find_rg
-from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
+from tests.helpers.tools import assert_codex_parameters, call_tool, vectors
 
 needs_rg = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 

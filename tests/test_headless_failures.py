@@ -10,7 +10,6 @@ transcript. Real kernels, a real closed port on 127.0.0.1, a real server answeri
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -24,8 +23,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from tests.fault_server import Answer, FaultServer
-from tests.kernels import KERNEL_PYTHONS, NO_LOGIN, write_kernelspec
+from tests.helpers.fault_server import Answer, FaultServer
+from tests.helpers.kernels import KERNEL_PYTHONS, NO_LOGIN, write_kernelspec
 
 pytestmark = pytest.mark.slow
 
@@ -74,16 +73,6 @@ def notebook(agent_cell: str) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell("print('ran after the turn')"),
     ]
     return nb
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No settings, key or server from the machine: only what the cell says."""
-    for name in [k for k in os.environ if k.startswith(("AGENT_MAGICS_", "OPENAI_"))]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
-    return tmp_path
 
 
 @pytest.mark.parametrize(

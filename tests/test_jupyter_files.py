@@ -35,8 +35,8 @@ from agent_magics.events import Event, TurnDiff
 from agent_magics.store.undo import plan_undo, undo_last_turn
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
-from tests.browser import free_port, stop_server
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.browser import free_port, stop_server
+from tests.helpers.kernels import Kernel, agent_cell
 from tests.test_turn_changes import make_session
 
 STORE = ".jupyter_ystore.db"

@@ -21,8 +21,8 @@ from agent_magics.config import SessionConfig
 from agent_magics.models.secret import REDACTED
 from agent_magics.redaction import SessionRedactor, register_secrets
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
+from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 
 SERVER_TOKEN = "jps" + secrets.token_hex(24)
 OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)

@@ -1,8 +1,8 @@
 """``%%agent`` in real kernels (jupyter_client), clicked the way a browser clicks.
 
-Every test runs once per kernel interpreter of :mod:`tests.kernels`: the project venv
+Every test runs once per kernel interpreter of :mod:`tests.helpers.kernels`: the project venv
 (ipykernel 7.x) and ``.venv/kernels/ipykernel6`` (ipykernel 6.29; ``.ci/run`` creates
-it, the module docstring of ``tests/kernels.py`` says how to by hand). The model is a
+it, the module docstring of ``tests/helpers/kernels.py`` says how to by hand). The model is a
 scripted Responses server on 127.0.0.1 in this process; the card's buttons are found
 among the IOPub ``comm_open`` messages and pressed by sending the ``comm_msg`` that a
 browser's widget manager sends.
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

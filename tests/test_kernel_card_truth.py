@@ -18,7 +18,7 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 from tests.test_kernel_card_truth import asking, kept, question, read
 
 pytestmark = pytest.mark.slow

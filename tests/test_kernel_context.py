@@ -13,7 +13,7 @@ from agent_magics.kernel.cell_log import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, c
 from agent_magics.kernel.notebook_context import DATA_NOTE
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.kernels import Kernel
+from tests.helpers.kernels import Kernel
 
 pytestmark = pytest.mark.slow
 

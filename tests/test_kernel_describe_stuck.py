@@ -1,5 +1,5 @@
 """A repr or a len that never returns, and a turn whose code never gives the loop back, in
-real kernels (both ipykernel lines of :mod:`tests.kernels`) against the scripted model.
+real kernels (both ipykernel lines of :mod:`tests.helpers.kernels`) against the scripted model.
 
 Calling ``repr`` or ``len`` on such an object would hold the kernel for good, and a
 stop that only schedules a callback on the held loop would never arrive. Neither tool
@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.kernel.describe import NOT_CALLED
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 from tests.test_kernel_stop import DEADLINE, reply_of, version_of
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

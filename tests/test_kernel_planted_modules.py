@@ -23,8 +23,8 @@ import pytest
 import agent_magics
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from tests.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
-from tests.sandbox_helpers import LINUX_MECHANISMS, require_mechanism
+from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism
 
 pytestmark = pytest.mark.slow
 
@@ -229,7 +229,7 @@ def test_packages_a_sandboxed_command_writes_never_run(
             kernel.run(agent_cell(server.base_url, options))
             exercise(kernel, server, 3, marks)
             assert "exited with code 0" in server.outputs(1)["x1"]
-        assert (project / "notebooks" / "h11" / "__init__.py").is_file()  # it did write
+        assert (project / "notebooks" / "httpx" / "__init__.py").is_file()  # it did write
     finally:
         kernel.close()
 

@@ -23,8 +23,8 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from tests.kernels import IPYKERNEL6, KERNEL_PYTHONS, Kernel, kernel_manager
-from tests.sandbox_helpers import LINUX_MECHANISMS, outside_base, require_mechanism
+from tests.helpers.kernels import IPYKERNEL6, KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.helpers.sandbox import LINUX_MECHANISMS, outside_base, require_mechanism
 
 pytestmark = [
     pytest.mark.slow,
@@ -163,7 +163,7 @@ def test_agent_magics_exec_runs_the_python_it_was_started_from(
 ) -> None:
     """``agent-magics exec`` from the ipykernel-6 venv, by its script and by ``-m``."""
     if not IPYKERNEL6.exists():
-        pytest.skip("no ipykernel 6 venv (see tests/kernels.py)")
+        pytest.skip("no ipykernel 6 venv (see tests/helpers/kernels.py)")
     venv = IPYKERNEL6.parent.parent
     ws = tmp_path / "ws"
     first = [function_call("exec_command", {"cmd": PROBE}, "c1")]

@@ -15,7 +15,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.policy import KERNEL_READ_ONLY
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

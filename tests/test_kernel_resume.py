@@ -13,7 +13,7 @@ import pytest
 
 from agent_magics.store.log import UNFINISHED_CALL_OUTPUT
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import pytest
 from agent_magics.store import read_session
 from agent_magics.store.signing import seal
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.store.log import now_iso
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
 
 pytestmark = pytest.mark.slow
 

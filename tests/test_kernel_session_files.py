@@ -16,7 +16,7 @@ import pytest
 
 from agent_magics.store import read_session
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, message
-from tests.kernels import Kernel, agent_cell, kernel_manager
+from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 from tests.test_turn_changes import PATCH, REVERTED
 
 pytestmark = pytest.mark.slow

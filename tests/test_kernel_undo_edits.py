@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 

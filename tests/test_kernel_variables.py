@@ -1,5 +1,5 @@
 """``list_variables`` and ``inspect_variable`` in real kernels (both ipykernel lines of
-:mod:`tests.kernels`), against the scripted model server: what a cell made is what the
+:mod:`tests.helpers.kernels`), against the scripted model server: what a cell made is what the
 model reads, and nothing asks for approval."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.kernels import Kernel
+from tests.helpers.kernels import Kernel
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_magics.tools.handlers.list_dir import ListDirHandler
-from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
+from tests.helpers.tools import assert_codex_parameters, call_tool, vectors
 
 
 async def call(cwd: Path, arguments: str | dict[str, Any]) -> tuple[str, bool]:

@@ -34,8 +34,8 @@ from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN
 from agent_magics.tools.notebook_doc import SESSION_ENV
-from tests.browser import free_port, stop_server
-from tests.kernels import agent_cell
+from tests.helpers.browser import free_port, stop_server
+from tests.helpers.kernels import agent_cell
 from tests.test_jupyter_files import ServerKernel, turns_done
 from tests.test_live_notebook import write_notebook
 from tests.test_live_notebook_prefix import read_and_insert

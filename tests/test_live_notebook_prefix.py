@@ -37,8 +37,8 @@ from agent_magics.testing import message as say
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
 from agent_magics.tools.notebook_doc import SESSION_ENV
-from tests.browser import free_port, stop_server
-from tests.kernels import Kernel, agent_cell
+from tests.helpers.browser import free_port, stop_server
+from tests.helpers.kernels import Kernel, agent_cell
 from tests.test_jupyter_files import ServerKernel, turns_done
 from tests.test_live_notebook import write_notebook
 

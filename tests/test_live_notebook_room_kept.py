@@ -26,7 +26,7 @@ from agent_magics.tools.context import SessionServices
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.notebook_doc import SESSION_ENV, close_live_notebooks
-from tests.browser import free_port
+from tests.helpers.browser import free_port
 from tests.test_live_notebook import INSERT, Recorder, Server, call, server, write_notebook
 
 __all__ = ["server"]  # the fixture, used by name

@@ -24,7 +24,7 @@ from agent_magics.events import (
 )
 from agent_magics.mcp.config import McpServerConfig
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.sandbox_helpers import RecordingApprover
+from tests.helpers.sandbox import RecordingApprover
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 

@@ -53,7 +53,7 @@ from agent_magics.tools.policy import (
     mcp_approval_requirement,
 )
 from agent_magics.tools.router import ToolCall, ToolRouter
-from tests.sandbox_helpers import RecordingApprover
+from tests.helpers.sandbox import RecordingApprover
 
 # hints: r = readOnlyHint, d = destructiveHint, o = openWorldHint; "T"/"F" true/false,
 # "-" absent; "none" = the tool has no annotations at all.

@@ -20,7 +20,7 @@ from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.models.base import ItemDone, ModelRequest, StreamFailed
 from agent_magics.models.encoding import PIECE_BYTES, Inflater
 from agent_magics.models.responses import ResponsesClient
-from tests.raw_server import (
+from tests.helpers.raw_server import (
     RawServer,
     answer_text,
     gzip_bomb,

@@ -33,7 +33,7 @@ from agent_magics.tools.notebook_doc import (
 )
 from agent_magics.tools.registry import ToolHandler
 from agent_magics.tools.sandbox.roots import real
-from tests.sandbox_helpers import Arena
+from tests.helpers.sandbox import Arena
 
 v4: Any = nbformat.v4
 nbf: Any = nbformat  # its reader and writer carry no annotations

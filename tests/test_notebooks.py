@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 from notebooks.recordings.record import own_home
-from tests.kernels import KERNEL_PYTHONS, write_kernelspec
+from tests.helpers.kernels import KERNEL_PYTHONS, write_kernelspec
 
 pytestmark = pytest.mark.slow
 
@@ -242,7 +242,7 @@ def test_how_the_tools_work_shows_what_its_text_says(
     under read-only, workspace-write and danger-full-access; a write the sandbox blocks
     whose retry outside it is denied (or approved); three reads in one response; a Python
     function the agent calls; a cell the teacher's policy refuses."""
-    from tests.sandbox_helpers import require_mechanism
+    from tests.helpers.sandbox import require_mechanism
 
     if mechanism != "none":
         require_mechanism(mechanism)

@@ -33,8 +33,8 @@ from agent_magics.testing import (
     response_events,
 )
 from agent_magics.tools.approval import approve_all
-from tests.chat_fault_server import chat_chunks, chat_fault_server, delta
-from tests.fault_server import Answer, FaultServer, failed_response, ok
+from tests.helpers.chat_fault_server import chat_chunks, chat_fault_server, delta
+from tests.helpers.fault_server import Answer, FaultServer, failed_response, ok
 
 openai_types = pytest.importorskip("openai.types", reason="the openai package (test extra)")
 from openai.types.chat import ChatCompletionChunk  # noqa: E402

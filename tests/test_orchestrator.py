@@ -30,7 +30,7 @@ from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.orchestrator import NEVER_PROMPT, RETRY_REASON, GuardedCall, run_guarded
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec
 from agent_magics.tools.sandbox.platform import probe
-from tests.sandbox_helpers import Arena, RecordingApprover, use_mechanism
+from tests.helpers.sandbox import Arena, RecordingApprover, use_mechanism
 
 REJECTED = "exec command rejected by user"
 APPROVE, FOR_SESSION = ReviewDecision.APPROVED, ReviewDecision.APPROVED_FOR_SESSION

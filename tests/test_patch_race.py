@@ -36,7 +36,7 @@ from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvoc
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
 from agent_magics.tools.sandbox.roots import real
-from tests.sandbox_helpers import Arena, close, require_mechanism
+from tests.helpers.sandbox import Arena, close, require_mechanism
 
 HANDLER = ApplyPatchHandler()
 PATCHES_PER_KIND = 150

@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 
 import agent_magics
-from agent_magics import Session, SessionConfig
+from agent_magics import Session
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.events import (
     ApprovalDecided,
@@ -41,6 +41,7 @@ from agent_magics.tools.functions import FunctionTools, registered_tools
 from agent_magics.tools.handlers.python_function import call_arguments, result_text
 from agent_magics.tools.policy import KERNEL_READ_ONLY
 from agent_magics.turn_record import TurnRecorder, usage_since
+from tests.helpers.sessions import session_for
 
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 
@@ -330,14 +331,7 @@ def test_the_decorator_registers_and_returns_the_function(registry: FunctionTool
 
 
 def make_session(tmp_path: Path, url: str, tools: FunctionTools, **extra: Any) -> Session:
-    settings: dict[str, Any] = {
-        "model": "m",
-        "base_url": url,
-        "cwd": tmp_path,
-        "api_key": SecretStr("sk-test"),
-        "shell_type": "disabled",
-    } | extra
-    return Session(SessionConfig(**settings), extra_tools=tools)
+    return session_for(tmp_path, url, api_key=SecretStr("sk-test"), extra_tools=tools, **extra)
 
 
 async def approve(request: ApprovalRequest) -> ReviewDecision:

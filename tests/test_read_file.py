@@ -18,7 +18,7 @@ from agent_magics.tools.handlers.read_file import (
     ReadFileHandler,
     read_slice,
 )
-from tests.tool_helpers import assert_codex_parameters, call_tool, vectors
+from tests.helpers.tools import assert_codex_parameters, call_tool, vectors
 
 
 async def call(cwd: Path, arguments: str | dict[str, Any]) -> tuple[str, bool]:

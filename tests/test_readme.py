@@ -64,9 +64,9 @@ from pathlib import Path
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer
-from tests.chat_fault_server import chat_fault_server
-from tests.fault_server import ok
-from tests.paths import ROOT
+from tests.helpers.chat_fault_server import chat_fault_server
+from tests.helpers.fault_server import ok
+from tests.helpers.paths import ROOT
 
 README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
@@ -389,7 +389,7 @@ def iopub_text(messages: list[dict[str, object]]) -> tuple[str, list[str]]:
 def test_kernel_blocks_run_in_a_real_kernel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.kernels import Kernel, kernel_manager
+    from tests.helpers.kernels import Kernel, kernel_manager
 
     for name in list(os.environ):
         if name.startswith(MODEL_ENV):

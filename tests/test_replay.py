@@ -26,9 +26,9 @@ from agent_magics.recordings import DEMO_FILES, DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import approve_all, deny_all
-from tests.chat_fault_server import chat_sse
-from tests.fault_server import Answer, FaultServer, responses_sse, status
-from tests.kernels import NO_LOGIN, Kernel
+from tests.helpers.chat_fault_server import chat_sse
+from tests.helpers.fault_server import Answer, FaultServer, responses_sse, status
+from tests.helpers.kernels import NO_LOGIN, Kernel
 
 KEY = "sk-replay-secret-1357913579"
 PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]

@@ -5,96 +5,33 @@ with the history intact; the API key appears in no error and no event."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent_magics import Session, SessionConfig
-from agent_magics.errors import ConnectionFailed, ModelError, UserError
-from agent_magics.events import Event, RetryScheduled, TurnFinished
+from agent_magics.errors import ConnectionFailed, ModelError
+from agent_magics.events import TurnFinished
 from agent_magics.models.retry import retry_after, try_again_hint
 from agent_magics.protocol import Message
 from agent_magics.testing import function_call, message
-from tests.chat_fault_server import chat_error, chat_sse
-from tests.fault_server import Answer, FaultServer, failed_response, ok, responses_sse, status
+from tests.helpers.chat_fault_server import chat_error
+from tests.helpers.fault_run import ENCODERS, KEY, FaultRun
+from tests.helpers.fault_server import Answer, failed_response, ok, status
 
 pytestmark = pytest.mark.slow  # retries wait out real backoff on a loopback server
 
-KEY = "sk-resilience-secret-24680"
 PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]
-ENCODERS: dict[str, Callable[[list[dict[str, Any]]], bytes]] = {
-    "responses": responses_sse,
-    "chat": chat_sse,
-}
 ENDPOINTS = {"responses": "/responses", "chat": "/chat/completions"}
 
 
-class Run:
-    """A session of one protocol against a fault server; events and errors collected."""
-
-    def __init__(self, tmp_path: Path, protocol: str, answers: list[Answer], **extra: Any):
-        self.protocol = protocol
-        self.server = FaultServer(answers, encode=ENCODERS[protocol])
-        settings: dict[str, Any] = {
-            "model": "m",
-            "provider": protocol,
-            "base_url": self.server.base_url,
-            "api_key": KEY,
-            "cwd": tmp_path,
-            "shell_type": "disabled",
-        } | extra
-        self.session = Session(SessionConfig(**settings))
-        self.events: list[Event] = []
-        self.session.subscribe(self.events.append)
-
-    async def turn(self, prompt: str = "go") -> str:
-        result = await self.session.run_turn(prompt)
-        return result.final_text
-
-    async def failing_turn(self, prompt: str = "go") -> UserError:
-        with pytest.raises(UserError) as info:
-            await self.session.run_turn(prompt)
-        error = info.value
-        assert KEY not in str(error)
-        return error
-
-    @property
-    def retries(self) -> list[RetryScheduled]:
-        return [e for e in self.events if isinstance(e, RetryScheduled)]
-
-    def calls_and_outputs_pair(self) -> bool:
-        items = [i.wire() for i in self.session.history]
-        calls = [i["call_id"] for i in items if i["type"] in ("function_call", "custom_tool_call")]
-        outs = [i["call_id"] for i in items if i["type"].endswith("_output")]
-        return sorted(calls) == sorted(outs) and len(set(calls)) == len(calls)
-
-    def assert_clean(self) -> None:
-        assert KEY not in repr(self.events)
-        assert KEY not in json.dumps(self.server.requests)
-        assert self.calls_and_outputs_pair()
-
-
-@pytest.fixture
-def run(tmp_path: Path) -> Iterator[Callable[..., Run]]:
-    runs: list[Run] = []
-
-    def make(protocol: str, answers: list[Answer], **extra: Any) -> Run:
-        runs.append(Run(tmp_path, protocol, answers, **extra))
-        return runs[-1]
-
-    yield make
-    for r in runs:
-        r.server.close()
-
-
-async def close(r: Run) -> None:
+async def close(r: FaultRun) -> None:
     await r.session.aclose()
     r.assert_clean()
 
 
-def prompts(r: Run) -> list[str]:
+def prompts(r: FaultRun) -> list[str]:
     return [
         i.text
         for i in r.session.history
@@ -111,8 +48,8 @@ def failed_stream(protocol: str, code: str, text: str) -> bytes:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_5xx_is_retried(run: Callable[..., Run], protocol: str) -> None:
-    r = run(protocol, [status(500), status(503), ok("fine")])
+async def test_5xx_is_retried(fault_run: Callable[..., FaultRun], protocol: str) -> None:
+    r = fault_run(protocol, [status(500), status(503), ok("fine")])
     assert await r.turn() == "fine"
     await close(r)
     assert [e.reason for e in r.retries] == ["HTTP 500", "HTTP 503"]
@@ -121,8 +58,10 @@ async def test_5xx_is_retried(run: Callable[..., Run], protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_transport_error_is_retried(run: Callable[..., Run], protocol: str) -> None:
-    r = run(protocol, [Answer(hang_up=True), ok("fine")])
+async def test_transport_error_is_retried(
+    fault_run: Callable[..., FaultRun], protocol: str
+) -> None:
+    r = fault_run(protocol, [Answer(hang_up=True), ok("fine")])
     assert await r.turn() == "fine"
     await close(r)
     assert [e.reason for e in r.retries] == ["RemoteProtocolError"]
@@ -131,10 +70,10 @@ async def test_transport_error_is_retried(run: Callable[..., Run], protocol: str
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_429_honours_retry_after_and_retry_after_ms(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
     answers = [status(429, retry_after="0.05"), status(429, retry_after_ms="20"), ok("fine")]
-    r = run(protocol, answers)
+    r = fault_run(protocol, answers)
     assert await r.turn() == "fine"
     await close(r)
     assert [(e.reason, e.delay_s) for e in r.retries] == [("HTTP 429", 0.05), ("HTTP 429", 0.02)]
@@ -142,11 +81,11 @@ async def test_429_honours_retry_after_and_retry_after_ms(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_failed_stream_with_try_again_hint_is_retried(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
     text = "Rate limit reached for requests. Please try again in 30ms."
     failed = Answer(raw=failed_stream(protocol, "rate_limit_exceeded", text))
-    r = run(protocol, [failed, ok("fine")])
+    r = fault_run(protocol, [failed, ok("fine")])
     assert await r.turn() == "fine"
     await close(r)
     assert [(e.reason, e.delay_s) for e in r.retries] == [(text, 0.03)]
@@ -155,12 +94,12 @@ async def test_failed_stream_with_try_again_hint_is_retried(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_dropped_stream_is_retried_without_duplicating_history(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
     call = [function_call("update_plan", {"plan": []}, "c1")]
     payload = ENCODERS[protocol](call)
     cut = Answer(raw=payload[: len(payload) // 2])
-    r = run(protocol, [cut, Answer(items=call), ok("finished")])
+    r = fault_run(protocol, [cut, Answer(items=call), ok("finished")])
     assert await r.turn() == "finished"
     await close(r)
     assert r.server.requests[0] == r.server.requests[1]
@@ -172,9 +111,9 @@ async def test_dropped_stream_is_retried_without_duplicating_history(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_idle_stream_is_retried(run: Callable[..., Run], protocol: str) -> None:
+async def test_idle_stream_is_retried(fault_run: Callable[..., FaultRun], protocol: str) -> None:
     stalled = Answer(items=[message("slow")], stall_s=2.0)
-    r = run(protocol, [stalled, ok("fine")], stream_idle_timeout_s=0.3)
+    r = fault_run(protocol, [stalled, ok("fine")], stream_idle_timeout_s=0.3)
     assert await r.turn() == "fine"
     await close(r)
     assert [e.reason for e in r.retries] == ["idle timeout waiting for SSE"]
@@ -197,9 +136,9 @@ def sentence(protocol: str, code: int) -> str:
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("code", [400, 401, 403, 404])
 async def test_client_errors_are_one_exact_sentence(
-    run: Callable[..., Run], protocol: str, code: int
+    fault_run: Callable[..., FaultRun], protocol: str, code: int
 ) -> None:
-    r = run(protocol, [status(code, error=f"bad thing {KEY}"), ok("after the fix")])
+    r = fault_run(protocol, [status(code, error=f"bad thing {KEY}"), ok("after the fix")])
     error = await r.failing_turn()
     assert isinstance(error, ModelError)
     assert str(error) == sentence(protocol, code)
@@ -213,9 +152,9 @@ async def test_client_errors_are_one_exact_sentence(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_retry_after_beyond_the_cap_is_not_waited_for(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
-    r = run(protocol, [status(429, error="slow down", retry_after="600")])
+    r = fault_run(protocol, [status(429, error="slow down", retry_after="600")])
     error = await r.failing_turn()
     await close(r)
     assert isinstance(error, ConnectionFailed)
@@ -224,8 +163,8 @@ async def test_retry_after_beyond_the_cap_is_not_waited_for(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_5xx_retries_run_out(run: Callable[..., Run], protocol: str) -> None:
-    r = run(protocol, [status(502)] * 3, request_max_retries=2)
+async def test_5xx_retries_run_out(fault_run: Callable[..., FaultRun], protocol: str) -> None:
+    r = fault_run(protocol, [status(502)] * 3, request_max_retries=2)
     error = await r.failing_turn()
     await close(r)
     assert str(error) == "The model server kept answering with a server error (HTTP 502): boom"
@@ -253,10 +192,10 @@ async def test_unreachable_server_is_one_sentence(tmp_path: Path, protocol: str)
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_failure_the_server_will_not_fix_is_not_retried(
-    run: Callable[..., Run], protocol: str
+    fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
     failed = Answer(raw=failed_stream(protocol, "context_length_exceeded", "Too many tokens."))
-    r = run(protocol, [failed])
+    r = fault_run(protocol, [failed])
     error = await r.failing_turn()
     await close(r)
     assert str(error) == "The model's answer failed: Too many tokens. (context_length_exceeded)."
@@ -264,10 +203,10 @@ async def test_failure_the_server_will_not_fix_is_not_retried(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_stream_retries_run_out(run: Callable[..., Run], protocol: str) -> None:
+async def test_stream_retries_run_out(fault_run: Callable[..., FaultRun], protocol: str) -> None:
     payload = ENCODERS[protocol]([message("never whole")])
     cut = Answer(raw=payload[:60])
-    r = run(protocol, [cut, cut, cut], stream_max_retries=2)
+    r = fault_run(protocol, [cut, cut, cut], stream_max_retries=2)
     error = await r.failing_turn()
     await close(r)
     assert str(error).startswith("The model's answer failed: stream closed before")

@@ -15,7 +15,7 @@ from agent_magics.models.base import (
     StreamFailed,
 )
 from agent_magics.models.responses import ResponsesClient
-from tests.fault_server import Answer, FaultServer, ok, status
+from tests.helpers.fault_server import Answer, FaultServer, ok, status
 
 KEY = "sk-test-secret-0123456789"
 

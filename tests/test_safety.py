@@ -26,7 +26,7 @@ from agent_magics.tools.safety import (
     parse_shell_script,
 )
 from agent_magics.tools.shell_lex import MAX_SCRIPT_CHARS
-from tests.paths import CONFORMANCE
+from tests.helpers.paths import CONFORMANCE
 
 VECTORS = CONFORMANCE / "vectors" / "safe_command_cases.json"
 LINUX = sys.platform.startswith("linux")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import Arena, Run, run_orchestrated
+from tests.helpers.sandbox import Arena, Run, run_orchestrated
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 

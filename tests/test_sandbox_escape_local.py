@@ -27,7 +27,7 @@ import pytest
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.sandbox import SandboxSpec
-from tests.sandbox_helpers import (
+from tests.helpers.sandbox import (
     KEY,
     LINUX_MECHANISMS,
     Arena,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from agent_magics.testing import custom_tool_call, function_call
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 
 pytestmark = pytest.mark.slow  # real sandboxes and CLI runs
 

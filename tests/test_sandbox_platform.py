@@ -27,14 +27,14 @@ from agent_magics.tools.sandbox.landlock import INTERPRETER, LAUNCHER
 from agent_magics.tools.sandbox.landlock import grants as landlock_grants
 from agent_magics.tools.sandbox.landlock import wrap as landlock_wrap
 from agent_magics.tools.sandbox.platform import platform_sandbox, probe, unavailable_notice
-from tests.sandbox_helpers import (
+from tests.helpers.sandbox import (
     LINUX_MECHANISMS,
     close,
     require_mechanism,
     sleepers,
     use_mechanism,
 )
-from tests.tool_helpers import shell_invocation
+from tests.helpers.tools import shell_invocation
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 

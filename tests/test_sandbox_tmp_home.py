@@ -28,8 +28,8 @@ from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox import SandboxSpec, mount_points
 from agent_magics.tools.sandbox.bwrap import wrap
-from tests.kernels import Kernel, agent_cell, kernel_manager
-from tests.sandbox_helpers import LINUX_MECHANISMS, require_mechanism
+from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
+from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism
 from tests.test_jupyter_secrets import leaked
 
 pytestmark = pytest.mark.slow  # real kernels and sandboxes

@@ -23,7 +23,7 @@ import pytest
 
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import custom_tool_call, function_call
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 from tests.test_jupyter_secrets import leaked
 
 pytestmark = pytest.mark.slow  # real sandboxes and CLI runs

@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
+from tests.helpers.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
 
 pytestmark = pytest.mark.slow
 

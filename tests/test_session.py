@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-from agent_magics import ReviewDecision, Session, SessionConfig
+from agent_magics import ReviewDecision
 from agent_magics.errors import ConnectionFailed
 from agent_magics.events import (
     ApprovalRequested,
@@ -23,21 +24,14 @@ from agent_magics.events import (
 )
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from agent_magics.tools.approval import ApprovalRequest
-from tests.fault_server import Answer, FaultServer, ok
+from tests.helpers.fault_server import Answer, FaultServer, ok
+from tests.helpers.sessions import session_for
 
 KEY = "sk-session-secret-987654321"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 
 
-def make_session(tmp_path: Path, base_url: str, **extra: Any) -> Session:
-    settings: dict[str, Any] = {
-        "model": "m",
-        "base_url": base_url,
-        "cwd": tmp_path,
-        "api_key": KEY,
-        "shell_type": "disabled",
-    } | extra
-    return Session(SessionConfig(**settings))
+make_session = partial(session_for, api_key=KEY)
 
 
 def pairs_are_whole(body: dict[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.sandbox_helpers import LINUX_MECHANISMS, Arena, require_mechanism
+from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
 from tests.test_approval_text_cli import WAIT_S, cli_env, exec_argv
 from tests.test_approval_workdir_cli import answer_each_question
 

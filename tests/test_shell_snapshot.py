@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from agent_magics import Session, SessionConfig
+from agent_magics import Session
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.exec.snapshot import ShellSnapshot, snapshot_of
-from tests.sandbox_helpers import outside_base
+from tests.helpers.sandbox import outside_base
+from tests.helpers.sessions import session_for
 
 pytestmark = pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
 
@@ -73,16 +74,9 @@ def exec_call(cmd: str, call_id: str) -> dict[str, Any]:
 
 
 def new_session(base_url: str, work: Path, **extra: Any) -> Session:
-    settings: dict[str, Any] = {
-        "model": "m",
-        "base_url": base_url,
-        "cwd": work,
-        "api_key": KEY,
-        "shell_type": "unified_exec",
-        "approval_policy": "never",
-        "sandbox_mode": "danger-full-access",
-    } | extra
-    return Session(SessionConfig(**settings))
+    settings = {"shell_type": "unified_exec", "approval_policy": "never"}
+    settings |= {"sandbox_mode": "danger-full-access"} | extra
+    return session_for(work, base_url, api_key=KEY, **settings)
 
 
 def output_text(raw: str) -> str:

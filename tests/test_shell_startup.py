@@ -22,7 +22,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from tests.sandbox_helpers import KEY, LINUX_MECHANISMS, Arena, require_mechanism
+from tests.helpers.sandbox import KEY, LINUX_MECHANISMS, Arena, require_mechanism
 
 pytestmark = pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
 

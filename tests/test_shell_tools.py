@@ -32,7 +32,7 @@ from agent_magics.tools.handlers.shell import (
 from agent_magics.tools.handlers.unified_exec import ExecCommandArgs
 from agent_magics.tools.policy import can_retry_unsandboxed
 from agent_magics.tools.truncate import TruncationPolicy
-from tests.tool_helpers import alive, gone, shell_invocation
+from tests.helpers.tools import alive, gone, shell_invocation
 
 SHELL = ShellHandler()
 SHELL_COMMAND = ShellCommandHandler()

@@ -25,7 +25,7 @@ from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder
 from agent_magics.store.signing import session_key
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.sandbox_helpers import Arena
+from tests.helpers.sandbox import Arena
 
 KEY = "sk-store-secret-0123456789abcdef"
 HEADER_TOKEN = "hdr-token-5f1e2d3c4b5a69788796"

@@ -21,7 +21,7 @@ from agent_magics.models.chat import ChatClient, ChatDecoder
 from agent_magics.models.responses import ResponsesDecoder
 from agent_magics.models.stream import DONE, Decoder, StreamReader
 from agent_magics.testing import PayloadServer, ScriptedResponsesServer, message, response_events
-from tests.chat_fault_server import chat_chunks
+from tests.helpers.chat_fault_server import chat_chunks
 
 TEXTS = {
     "ascii": "The quick brown fox jumps over the lazy dog. " * 40,

@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.kernels import KERNEL_PYTHONS, NO_LOGIN, write_kernelspec
+from tests.helpers.kernels import KERNEL_PYTHONS, NO_LOGIN, write_kernelspec
 
 pytestmark = pytest.mark.slow
 
@@ -50,16 +50,6 @@ def play(body: dict[str, Any]) -> list[dict[str, Any]]:
 def model() -> Iterator[ScriptedResponsesServer]:
     with ScriptedResponsesServer([play] * 100) as server:
         yield server
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No settings, key or server from the machine: only what the cells say."""
-    for name in [k for k in os.environ if k.startswith(("AGENT_MAGICS_", "OPENAI_"))]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
-    return tmp_path
 
 
 def run_notebook(python: str, home: Path, policy: Any, cells: list[str]) -> Any:

@@ -16,7 +16,7 @@ from agent_magics.tools.truncate import (
     split_string,
     truncate_text,
 )
-from tests.paths import CONFORMANCE
+from tests.helpers.paths import CONFORMANCE
 
 VECTORS = CONFORMANCE / "vectors" / "truncation_cases.json"
 

@@ -3,7 +3,7 @@
 The end-to-end cases run ``python -m agent_magics exec`` against the scripted loopback
 model: the project config asks for ``danger-full-access`` and ``approval_policy =
 "never"`` and the model runs a command that writes outside the workspace (in a folder
-outside every writable root, see ``tests/sandbox_helpers.py``).
+outside every writable root, see ``tests/helpers/sandbox.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agent_magics.errors import ConfigError
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.trust import ProjectConfig, entry_text, project_config, trust_project
-from tests.sandbox_helpers import Arena
+from tests.helpers.sandbox import Arena
 
 KEY = "sk-trust-test-5Jq8Rw2Lx"
 DANGER = 'sandbox_mode = "danger-full-access"\napproval_policy = "never"\n'

@@ -17,7 +17,7 @@ from agent_magics.store import read_session
 from agent_magics.store.recorder import SessionRecorder
 from agent_magics.store.resume import continue_in, load_resume
 from agent_magics.testing import ScriptedResponsesServer, function_call
-from tests.fault_server import Answer, FaultServer, ok, status
+from tests.helpers.fault_server import Answer, FaultServer, ok, status
 
 KEY = "sk-turn-context-secret-24680"
 PLAN = {"plan": [{"step": "look", "status": "in_progress"}]}

@@ -17,7 +17,7 @@ from agent_magics.tools.exec import ProcessManager, manager_for
 from agent_magics.tools.exec.buffer import HeadTailBuffer
 from agent_magics.tools.exec.collect import clamp_yield, poll_wait_ms
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
-from tests.tool_helpers import alive, gone, shell_invocation
+from tests.helpers.tools import alive, gone, shell_invocation
 
 pytestmark = pytest.mark.slow  # real PTY sessions and processes
 

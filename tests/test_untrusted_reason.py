@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agent_magics.testing import function_call, message
-from tests.kernels import Kernel
+from tests.helpers.kernels import Kernel
 from tests.test_kernel_card_truth import run_turn
 
 pytestmark = pytest.mark.slow

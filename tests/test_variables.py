@@ -19,7 +19,7 @@ from agent_magics.kernel.inspect_variable import MAX_ROWS, InspectVariableHandle
 from agent_magics.kernel.list_variables import MAX_VARIABLES, ListVariablesHandler
 from agent_magics.kernel.tools import KernelTools
 from agent_magics.tools.config import ToolsConfig
-from tests.tool_helpers import call_tool
+from tests.helpers.tools import call_tool
 
 SETUP = """
 import numpy as np

@@ -47,8 +47,8 @@ from agent_magics.testing import (  # noqa: E402
     function_call,
     message,
 )
-from tests.browser import CHROMIUM, _listening_port, free_port, stop_server  # noqa: E402
-from tests.sandbox_helpers import outside_base  # noqa: E402
+from tests.helpers.browser import CHROMIUM, _listening_port, free_port, stop_server  # noqa: E402
+from tests.helpers.sandbox import outside_base  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 VIEWPORT: Any = {"width": 1280, "height": 800}

@@ -24,7 +24,7 @@ from agent_magics.tools.context import (
     TurnContext,
 )
 from agent_magics.tools.registry import ToolHandler
-from tests.conformance_helpers import CONF, codex_spec, without_descriptions
+from tests.helpers.conformance import CONF, codex_spec, without_descriptions
 
 CALL_ID = "call-1"
 

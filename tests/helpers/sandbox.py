@@ -24,7 +24,7 @@ from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
 from agent_magics.tools.sandbox import platform
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV, probe
 from agent_magics.tools.sandbox.roots import real
-from tests.tool_helpers import shell_invocation
+from tests.helpers.tools import shell_invocation
 
 LINUX_MECHANISMS = ("bwrap", "landlock")
 

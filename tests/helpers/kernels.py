@@ -33,7 +33,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IPYKERNEL6 = ROOT / ".venv" / "kernels" / "ipykernel6" / "bin" / "python"
 RECIPE = (
     "no ipykernel 6 venv: python3 -m venv .venv/kernels/ipykernel6 && "

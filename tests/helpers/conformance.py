@@ -1,5 +1,5 @@
 """What the tests that replay Codex's conformance cases through our handlers share: the
-harness's modules, the cases as parameters, building a case's workspace, comparing the
+harness's modules, the cases as parameters or as a list, building a case's workspace, comparing the
 outputs with the golden, and comparing a tool's schema with Codex's.
 """
 
@@ -18,13 +18,20 @@ import pytest
 
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.registry import ToolHandler
-from tests.paths import CONFORMANCE as CONF
+from tests.helpers.paths import CONFORMANCE as CONF
 
 # The conformance harness's own modules (tests/conformance/harness.py, compare.py).
 if str(CONF) not in sys.path:
     sys.path.insert(0, str(CONF))
 harness: Any = importlib.import_module("harness")
 compare: Any = importlib.import_module("compare")
+mock_server: Any = importlib.import_module("mock_server")
+
+
+def golden_rels() -> list[str]:
+    """Every recorded case, as ``group/name.json`` below ``goldens/`` (and ``cases/``)."""
+    root = CONF / "goldens"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.json"))
 
 
 def case_params(

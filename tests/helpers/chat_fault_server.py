@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tests.fault_server import Answer, FaultServer
+from tests.helpers.fault_server import Answer, FaultServer
 
 CHAT_USAGE = {
     "prompt_tokens": 11,
