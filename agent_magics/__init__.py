@@ -3,9 +3,10 @@
 ``%load_ext agent_magics`` adds the ``%%agent`` magic; :class:`Session` is the same agent
 for plain Python and the ``agent-magics exec`` command.
 
-The public names load when first used (PEP 562): ``import agent_magics`` alone, which
-every kernel that loads the extension does, brings in none of pydantic, httpx or the
-tools.
+``import agent_magics``, which every kernel that loads the extension does, imports none
+of its parts: a public name (listed in ``__all__``, imported for type checkers below)
+is looked up in :data:`_HOMES` when first used (PEP 562), which brings in pydantic,
+httpx and the tools.
 
 Before anything else it installs :mod:`agent_magics.import_guard`: nothing the package
 imports, now or later, comes from the working folder or another folder the agent can
@@ -13,8 +14,6 @@ write.
 """
 
 from __future__ import annotations
-
-from importlib import import_module
 
 from agent_magics import import_guard
 
@@ -49,42 +48,30 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-_WHERE = {
-    "agent_magics.config": ("SessionConfig", "load_config"),
-    "agent_magics.errors": (
-        "AgentMagicsError",
-        "ArgumentError",
-        "ConfigError",
-        "ConnectionFailed",
-        "Fatal",
-        "ModelError",
-        "RespondToModel",
-        "TurnAborted",
-        "UserError",
-    ),
-    "agent_magics.session": ("Session", "TurnResult"),
-    "agent_magics.tools.approval": (
-        "ApprovalPolicy",
-        "ApprovalRequest",
-        "Approver",
-        "ReviewDecision",
-        "SandboxMode",
-    ),
-    "agent_magics.tools.context": ("ToolInvocation", "ToolOutput"),
-    "agent_magics.tools.functions": ("registered_tools", "tool"),
-    "agent_magics.tools.registry": ("ToolHandler",),
-}
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+_HOMES = (
+    "agent_magics.errors",
+    "agent_magics.config",
+    "agent_magics.session",
+    "agent_magics.tools.approval",
+    "agent_magics.tools.context",
+    "agent_magics.tools.functions",
+    "agent_magics.tools.registry",
+)
+"""The modules the public names live in: a name is taken from the first that has it."""
 
 
 def __getattr__(name: str) -> object:
     """A public name, imported from its module the first time it is asked for."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+    if name in __all__:
+        from importlib import import_module
+
+        for home in _HOMES:
+            module = import_module(home)
+            if name in vars(module):
+                value = vars(module)[name]
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -7,18 +7,19 @@ other.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING
-
 from agent_magics.config import DEFAULT_BASE_URL, SessionConfig
 from agent_magics.errors import ConfigError
+from agent_magics.models.base import ModelClient
+from agent_magics.models.chat import ChatClient
+from agent_magics.models.http import RetryHook
+from agent_magics.models.replay import Recorder, ReplayClient
+from agent_magics.models.responses import ResponsesClient
 
-if TYPE_CHECKING:
-    from agent_magics.models import ChatClient, ModelClient, ResponsesClient
-    from agent_magics.models.http import RetryHook
-
-LIVE = {"responses": "ResponsesClient", "chat": "ChatClient"}
-"""Each live protocol's client class, in :mod:`agent_magics.models` (imported when used)."""
+LIVE: dict[str, type[ResponsesClient | ChatClient]] = {
+    "responses": ResponsesClient,
+    "chat": ChatClient,
+}
+"""Each live protocol's client class."""
 NO_MODEL = (
     "No model is configured: set OPENAI_API_KEY, point --base-url at a local "
     "OpenAI-compatible server, or use --provider replay for the offline demo."
@@ -58,21 +59,15 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     """The client for the configured provider; says in one sentence what is missing."""
     provider = resolve_provider(config)
     if provider == "replay":
-        from agent_magics.models.replay import ReplayClient
-
         if config.provider == "auto":  # no model configured: the notebook's recording
             return ReplayClient(config.offline_recording, OFFLINE_HINT)
         return ReplayClient(config.replay_path)
-    class_name = LIVE.get(provider)
-    if class_name is None:
+    client_class = LIVE.get(provider)
+    if client_class is None:
         raise ConfigError(f"The provider {provider!r} is not available in this version.")
-    client_class: type[ResponsesClient | ChatClient]
-    client_class = getattr(import_module("agent_magics.models"), class_name)
     key = config.key()
     recorder = None
     if config.record_path:
-        from agent_magics.models.replay import Recorder
-
         recorder = Recorder(config.record_path, provider, key)
     return client_class(
         config.base_url,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -182,27 +181,6 @@ def test_loading_the_extension_imports_nothing_heavy() -> None:
     assert _heavy(loaded) == []
 
 
-def test_tool_specs_come_without_any_handler_module() -> None:
-    """A session's tool list (sent with every request) is built from the spec modules;
-    a handler module is imported when its tool is called."""
-    build = (
-        "from agent_magics.tools.build import build_registry\n"
-        "from agent_magics.tools.config import ToolsConfig\n"
-        "tools = frozenset({'grep_files', 'read_file', 'list_dir', 'read_notebook',"
-        " 'edit_notebook'})\n"
-        "for shell in ('unified_exec', 'shell', 'shell_command'):\n"
-        "    for patch in ('freeform', 'function'):\n"
-        "        config = ToolsConfig(shell_type=shell, apply_patch_tool_type=patch,"
-        " experimental_supported_tools=tools)\n"
-        "        registry = build_registry(config)\n"
-        "        assert len(registry.wire_specs()) >= 9, registry.wire_specs()\n"
-    )
-    loaded = _modules_after(build)
-    assert [m for m in loaded if _inside(m, ("agent_magics.tools.handlers", "PIL"))] == []
-    called = _modules_after(build + "registry.get('view_image').handler.handler")
-    assert {"agent_magics.tools.handlers.view_image", "PIL"} <= called
-
-
 @pytest.mark.parametrize("argv", [["--help"], ["exec", "--help"]])
 def test_the_cli_help_imports_nothing_heavy(argv: list[str]) -> None:
     code = (
@@ -236,52 +214,3 @@ def test_loading_the_extension_leaves_the_tools_for_the_first_turn() -> None:
     loaded = set(out.stdout.split())
     assert "agent_magics.magics" in loaded
     assert [m for m in NOT_AT_LOAD if m in loaded] == []
-
-
-EXEC_TURN = """
-import atexit, sys
-atexit.register(lambda: print("\\nmodules: " + " ".join(sorted(sys.modules))))
-from agent_magics.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-NOT_IN_A_COMMAND_TURN = [
-    "agent_magics.models.chat",  # and the replay recorder: other providers
-    "agent_magics.models.chat_convert",
-    "agent_magics.models.replay",
-    "agent_magics.mcp.config",  # no MCP server is configured
-    "agent_magics.apply_patch.verified",  # no patch is applied
-    "agent_magics.apply_patch.apply",
-    "agent_magics.tools.handlers.apply_patch",
-    "agent_magics.store.resume",  # nothing is resumed
-]
-
-
-def test_a_command_turn_imports_only_what_it_uses(tmp_path: Path) -> None:
-    """A whole ``agent-magics exec`` turn (one command, then an answer) on the Responses
-    API leaves out the other providers, MCP settings, the patch appliers and resuming:
-    each costs start-up time in every run that never needs it."""
-    import os
-    import subprocess
-    import sys
-
-    from agent_magics.testing import ScriptedResponsesServer, function_call, message
-
-    turns: list[Any] = [
-        [function_call("exec_command", {"cmd": "echo hi"}, "c1")],
-        [message("It said hi.")],
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    with ScriptedResponsesServer(turns) as server:
-        argv = ["exec", "--base-url", server.base_url, "-m", "m", "-a", "never"]
-        argv += ["-s", "danger-full-access", "-c", "allow_login_shell=false", "say hi"]
-        done = subprocess.run(
-            [sys.executable, "-c", EXEC_TURN, *argv], cwd=tmp_path, capture_output=True,
-            text=True, timeout=120, env=env | {"HOME": str(tmp_path), "OPENAI_API_KEY": "k"},
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    answer, _, modules = done.stdout.partition("\nmodules: ")
-    assert answer == "It said hi.\n"
-    assert server.outputs(1)["c1"].endswith("hi\n")  # the command ran
-    loaded = set(modules.split())
-    assert "agent_magics.tools.handlers.unified_exec" in loaded
-    assert [m for m in NOT_IN_A_COMMAND_TURN if m in loaded] == []

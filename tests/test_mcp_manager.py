@@ -23,8 +23,10 @@ import pytest_asyncio
 from mcp.types import CallToolResult, TextContent
 
 from agent_magics.events import Event, McpServerFailed, McpServerReady
-from agent_magics.mcp import McpError, McpManager, McpServerConfig, _reasons, call_result_output
-from agent_magics.mcp.config import DEFAULT_ENV_VARS, safe_url
+from agent_magics.mcp import _reasons
+from agent_magics.mcp.config import DEFAULT_ENV_VARS, McpServerConfig, safe_url
+from agent_magics.mcp.manager import McpError, McpManager
+from agent_magics.mcp.results import call_result_output
 from agent_magics.models.secret import Scrubber
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case

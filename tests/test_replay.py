@@ -18,8 +18,7 @@ import pytest
 from agent_magics import Session, SessionConfig
 from agent_magics.config import load_config
 from agent_magics.errors import ConfigError, ModelError
-from agent_magics.models import ReplayClient
-from agent_magics.models.replay import DEMO_FOLDER, LIVE_HINT, load_recording
+from agent_magics.models.replay import DEMO_FOLDER, LIVE_HINT, ReplayClient, load_recording
 from agent_magics.models.secret import MIN_PIECE, Scrubber
 from agent_magics.providers import NO_MODEL, OFFLINE_HINT, create_client, resolve_provider
 from agent_magics.recordings import DEMO_FILES, DEMO_PROMPT, write_demo_files

@@ -14,58 +14,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from agent_magics.lazy_names import lazy_names
-
-if TYPE_CHECKING:
-    from .apply import StandaloneResult, apply_hunks_to_disk, apply_patch_to_disk, format_summary
-    from .content import PatchApplyError, derive_new_contents, unified_diff
-    from .files import ConfinedFiles, OutsideWritableRoots, PlainFiles
-    from .fsops import resolve_patch_path
-    from .grammar import LARK_GRAMMAR
-    from .parser import (
-        AddFile,
-        DeleteFile,
-        Hunk,
-        Patch,
-        PatchError,
-        PatchParseError,
-        UpdateFile,
-        UpdateFileChunk,
-        parse_patch,
-    )
-    from .seek import seek_sequence
-    from .verified import FileChange, PatchVerificationError, VerifiedPatch, verify_patch
-
-_WHERE = {
-    "apply": ("StandaloneResult", "apply_hunks_to_disk", "apply_patch_to_disk", "format_summary"),
-    "content": ("PatchApplyError", "derive_new_contents", "unified_diff"),
-    "files": ("ConfinedFiles", "OutsideWritableRoots", "PlainFiles"),
-    "fsops": ("resolve_patch_path",),
-    "grammar": ("LARK_GRAMMAR",),
-    "parser": (
-        "AddFile",
-        "DeleteFile",
-        "Hunk",
-        "Patch",
-        "PatchError",
-        "PatchParseError",
-        "UpdateFile",
-        "UpdateFileChunk",
-        "parse_patch",
-    ),
-    "seek": ("seek_sequence",),
-    "verified": ("FileChange", "PatchVerificationError", "VerifiedPatch", "verify_patch"),
-}
-"""Each submodule and the public names it holds: a name's module is imported when the
-name is first asked for, so spotting a patch (the parser) does not load the appliers."""
-__getattr__ = lazy_names(__name__, globals(), _WHERE)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
+from .apply import StandaloneResult, apply_hunks_to_disk, apply_patch_to_disk, format_summary
+from .content import PatchApplyError, derive_new_contents, unified_diff
+from .files import ConfinedFiles, OutsideWritableRoots, PlainFiles
+from .fsops import resolve_patch_path
+from .grammar import LARK_GRAMMAR
+from .parser import (
+    AddFile,
+    DeleteFile,
+    Hunk,
+    Patch,
+    PatchError,
+    PatchParseError,
+    UpdateFile,
+    UpdateFileChunk,
+    parse_patch,
+)
+from .seek import seek_sequence
+from .verified import FileChange, PatchVerificationError, VerifiedPatch, verify_patch
 
 __all__ = [
     "LARK_GRAMMAR",

@@ -3,72 +3,49 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from agent_magics.tools.config import ToolsConfig
-from agent_magics.tools.registry import LazyHandler, ToolHandler, ToolRegistry
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.command import (
-    exec_command_spec,
-    shell_command_spec,
-    shell_spec,
-    write_stdin_spec,
-)
-from agent_magics.tools.specs.files import (
-    grep_files_spec,
-    list_dir_spec,
-    read_file_spec,
-    view_image_spec,
-)
-from agent_magics.tools.specs.notebook import edit_notebook_spec, read_notebook_spec
-from agent_magics.tools.specs.patch import apply_patch_spec
-from agent_magics.tools.specs.talk import request_user_input_spec, update_plan_spec
+from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
+from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+from agent_magics.tools.handlers.grep_files import GrepFilesHandler
+from agent_magics.tools.handlers.list_dir import ListDirHandler
+from agent_magics.tools.handlers.plan import UpdatePlanHandler
+from agent_magics.tools.handlers.read_file import ReadFileHandler
+from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
+from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
+from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+from agent_magics.tools.handlers.view_image import ViewImageHandler
+from agent_magics.tools.registry import ToolHandler, ToolRegistry
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager
 
 
-_HANDLERS = "agent_magics.tools.handlers."
-
-
-def _lazy(name: str, target: str, spec: ToolSpec, parallel: bool) -> ToolHandler:
-    return LazyHandler(name, _HANDLERS + target, spec, parallel=parallel)
-
-
 def _shell_handlers(config: ToolsConfig) -> list[ToolHandler]:
     if config.shell_type == "unified_exec":
-        return [
-            _lazy(
-                "exec_command", "unified_exec:ExecCommandHandler", exec_command_spec(config), True
-            ),
-            _lazy("write_stdin", "unified_exec:WriteStdinHandler", write_stdin_spec(config), False),
-        ]
+        return [ExecCommandHandler(), WriteStdinHandler()]
     if config.shell_type == "shell_command":
-        return [
-            _lazy("shell_command", "shell:ShellCommandHandler", shell_command_spec(config), True)
-        ]
+        return [ShellCommandHandler()]
     if config.shell_type == "shell":
-        return [_lazy("shell", "shell:ShellHandler", shell_spec(config), True)]
+        return [ShellHandler()]
     return []
 
 
-_FILE_TOOLS = (
-    ("grep_files", "grep_files:GrepFilesHandler", grep_files_spec, True),
-    ("read_file", "read_file:ReadFileHandler", read_file_spec, True),
-    ("list_dir", "list_dir:ListDirHandler", list_dir_spec, True),
-    ("read_notebook", "read_notebook:ReadNotebookHandler", read_notebook_spec, True),
-    ("edit_notebook", "edit_notebook:EditNotebookHandler", edit_notebook_spec, False),
+_FILE_TOOLS: tuple[Callable[[], ToolHandler], ...] = (
+    GrepFilesHandler,
+    ReadFileHandler,
+    ListDirHandler,
+    ReadNotebookHandler,
+    EditNotebookHandler,
 )
 """The opt-in file tools (``experimental_supported_tools``), in the order offered."""
 
 
 def _file_handlers(config: ToolsConfig) -> list[ToolHandler]:
     wanted = config.experimental_supported_tools
-    return [
-        _lazy(name, target, spec(config), parallel)
-        for name, target, spec, parallel in _FILE_TOOLS
-        if name in wanted
-    ]
+    return [h for h in (make() for make in _FILE_TOOLS) if h.name in wanted]
 
 
 def _resource_handlers(mcp: McpManager | None) -> list[ToolHandler]:
@@ -113,32 +90,13 @@ def build_registry(
     the model is not told of it, and a call to it is answered as to an unknown tool."""
     handlers = _shell_handlers(config) + _resource_handlers(mcp)
     if config.update_plan:
-        handlers.append(
-            _lazy("update_plan", "plan:UpdatePlanHandler", update_plan_spec(config), False)
-        )
+        handlers.append(UpdatePlanHandler())
     if config.request_user_input:
-        spec = request_user_input_spec(config)
-        handlers.append(
-            _lazy("request_user_input", "request_user_input:RequestUserInputHandler", spec, False)
-        )
-    patch = config.apply_patch_tool_type
-    if patch is not None:
-        kind: Literal["function", "custom"] = "custom" if patch == "freeform" else "function"
-        target = _HANDLERS + "apply_patch:ApplyPatchHandler"
-        handlers.append(
-            LazyHandler(
-                "apply_patch",
-                target,
-                apply_patch_spec(patch),
-                parallel=False,
-                payload_kind=kind,
-                args=(patch,),
-            )
-        )
+        handlers.append(RequestUserInputHandler())
+    if config.apply_patch_tool_type is not None:
+        handlers.append(ApplyPatchHandler(config.apply_patch_tool_type))
     handlers += _file_handlers(config)
-    handlers.append(
-        _lazy("view_image", "view_image:ViewImageHandler", view_image_spec(config), True)
-    )
+    handlers.append(ViewImageHandler())
     handlers += _mcp_handlers(mcp)
     added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import import_module
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from agent_magics.tools.context import ToolInvocation, ToolOutput
@@ -30,46 +29,6 @@ class ToolHandler(Protocol):
     def spec(self, config: ToolsConfig) -> ToolSpec: ...
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput: ...
-
-
-class LazyHandler:
-    """A built-in tool known by its name, spec and flags; its handler class, written as
-    ``"module:Class"``, is imported and built at the first call. A session's tool list is
-    sent with every request, a tool may never be called: building the list imports no
-    handler module (Pillow, pydantic argument models, the process machinery)."""
-
-    def __init__(
-        self,
-        name: str,
-        target: str,
-        spec: ToolSpec,
-        *,
-        parallel: bool,
-        payload_kind: Literal["function", "custom"] = "function",
-        args: Sequence[object] = (),
-    ) -> None:
-        self.name = name
-        self.payload_kind = payload_kind
-        self.supports_parallel = parallel
-        self._target = target
-        self._spec = spec
-        self._args = tuple(args)
-        self._handler: ToolHandler | None = None
-
-    @property
-    def handler(self) -> ToolHandler:
-        """The real handler, imported and built on first use."""
-        if self._handler is None:
-            module, _, cls = self._target.partition(":")
-            handler: ToolHandler = getattr(import_module(module), cls)(*self._args)
-            self._handler = handler
-        return self._handler
-
-    def spec(self, config: ToolsConfig) -> ToolSpec:
-        return self._spec
-
-    async def handle(self, inv: ToolInvocation) -> ToolOutput:
-        return await self.handler.handle(inv)
 
 
 @dataclass(frozen=True)

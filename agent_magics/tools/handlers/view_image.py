@@ -18,9 +18,8 @@ import math
 import os
 import stat
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from PIL import Image
 from pydantic import BaseModel
 
 from agent_magics.errors import Fatal, RespondToModel
@@ -31,6 +30,9 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.spec import ToolSpec
 from agent_magics.tools.specs.files import view_image_spec
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 MAX_WIDTH = 2048
 MAX_HEIGHT = 768
@@ -99,6 +101,8 @@ def _encode(img: Image.Image, fmt: str, size: tuple[int, int] | None) -> Prepare
         mode = "RGBA"
     work = img.convert(mode)
     if size is not None:
+        from PIL import Image
+
         work = work.resize(size, Image.Resampling.BILINEAR)
     out = io.BytesIO()
     if fmt == "JPEG":
@@ -112,7 +116,10 @@ def _encode(img: Image.Image, fmt: str, size: tuple[int, int] | None) -> Prepare
 
 
 def prepare_image(data: bytes) -> PreparedImage:
-    """Turn a file's bytes into what the model receives; :class:`UnreadableImage` if not."""
+    """Turn a file's bytes into what the model receives; :class:`UnreadableImage` if not.
+    Pillow is imported here, at the first image: a session that sees none never loads it."""
+    from PIL import Image
+
     kept = _sniff(data)
     try:
         with Image.open(io.BytesIO(data)) as img:
