@@ -12,7 +12,13 @@ import pytest
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
-from tests.test_live_notebook import Recorder, Server, call, kernel_side, server  # noqa: F401
+from tests.helpers.jupyter_server import (
+    Recorder,
+    Server,
+    call,
+    kernel_side,
+    server_fixture,  # noqa: F401 (the ``server`` fixture)
+)
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +33,7 @@ def marked(cell: Any, grade_id: str, **marks: Any) -> Any:
 
 
 @pytest.fixture
-async def person(server: Server) -> Any:  # noqa: F811
+async def person(server: Server) -> Any:
     """The assignment open in the person's editor, with an unsaved edit in its answer."""
     nb = v4.new_notebook()
     nb.cells = [
@@ -54,7 +60,7 @@ def notes(person: Any) -> list[dict[str, str]]:
     return found
 
 
-async def test_locked_cell_refused_live_and_graded_work_noted(server: Server, person: Any) -> None:  # noqa: F811
+async def test_locked_cell_refused_live_and_graded_work_noted(server: Server, person: Any) -> None:
     nb, recorder = server.notebooks / "a.ipynb", Recorder([])
     on_disk = nb.read_bytes()
     edit = EditNotebookHandler(kernel_side(server))
@@ -87,7 +93,7 @@ async def test_locked_cell_refused_live_and_graded_work_noted(server: Server, pe
 
 
 async def test_a_cell_locked_after_the_agent_read_it_is_still_refused(
-    server: Server,  # noqa: F811
+    server: Server,
     person: Any,
 ) -> None:
     """The editor's cell as it is when the edit goes in decides, not the copy read before

@@ -29,14 +29,14 @@ from typing import Any
 
 import nbformat
 import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
 
 from agent_magics.events import Event, TurnDiff
 from agent_magics.store.undo import plan_undo, undo_last_turn
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
 from tests.helpers.browser import free_port, stop_server
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.jupyter_server import ServerKernel, turns_done
+from tests.helpers.kernels import agent_cell
 from tests.test_turn_changes import make_session
 
 STORE = ".jupyter_ystore.db"
@@ -127,26 +127,6 @@ class ProjectServer:
         stop_server(self.process, self.log)
 
 
-class ServerKernel(Kernel):
-    """The kernel the server started for the notebook, reached through its connection
-    file (the server shuts it down)."""
-
-    def __init__(self, connection_file: Path, cwd: Path) -> None:
-        self.ws = cwd
-        deadline = time.monotonic() + 60
-        while not connection_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.kc = BlockingKernelClient(connection_file=str(connection_file))
-        self.kc.load_connection_file()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-        self.log: list[dict[str, Any]] = []
-        self.states: dict[str, dict[str, Any]] = {}
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-
-
 class Typist:
     """The person's JupyterLab: a peer of the notebook's room that types into its first
     cell every 50 ms, so the collaboration store is written all along."""
@@ -186,10 +166,6 @@ class Typist:
         self.stop.set()
         self.thread.join(30)
         assert self.failure is None, repr(self.failure)
-
-
-def turns_done(kernel: Kernel) -> int:
-    return sum("Done." in v for v in kernel.html_values())
 
 
 @pytest.fixture

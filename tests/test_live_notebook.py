@@ -10,13 +10,8 @@ extra (``pip install -e '.[browser]'``) for the server; skipped without it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,8 +21,6 @@ import nbformat
 import psutil
 import pytest
 
-from agent_magics.errors import RespondToModel
-from agent_magics.events import ApprovalRequested, Event
 from agent_magics.kernel.live_notebook import (
     INSTALL,
     PARENT_PID_ENV,
@@ -38,25 +31,24 @@ from agent_magics.kernel.live_notebook import (
     find_server,
     server_from_url,
 )
-from agent_magics.tools.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision, SandboxMode
-from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
+from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision, SandboxMode
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.notebook_doc import LIVE_NOTE, SESSION_ENV
-from agent_magics.tools.registry import ToolHandler
 from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE, arguments_html
 from agent_magics.transcript.markdown import tool_markdown
 from agent_magics.transcript.model import ToolBlock
-from tests.helpers.browser import free_port, stop_server
+from tests.helpers.jupyter_server import (
+    Recorder,
+    Server,
+    call,
+    kernel_side,
+    server_fixture,  # noqa: F401 (the ``server`` fixture)
+    write_notebook,
+)
 
 v4: Any = nbformat.v4
 nbf: Any = nbformat
-
-
-def write_notebook(path: Path) -> None:
-    nb = v4.new_notebook()
-    nb.cells = [v4.new_code_cell("x = 1", id="one"), v4.new_markdown_cell("# Notes", id="two")]
-    nbf.write(nb, str(path))
 
 
 def server_file(folder: Path, pid: int, port: int, root: Path, token: str = "") -> None:
@@ -130,37 +122,6 @@ def test_the_card_shows_the_proposed_cell_with_a_copy_button() -> None:
 # -- no front end that can take the cell ----------------------------------------------
 
 
-@dataclass
-class Recorder:
-    events: list[Event]
-    decision: ReviewDecision = ReviewDecision.APPROVED
-
-    async def approve(self, request: ApprovalRequest) -> ReviewDecision:
-        return self.decision
-
-    @property
-    def asked(self) -> int:
-        return sum(isinstance(e, ApprovalRequested) for e in self.events)
-
-
-async def call(
-    handler: ToolHandler, cwd: Path, args: dict[str, Any], recorder: Recorder, **turn: Any
-) -> tuple[Any, bool]:
-    services = SessionServices(approver=recorder.approve, emit=recorder.events.append)
-    inv = ToolInvocation(
-        "c1",
-        handler.name,
-        FunctionPayload(json.dumps(args)),
-        TurnContext(cwd=cwd, **turn),
-        services,
-    )
-    try:
-        out = await handler.handle(inv)
-    except RespondToModel as exc:
-        return exc.message, False
-    return out.content, out.success
-
-
 URL = SERVER_URL_ENV
 INSERT = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
           "new_source": "y = x + 1"}  # fmt: skip
@@ -202,72 +163,6 @@ async def test_without_a_collaborative_server_the_model_gets_one_sentence(
 # -- a real server with jupyter-collaboration -----------------------------------------
 
 
-class Server:
-    """``jupyter server`` on 127.0.0.1 with a token; its runtime folder in ``root``."""
-
-    def __init__(self, root: Path, config: dict[str, Any] | None = None) -> None:
-        pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
-        self.notebooks = root / "notebooks"
-        self.notebooks.mkdir(parents=True)
-        self.runtime = root / "runtime"
-        self.port, self.token = free_port(), "live-test-token"
-        (root / "config").mkdir()
-        (root / "config" / "jupyter_server_config.json").write_text(json.dumps(config or {}))
-        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
-                   JUPYTER_CONFIG_DIR=str(root / "config"))  # fmt: skip
-        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-                f"--IdentityProvider.token={self.token}",
-                f"--ServerApp.root_dir={self.notebooks}",
-                # the server saves the shared document only after a minute: the file shows
-                # whether the agent wrote it
-                "--YDocExtension.document_save_delay=60"]  # fmt: skip
-        self.log = (root / "server.log").open("w")
-        self.process = subprocess.Popen(  # in root: the collaboration server keeps its store there
-            argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 60
-        while (info := self._info()) is None:
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.close()
-                raise RuntimeError((root / "server.log").read_text())
-            time.sleep(0.2)
-        self.port = int(info["port"])  # a port taken meanwhile: the server took the next one
-        url = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
-        while True:  # the runtime file can come a moment before the server listens
-            try:
-                urllib.request.urlopen(url, timeout=10).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    self.close()
-                    raise
-                time.sleep(0.2)
-
-    def _info(self) -> dict[str, Any] | None:
-        """The server's ``jpserver-<pid>.json`` once it is whole."""
-        for found in self.runtime.glob("jpserver-*.json"):
-            try:
-                info: dict[str, Any] = json.loads(found.read_text())
-                return info
-            except ValueError:
-                return None
-        return None
-
-    def close(self) -> None:
-        stop_server(self.process, self.log)
-
-
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    s = Server(tmp_path)
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(s.runtime))
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 @pytest.fixture
 async def person(server: Server) -> AsyncIterator[Any]:
     """The person's editor: a peer of the notebook's room that types and never saves."""
@@ -289,12 +184,6 @@ async def person(server: Server) -> AsyncIterator[Any]:
 
 def sources(doc: Any) -> list[str]:
     return [str(c.source) for c in doc.notebook().cells]
-
-
-def kernel_side(server: Server) -> KernelLiveNotebook:
-    """The kernel's bridge, as a kernel the server started finds it."""
-    env = {SESSION_ENV: str(server.notebooks / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
-    return KernelLiveNotebook(None, env)
 
 
 @pytest.mark.slow

@@ -29,16 +29,19 @@ from typing import Any
 
 import pytest
 
-from agent_magics.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook, find_server
+from agent_magics.kernel.live_notebook import PARENT_PID_ENV, find_server
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN
-from agent_magics.tools.notebook_doc import SESSION_ENV
 from tests.helpers.browser import free_port, stop_server
+from tests.helpers.jupyter_server import (
+    ServerKernel,
+    live_sources,
+    read_and_insert,
+    turns_done,
+    write_notebook,
+)
 from tests.helpers.kernels import agent_cell
-from tests.test_jupyter_files import ServerKernel, turns_done
-from tests.test_live_notebook import write_notebook
-from tests.test_live_notebook_prefix import read_and_insert
 
 USER = "someone"
 PREFIX = f"/user/{USER}/"
@@ -203,19 +206,6 @@ def singleuser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sing
     finally:
         server.close()
         hub.close()
-
-
-async def live_sources(server: SingleUser) -> list[str]:
-    """The cells of the notebook's live document, as a peer of its room reads them."""
-    env = {SESSION_ENV: str(server.project / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
-    live = KernelLiveNotebook(None, env)
-    doc = await live.open()
-    try:
-        return [str(c.source) for c in doc.notebook().cells]
-    finally:
-        await doc.close()
-        if hasattr(live, "close"):  # a room kept between calls is left here
-            await live.close()
 
 
 @pytest.mark.slow

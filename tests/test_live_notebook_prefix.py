@@ -38,9 +38,14 @@ from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInv
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
 from agent_magics.tools.notebook_doc import SESSION_ENV
 from tests.helpers.browser import free_port, stop_server
+from tests.helpers.jupyter_server import (
+    ServerKernel,
+    live_sources,
+    read_and_insert,
+    turns_done,
+    write_notebook,
+)
 from tests.helpers.kernels import Kernel, agent_cell
-from tests.test_jupyter_files import ServerKernel, turns_done
-from tests.test_live_notebook import write_notebook
 
 PREFIX = "/user/labs-someone/"  # Binder names a person's server after the repository
 TOKEN = "prefix-test-token-5f1c"
@@ -157,29 +162,6 @@ def prefixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Prefix
         yield server
     finally:
         server.close()
-
-
-def read_and_insert(n: int, source: str) -> list[Turn]:
-    insert = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
-              "new_source": source}  # fmt: skip
-    return [
-        [function_call("read_notebook", {"path": "a.ipynb"}, f"r{n}")],
-        [function_call("edit_notebook", insert, f"e{n}")],
-        [say(f"turn {n} done")],
-    ]
-
-
-async def live_sources(server: PrefixServer) -> list[str]:
-    """The cells of the notebook's live document, as a peer of its room reads them."""
-    env = {SESSION_ENV: str(server.project / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
-    live = KernelLiveNotebook(None, env)
-    doc = await live.open()
-    try:
-        return [str(c.source) for c in doc.notebook().cells]
-    finally:
-        await doc.close()
-        if hasattr(live, "close"):  # a room kept between calls is left here
-            await live.close()
 
 
 @pytest.mark.slow

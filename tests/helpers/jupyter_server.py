@@ -1,0 +1,197 @@
+"""A real ``jupyter server`` with jupyter-collaboration on 127.0.0.1 for the live-notebook
+tests, the kernel it starts for a notebook, the kernel's bridge to the notebook's room,
+and calling a notebook tool as a turn does. Needs the ``browser`` extra
+(``pip install -e '.[browser]'``); the tests that start a server skip without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+
+from agent_magics.errors import RespondToModel
+from agent_magics.events import ApprovalRequested, Event
+from agent_magics.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
+from agent_magics.testing import Turn, function_call
+from agent_magics.testing import message as say
+from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
+from agent_magics.tools.notebook_doc import SESSION_ENV
+from agent_magics.tools.registry import ToolHandler
+from tests.helpers.browser import free_port, stop_server
+from tests.helpers.kernels import Kernel
+
+v4: Any = nbformat.v4
+nbf: Any = nbformat
+
+
+def write_notebook(path: Path) -> None:
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("x = 1", id="one"), v4.new_markdown_cell("# Notes", id="two")]
+    nbf.write(nb, str(path))
+
+
+@dataclass
+class Recorder:
+    events: list[Event]
+    decision: ReviewDecision = ReviewDecision.APPROVED
+
+    async def approve(self, request: ApprovalRequest) -> ReviewDecision:
+        return self.decision
+
+    @property
+    def asked(self) -> int:
+        return sum(isinstance(e, ApprovalRequested) for e in self.events)
+
+
+async def call(
+    handler: ToolHandler, cwd: Path, args: dict[str, Any], recorder: Recorder, **turn: Any
+) -> tuple[Any, bool]:
+    services = SessionServices(approver=recorder.approve, emit=recorder.events.append)
+    inv = ToolInvocation(
+        "c1",
+        handler.name,
+        FunctionPayload(json.dumps(args)),
+        TurnContext(cwd=cwd, **turn),
+        services,
+    )
+    try:
+        out = await handler.handle(inv)
+    except RespondToModel as exc:
+        return exc.message, False
+    return out.content, out.success
+
+
+# -- the server, its kernel, the kernel's bridge -----------------------------------------
+
+
+class Server:
+    """``jupyter server`` on 127.0.0.1 with a token; its runtime folder in ``root``."""
+
+    def __init__(self, root: Path, config: dict[str, Any] | None = None) -> None:
+        pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
+        self.notebooks = root / "notebooks"
+        self.notebooks.mkdir(parents=True)
+        self.runtime = root / "runtime"
+        self.port, self.token = free_port(), "live-test-token"
+        (root / "config").mkdir()
+        (root / "config" / "jupyter_server_config.json").write_text(json.dumps(config or {}))
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
+                   JUPYTER_CONFIG_DIR=str(root / "config"))  # fmt: skip
+        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={self.notebooks}",
+                # the server saves the shared document only after a minute: the file shows
+                # whether the agent wrote it
+                "--YDocExtension.document_save_delay=60"]  # fmt: skip
+        self.log = (root / "server.log").open("w")
+        self.process = subprocess.Popen(  # in root: the collaboration server keeps its store there
+            argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while (info := self._info()) is None:
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.close()
+                raise RuntimeError((root / "server.log").read_text())
+            time.sleep(0.2)
+        self.port = int(info["port"])  # a port taken meanwhile: the server took the next one
+        url = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
+        while True:  # the runtime file can come a moment before the server listens
+            try:
+                urllib.request.urlopen(url, timeout=10).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.close()
+                    raise
+                time.sleep(0.2)
+
+    def _info(self) -> dict[str, Any] | None:
+        """The server's ``jpserver-<pid>.json`` once it is whole."""
+        for found in self.runtime.glob("jpserver-*.json"):
+            try:
+                info: dict[str, Any] = json.loads(found.read_text())
+                return info
+            except ValueError:
+                return None
+        return None
+
+    def close(self) -> None:
+        stop_server(self.process, self.log)
+
+
+@pytest.fixture(name="server")
+def server_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    """The ``server`` fixture of the modules that import it: a :class:`Server`, stopped
+    after the test; kernels started by it find it through ``JUPYTER_RUNTIME_DIR``."""
+    s = Server(tmp_path)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(s.runtime))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def kernel_side(server: Server) -> KernelLiveNotebook:
+    """The kernel's bridge, as a kernel the server started finds it."""
+    env = {SESSION_ENV: str(server.notebooks / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
+    return KernelLiveNotebook(None, env)
+
+
+class ServerKernel(Kernel):
+    """The kernel the server started for the notebook, reached through its connection
+    file (the server shuts it down)."""
+
+    def __init__(self, connection_file: Path, cwd: Path) -> None:
+        self.ws = cwd
+        deadline = time.monotonic() + 60
+        while not connection_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.kc = BlockingKernelClient(connection_file=str(connection_file))
+        self.kc.load_connection_file()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.log: list[dict[str, Any]] = []
+        self.states: dict[str, dict[str, Any]] = {}
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+
+
+def turns_done(kernel: Kernel) -> int:
+    return sum("Done." in v for v in kernel.html_values())
+
+
+def read_and_insert(n: int, source: str) -> list[Turn]:
+    insert = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
+              "new_source": source}  # fmt: skip
+    return [
+        [function_call("read_notebook", {"path": "a.ipynb"}, f"r{n}")],
+        [function_call("edit_notebook", insert, f"e{n}")],
+        [say(f"turn {n} done")],
+    ]
+
+
+async def live_sources(server: Any) -> list[str]:
+    """The cells of the notebook's live document, as a peer of its room reads them."""
+    env = {SESSION_ENV: str(server.project / "a.ipynb"), PARENT_PID_ENV: str(server.process.pid)}
+    live = KernelLiveNotebook(None, env)
+    doc = await live.open()
+    try:
+        return [str(c.source) for c in doc.notebook().cells]
+    finally:
+        await doc.close()
+        if hasattr(live, "close"):  # a room kept between calls is left here
+            await live.close()
