@@ -1,8 +1,9 @@
-"""End to end against the recordings of the real Codex CLI.
+"""End to end against the recordings of the real Codex CLI: the ground truth.
 
 Each case runs ``python -m agent_magics exec`` against the conformance mock server (the
 same server that drove Codex); the tool outputs our client sends back, and the workspace
-afterwards, must equal the goldens after normalisation.
+afterwards, must equal the goldens after normalisation. The quick tier replays the same
+cases in-process (tests/test_conformance_replay.py).
 """
 
 from __future__ import annotations
@@ -13,25 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import CONFORMANCE
+from tests.helpers.conformance import golden_rels
+from tests.helpers.conformance_replay import exec_command_line
 
-# Session files go to the run's home, as Codex keeps its own under CODEX_HOME: the
-# recorded workspaces hold only what the tools did. The cases were recorded with Codex's
-# shell snapshot off, so ours is off too.
-CANDIDATE = (
-    f"{sys.executable} -m agent_magics exec --base-url {{base_url}} -m {{model}} -a never "
-    "-s danger-full-access -c apply_patch_tool_type={apply_patch_tool_type} "
-    "-c experimental_supported_tools={tools} -c sessions_dir=~/.agent_magics/sessions "
-    "-c shell_snapshot=false"
-)
-
-
-def _goldens() -> list[str]:
-    root = CONFORMANCE / "goldens"
-    if not root.is_dir():
-        return []
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*.json"))
-
+CANDIDATE = exec_command_line(sys.executable)
 
 # The harness's workspace snapshot leaves files to the garbage collector.
 pytestmark = [
@@ -41,7 +27,7 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("rel", _goldens())
+@pytest.mark.parametrize("rel", golden_rels())
 def test_matches_codex(rel: str, conformance: Path) -> None:
     import compare  # type: ignore[import-not-found]
     import harness  # type: ignore[import-not-found]
@@ -54,5 +40,5 @@ def test_matches_codex(rel: str, conformance: Path) -> None:
     assert not problems, "\n".join(problems) + (f"\n--- runner output ---\n{tail}" if tail else "")
 
 
-def test_all_public_cases_are_collected(conformance: Path) -> None:
-    assert len(_goldens()) == 174
+def test_all_public_cases_are_collected() -> None:
+    assert len(golden_rels()) == 174
