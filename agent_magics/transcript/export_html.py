@@ -16,7 +16,17 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.transcript.document import (
+    SessionDoc,
+    command,
+    ended_status,
+    notice_title,
+    patch,
+    python,
+    recorded_output,
+    recorded_status,
+    turn_diff,
+)
 from agent_magics.transcript.export_md import (
     ImageBudget,
     call_facts,
@@ -24,6 +34,7 @@ from agent_magics.transcript.export_md import (
     summary,
     usage_line,
 )
+from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.visible import visible
 
 PAGE_STYLE = (
@@ -90,21 +101,21 @@ def details(title: str, body: str) -> str:
     return f"<details><summary>{esc(title)}</summary>{body}</details>"
 
 
-def call_html(call: Call, budget: ImageBudget) -> str:
+def call_html(call: ToolBlock, budget: ImageBudget) -> str:
     facts = call_facts(call)
-    color = STATUS_COLORS.get(call.status or "")
+    color = STATUS_COLORS.get(recorded_status(call) or "")
     shown = " · ".join(esc(f) for f in facts)
-    line = f"<b>{esc(call.tool)}</b> <code>{esc(summary(call))}</code>"
+    line = f"<b>{esc(call.tool_name)}</b> <code>{esc(summary(call))}</code>"
     if shown:
         line += f' · <span style="color:{color}">{shown}</span>' if color else f" · {shown}"
     parts = [f"<div>{line}</div>"]
-    if (command := call.command()) is not None:
-        parts.append(pre("$ " + esc(visible(command))))
-    elif (patch := call.patch()) is not None:
-        parts.append(diff_html(patch))
-    elif (code := call.python()) is not None:
+    if (ran := command(call)) is not None:
+        parts.append(pre("$ " + esc(visible(ran))))
+    elif (patched := patch(call)) is not None:
+        parts.append(diff_html(patched))
+    elif (code := python(call)) is not None:
         parts.append(python_html(code))
-    text = call.shown_output()[0]
+    text = recorded_output(call)[0]
     if call.output is not None and text:
         n = len(text.splitlines())
         size = f"{n} line{'' if n == 1 else 's'}"
@@ -117,40 +128,40 @@ def call_html(call: Call, budget: ImageBudget) -> str:
     return f'<div style="{CARD_STYLE}">' + "".join(parts) + "</div>"
 
 
-def text_html(entry: Text) -> str:
-    if entry.kind == "assistant":
+def text_html(entry: TextBlock | NoticeBlock) -> str:
+    if isinstance(entry, TextBlock):
         return markdown_html(entry.text)
-    return details(entry.title(), pre(esc(clip(entry.text))))
+    if entry.kind == "item":
+        return f'<div style="{MUTED}"><i>(a {esc(entry.text)} item, not shown)</i></div>'
+    return details(notice_title(entry), pre(esc(clip(entry.text))))
 
 
-def turn_html(turn: TurnDoc, budget: ImageBudget) -> str:
+def turn_html(turn: Transcript, budget: ImageBudget) -> str:
     when = f' <span style="{MUTED};font-weight:normal">· {esc(turn.started or "")}</span>'
     parts = [f"<h2>Turn {turn.number}{when if turn.started else ''}</h2>"]
     prompt = turn.prompt if turn.prompt is not None else "(prompt not recorded)"
     said = f'<div style="white-space:pre-wrap">{esc(prompt)}</div>'
     parts.append(f'<blockquote style="{QUOTE_STYLE}">{said}</blockquote>')
-    for entry in turn.entries:
-        if isinstance(entry, Call):
+    for entry in turn.blocks:
+        if isinstance(entry, ToolBlock):
             parts.append(call_html(entry, budget))
-        elif isinstance(entry, Text):
+        elif isinstance(entry, TextBlock | NoticeBlock):
             parts.append(text_html(entry))
-        elif isinstance(entry, Other):
-            parts.append(f'<div style="{MUTED}"><i>(a {esc(entry.type)} item, not shown)</i></div>')
-    if turn.diff:
+    files = turn_diff(turn)
+    if files:
         parts.append("<p><b>Files changed in this turn</b></p>")
-    for f in turn.diff:
-        diff = f.get("diff")
-        body = diff_html(diff, clipped=True) if isinstance(diff, str) else ""
-        path = visible(str(f.get("path")))
-        parts.append(details(f"{f.get('status', 'changed')}: {path}", body))
+    for f in files:
+        body = diff_html(f.diff, clipped=True) if f.diff else ""
+        parts.append(details(f"{f.status}: {visible(f.path)}", body))
     if turn.undone or turn.undone_cells:
         undone = [", ".join(turn.undone)] if turn.undone else []
         if turn.undone_cells:
             undone.append("in the open notebook " + ", ".join(map(visible, turn.undone_cells)))
         text = esc("; ".join(undone))
         parts.append(f"<p><i>The changes of this turn were undone: {text}.</i></p>")
-    if (turn.status and turn.status != "done") or turn.error:
-        said = f"Turn {turn.status or 'ended'}" + (f": {turn.error}" if turn.error else "")
+    status = ended_status(turn)
+    if (status and status != "done") or turn.message:
+        said = f"Turn {status or 'ended'}" + (f": {turn.message}" if turn.message else "")
         parts.append(f'<p style="color:#cf222e"><b>{esc(said)}</b></p>')
     if (usage := usage_line(turn.usage)) is not None:
         parts.append(f'<p style="{MUTED}"><i>{esc(usage)}</i></p>')

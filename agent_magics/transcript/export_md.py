@@ -11,10 +11,24 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
+from agent_magics.events import Usage
 from agent_magics.markdown_text import fence, inline_code
-from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.transcript.calls import parse_arguments
+from agent_magics.transcript.document import (
+    SessionDoc,
+    command,
+    decided_by,
+    ended_status,
+    notice_title,
+    patch,
+    python,
+    recorded_output,
+    recorded_status,
+    turn_diff,
+)
+from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.visible import visible
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
@@ -85,50 +99,51 @@ def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
     return line + " …" if cut else line
 
 
-def summary(call: Call) -> str:
+def summary(call: ToolBlock) -> str:
     """One line that says what a call did, hidden characters written out."""
     return one_line(visible(_summary(call)))
 
 
-def _summary(call: Call) -> str:
-    for text in (call.command(), call.python()):
+def _summary(call: ToolBlock) -> str:
+    for text in (command(call), python(call)):
         if text is not None:
             return text
-    patch = call.patch()
-    if patch is not None:
-        found = re.findall(r"^\*\*\* (Add|Update|Delete) File: (.+)$", patch, re.MULTILINE)
+    patched = patch(call)
+    if patched is not None:
+        found = re.findall(r"^\*\*\* (Add|Update|Delete) File: (.+)$", patched, re.MULTILINE)
         return ", ".join(f"{verb} {path.strip()}" for verb, path in found) or "patch"
-    args = call.args()
+    args = parse_arguments(call.arguments)
     if args is None:
         return call.arguments
-    key = PATH_ARGS.get(call.tool)
+    key = PATH_ARGS.get(call.tool_name)
     if key and isinstance(args.get(key), str):
         return str(args[key])
     return json.dumps(args, ensure_ascii=False)
 
 
-def call_facts(call: Call) -> list[str]:
+def call_facts(call: ToolBlock) -> list[str]:
     """Status, exit code, who decided, how long: the facts a call's line lists."""
-    facts = [STATUS_WORDS.get(call.status, call.status)] if call.status else []
-    code = call.shown_output()[1]
+    status = recorded_status(call)
+    facts = [STATUS_WORDS.get(status, status)] if status else []
+    code = recorded_output(call)[1]
     if code is not None:
         facts.append(f"exit code {code}")
-    if call.decision:
-        decided = DECISIONS.get((call.decision, call.decided_by or "user"))
-        facts.append(decided or f"{call.decision} ({call.decided_by or 'unknown'})")
-    if call.output is None and call.status is None:
+    if call.decision is not None:
+        by = decided_by(call) or "user"
+        facts.append(DECISIONS.get((call.decision.value, by), f"{call.decision.value} ({by})"))
+    if call.output is None and status is None:
         facts.append("no output recorded")
     if call.duration_s is not None:
         facts.append(f"{call.duration_s:.2f} s")
     return facts
 
 
-def call_line(call: Call) -> str:
-    return " · ".join([f"**{call.tool}** {inline_code(summary(call))}", *call_facts(call)])
+def call_line(call: ToolBlock) -> str:
+    return " · ".join([f"**{call.tool_name}** {inline_code(summary(call))}", *call_facts(call)])
 
 
-def output_block(call: Call) -> str:
-    text = call.shown_output()[0]
+def output_block(call: ToolBlock) -> str:
+    text = recorded_output(call)[0]
     if call.output is None or not text:  # an exit code alone is on the call's line
         return ""
     n = len(text.splitlines())
@@ -137,41 +152,43 @@ def output_block(call: Call) -> str:
     return f"<details><summary>Output ({size})</summary>\n\n{body}\n\n</details>"
 
 
-def images_markdown(call: Call, budget: ImageBudget) -> list[str]:
+def images_markdown(call: ToolBlock, budget: ImageBudget) -> list[str]:
     return [
         f"![output image {n}]({url})" if budget.take(url) else f"*{budget.note(url)}*"
         for n, url in enumerate(call.images, 1)
     ]
 
 
-def tool_markdown(call: Call, budget: ImageBudget) -> str:
+def tool_markdown(call: ToolBlock, budget: ImageBudget) -> str:
     """A call as markdown: its line, what it ran, its output (collapsed), its images."""
     parts = [call_line(call)]
-    if (command := call.command()) is not None:
-        parts.append(fence(f"$ {visible(command)}", "console"))
-    elif (patch := call.patch()) is not None:
-        parts.append(fence(visible(patch.rstrip("\n")), "diff"))
-    elif (code := call.python()) is not None:
+    if (ran := command(call)) is not None:
+        parts.append(fence(f"$ {visible(ran)}", "console"))
+    elif (patched := patch(call)) is not None:
+        parts.append(fence(visible(patched.rstrip("\n")), "diff"))
+    elif (code := python(call)) is not None:
         parts.append(fence(visible(code.rstrip("\n")), "python"))
     parts.append(output_block(call))
     parts.extend(images_markdown(call, budget))
     return "\n\n".join(p for p in parts if p)
 
 
-def usage_line(usage: dict[str, int] | None) -> str | None:
+def usage_line(usage: dict[str, int] | Usage | None) -> str | None:
+    if isinstance(usage, Usage):
+        usage = asdict(usage)
     if not usage or not usage.get("total_tokens"):
         return None
     shown = [f"{usage[key]:,} {word}" for key, word in USAGE_KEYS if usage.get(key)]
     return "Tokens: " + " · ".join(shown)
 
 
-def diff_markdown(turn: TurnDoc) -> str:
+def diff_markdown(turn: Transcript) -> str:
     """The files the turn changed, one collapsed diff each, and any undo of them."""
-    parts = ["**Files changed in this turn**"] if turn.diff else []
-    for f in turn.diff:
-        title = f"{f.get('status', 'changed')}: {inline_code(visible(str(f.get('path'))))}"
-        diff = f.get("diff")
-        body = fence(clip(visible(diff.rstrip("\n"))), "diff") if isinstance(diff, str) else ""
+    files = turn_diff(turn)
+    parts = ["**Files changed in this turn**"] if files else []
+    for f in files:
+        title = f"{f.status}: {inline_code(visible(f.path))}"
+        body = fence(clip(visible(f.diff.rstrip("\n"))), "diff") if f.diff else ""
         parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
     if turn.undone or turn.undone_cells:
         said = [", ".join(inline_code(p) for p in turn.undone)] if turn.undone else []
@@ -182,12 +199,13 @@ def diff_markdown(turn: TurnDoc) -> str:
     return "\n\n".join(parts)
 
 
-def turn_end_line(turn: TurnDoc) -> str:
+def turn_end_line(turn: Transcript) -> str:
     parts = []
-    if turn.status and turn.status != "done":
-        parts.append(f"**Turn {turn.status}**" + (f": {turn.error}" if turn.error else ""))
-    elif turn.error:
-        parts.append(f"**{turn.error}**")
+    status = ended_status(turn)
+    if status and status != "done":
+        parts.append(f"**Turn {status}**" + (f": {turn.message}" if turn.message else ""))
+    elif turn.message:
+        parts.append(f"**{turn.message}**")
     if (usage := usage_line(turn.usage)) is not None:
         parts.append(f"*{usage}*")
     return "\n\n".join(parts)
@@ -214,24 +232,24 @@ def header_lines(doc: SessionDoc) -> list[str]:
     return lines
 
 
-def text_markdown(entry: Text) -> str:
-    if entry.kind == "assistant":
+def text_markdown(entry: TextBlock | NoticeBlock) -> str:
+    if isinstance(entry, TextBlock):
         return entry.text.strip()
+    if entry.kind == "item":
+        return f"*(a {inline_code(entry.text)} item, not shown)*"
     body = fence(clip(entry.text), "text")
-    return f"<details><summary>{entry.title()}</summary>\n\n{body}\n\n</details>"
+    return f"<details><summary>{notice_title(entry)}</summary>\n\n{body}\n\n</details>"
 
 
-def turn_markdown(turn: TurnDoc, budget: ImageBudget) -> str:
+def turn_markdown(turn: Transcript, budget: ImageBudget) -> str:
     when = f" · {turn.started}" if turn.started else ""
     prompt = quote(turn.prompt) if turn.prompt is not None else "*(prompt not recorded)*"
     parts = [f"## Turn {turn.number}{when}", prompt]
-    for entry in turn.entries:
-        if isinstance(entry, Call):
+    for entry in turn.blocks:
+        if isinstance(entry, ToolBlock):
             parts.append(tool_markdown(entry, budget))
-        elif isinstance(entry, Text):
+        elif isinstance(entry, TextBlock | NoticeBlock):
             parts.append(text_markdown(entry))
-        elif isinstance(entry, Other):
-            parts.append(f"*(a {inline_code(entry.type)} item, not shown)*")
     parts += [diff_markdown(turn), turn_end_line(turn)]
     return "\n\n".join(p for p in parts if p)
 

@@ -17,8 +17,9 @@ from typing import Any
 from xml.sax.saxutils import unescape
 
 from agent_magics.instructions import ENVIRONMENT_OPEN, told_environment
-from agent_magics.transcript.document import Call, Other, Text, TurnDoc
+from agent_magics.transcript.document import command, recorded_output
 from agent_magics.transcript.export_md import clip, one_line, summary
+from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.transcript.saved import fold, history_records
 
 OUTPUT_LINES = 6
@@ -58,20 +59,19 @@ def history_text(
     return "\n\n".join(turn_text(turn) for turn in doc.turns)
 
 
-def turn_text(turn: TurnDoc) -> str:
+def turn_text(turn: Transcript) -> str:
     lines = indented("you: ", turn.prompt if turn.prompt is not None else "(no prompt)")
-    for entry in turn.entries:
-        if isinstance(entry, Text) and entry.kind == "context":
-            lines.append(f"  + {context_line(entry.text)}")
-    for entry in turn.entries:
-        if isinstance(entry, Call):
+    notices = [b for b in turn.blocks if isinstance(b, NoticeBlock)]
+    lines.extend(f"  + {context_line(b.text)}" for b in notices if b.kind == "context")
+    for entry in turn.blocks:
+        if isinstance(entry, ToolBlock):
             lines.extend(call_lines(entry))
-        elif isinstance(entry, Text) and entry.kind == "assistant":
+        elif isinstance(entry, TextBlock):
             lines.extend(indented("agent: ", entry.text.strip()))
-        elif isinstance(entry, Text) and entry.kind == "reasoning":
+        elif isinstance(entry, NoticeBlock) and entry.kind == "reasoning":
             lines.append(f"thinking: {one_line(entry.text, REASONING_CHARS)}")
-        elif isinstance(entry, Other):
-            lines.append(f"({entry.type} item)")
+        elif isinstance(entry, NoticeBlock) and entry.kind == "item":
+            lines.append(f"({entry.text} item)")
     return "\n".join(lines)
 
 
@@ -98,18 +98,18 @@ def context_line(text: str) -> str:
     return f"{one_line(text)} ({size})" if n > 1 else one_line(text)
 
 
-def call_lines(call: Call) -> list[str]:
+def call_lines(call: ToolBlock) -> list[str]:
     """The call's line (tool, what it ran, its exit code) and its trimmed output."""
-    text, code = call.shown_output()
+    text, code = recorded_output(call)
     what = summary(call)
-    if call.command() is not None:
+    if command(call) is not None:
         what = f"$ {what}"
     facts = [] if code is None else [f"exit code {code}"]
     if call.output is None:
         facts.append("no output yet")
     if call.images:
         facts.append(f"{len(call.images)} image{'' if len(call.images) == 1 else 's'}")
-    lines = [" · ".join([f"• {call.tool}: {what}", *facts])]
+    lines = [" · ".join([f"• {call.tool_name}: {what}", *facts])]
     if call.output is not None and text.strip():
         lines.extend(
             f"{INDENT}{line}".rstrip()

@@ -15,7 +15,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc
+from agent_magics.transcript.document import (
+    SessionDoc,
+    command,
+    decided_by,
+    patch,
+    python,
+    recorded_output,
+    recorded_status,
+)
 from agent_magics.transcript.export_md import (
     ImageBudget,
     call_line,
@@ -28,6 +36,7 @@ from agent_magics.transcript.export_md import (
     turn_end_line,
     usage_line,
 )
+from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.visible import visible
 
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -45,15 +54,15 @@ def _image_output(nbf: Any, url: str) -> Any | None:
     return nbf.new_output("display_data", data={mime: payload, "text/plain": "<image>"})
 
 
-def _code_cell(nbf: Any, call: Call, source: str, language: str, budget: ImageBudget) -> Any:
-    text, exit_code = call.shown_output()
+def _code_cell(nbf: Any, call: ToolBlock, source: str, language: str, budget: ImageBudget) -> Any:
+    text, exit_code = recorded_output(call)
     meta = {
-        "tool": call.tool,
+        "tool": call.tool_name,
         "language": language,
         "call_id": call.call_id,
-        "status": call.status,
-        "decision": call.decision,
-        "decided_by": call.decided_by,
+        "status": recorded_status(call),
+        "decision": call.decision.value if call.decision is not None else None,
+        "decided_by": decided_by(call),
         "duration_s": call.duration_s,
         "exit_code": exit_code,
     }
@@ -72,11 +81,11 @@ def _code_cell(nbf: Any, call: Call, source: str, language: str, budget: ImageBu
     return cell
 
 
-def _call_cells(nbf: Any, call: Call, budget: ImageBudget) -> list[Any]:
+def _call_cells(nbf: Any, call: ToolBlock, budget: ImageBudget) -> list[Any]:
     for language, source in (
-        ("shell", call.command()),
-        ("apply_patch", call.patch()),
-        ("python", call.python()),
+        ("shell", command(call)),
+        ("apply_patch", patch(call)),
+        ("python", python(call)),
     ):
         if source is not None:
             return [
@@ -86,17 +95,17 @@ def _call_cells(nbf: Any, call: Call, budget: ImageBudget) -> list[Any]:
     return [_markdown(nbf, tool_markdown(call, budget))]
 
 
-def _turn_cells(nbf: Any, turn: TurnDoc, budget: ImageBudget) -> list[Any]:
+def _turn_cells(nbf: Any, turn: Transcript, budget: ImageBudget) -> list[Any]:
     when = f" · {turn.started}" if turn.started else ""
     prompt = quote(turn.prompt) if turn.prompt is not None else "*(prompt not recorded)*"
     cells = [_markdown(nbf, f"## Turn {turn.number}{when}\n\n{prompt}")]
-    for entry in turn.entries:
-        if isinstance(entry, Call):
+    for entry in turn.blocks:
+        if isinstance(entry, ToolBlock):
             cells.extend(_call_cells(nbf, entry, budget))
-        elif isinstance(entry, Text):
+        elif isinstance(entry, NoticeBlock) and entry.kind == "item":
+            cells.append(_markdown(nbf, f"*(a `{entry.text}` item, not shown)*"))
+        elif isinstance(entry, TextBlock | NoticeBlock):
             cells.append(_markdown(nbf, text_markdown(entry)))
-        elif isinstance(entry, Other):
-            cells.append(_markdown(nbf, f"*(a `{entry.type}` item, not shown)*"))
     tail = [diff_markdown(turn), turn_end_line(turn)]
     if any(tail):
         cells.append(_markdown(nbf, "\n\n".join(t for t in tail if t)))

@@ -1,8 +1,9 @@
-"""The transcript of one turn as plain data, built by folding the session's events.
+"""The transcript of a turn as plain data, built by folding the session's events.
 
-Both front ends read this state: the live widgets (:mod:`.widgets`) and the static
-transcript of headless runs (:mod:`.headless`). :meth:`Transcript.apply` returns the
-block an event changed, so a view redraws only that block.
+Every view reads this one model: the live cards, the static transcript of headless
+runs, and a saved session read back (:mod:`.saved` turns its lines into the same
+events), which the exports, ``%agent history`` render. :meth:`Transcript.apply` returns
+the block an event changed, so a view redraws only that block.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ ToolStatus = Literal[
     "queued", "running", "waiting", "done", "failed", "denied", "aborted", "stopped"
 ]
 TurnStatus = Literal["starting", "queued", "running", "waiting", "done", "failed", "aborted"]
-NoticeKind = Literal["reasoning", "retry", "info", "error"]
+NoticeKind = Literal["reasoning", "retry", "info", "error", "context", "item"]
+"""``context``: a message sent beside the prompt; ``item``: a saved item of a kind no
+view draws (its ``text`` is the type). Both come only from a saved session."""
 
 OPEN_STATUSES = ("queued", "running", "waiting")
 
@@ -78,6 +81,7 @@ class ToolBlock:
     plan: PlanUpdated | None = None
     image: ImageViewed | None = None
     duration_s: float | None = None
+    success: bool | None = None  # the tool's own answer (a command may still exit 1)
     waited_s: float = 0.0  # of ``duration_s``, the time its questions waited for a person
     cell_place: str | None = None  # an edit_notebook call's cell, as a person finds it
     server: str | None = None  # an MCP tool's server and own name
@@ -158,6 +162,11 @@ class Transcript:
     usage: Usage | None = None
     message: str = ""
     policy_note: str | None = None
+    number: int = 0  # the turn's number in its session, its prompt and when it started
+    prompt: str | None = None
+    started: str | None = None
+    undone: list[str] = field(default_factory=list)  # the files an undo put back
+    undone_cells: list[str] = field(default_factory=list)  # and the open notebook's cells
     _tools: dict[str, ToolBlock] = field(default_factory=dict)
 
     def tool(self, call_id: str) -> ToolBlock | None:
@@ -170,6 +179,10 @@ class Transcript:
     def _open_text(self) -> TextBlock | None:
         last = self.blocks[-1] if self.blocks else None
         return last if isinstance(last, TextBlock) and not last.done else None
+
+    def add(self, block: Block) -> Block:
+        """Add a block no event makes (a saved context message, an info line)."""
+        return self._add(block)
 
     def _add(self, block: Block) -> Block:
         self.blocks.append(block)
@@ -188,7 +201,7 @@ class Transcript:
 
     def _apply(self, event: Event) -> Block | None:
         if isinstance(event, TurnStarted):
-            self.status = "running"
+            self.status, self.prompt = "running", event.prompt
             return None
         if isinstance(event, TextDelta):
             block = self._open_text() or self._add(TextBlock())
@@ -257,7 +270,7 @@ class Transcript:
             tool.cell_place = event.place
         elif isinstance(event, ToolCallFinished):
             tool.output, tool.images = output_parts(event.output)
-            tool.duration_s = event.duration_s
+            tool.duration_s, tool.success = event.duration_s, event.success
             if event.stopped:
                 tool.status = "stopped"
             elif tool.status not in ("denied", "aborted"):

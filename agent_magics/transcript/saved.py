@@ -1,8 +1,13 @@
-"""The fold of a saved session's records into a :class:`~.document.SessionDoc`.
+"""A saved session's lines folded into the transcript model, as the live events are.
 
 A session file is read back line by line (or a live session's history is turned into
-the same records, :func:`history_records`); each record lands in its turn. Records of
-an unknown type or shape are counted, not trusted.
+the same records, :func:`history_records`); each record becomes the event the session
+emitted when it was written (:class:`~agent_magics.events.AssistantMessage`,
+:class:`~agent_magics.events.ToolCallProposed`, an approval, the turn's end...) and is
+folded by :meth:`.model.Transcript.apply`, so a document and the cards read the same
+blocks. What no event carries (a tool's saved output, a message sent beside the prompt,
+an item of an unknown kind, an undo) is set on the same blocks. Records of an unknown
+type or shape are counted, not trusted.
 """
 
 from __future__ import annotations
@@ -11,7 +16,33 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agent_magics.transcript.document import Call, Other, SessionDoc, Text, TurnDoc, text_of
+from agent_magics.events import (
+    ApprovalDecided,
+    AssistantMessage,
+    FileDiff,
+    ReasoningSummary,
+    ToolCallProposed,
+    TurnAbortedEvent,
+    TurnDiff,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+)
+from agent_magics.tools.approval import ReviewDecision
+from agent_magics.transcript.document import SessionDoc
+from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
+
+USAGE_FIELDS = tuple(Usage.__dataclass_fields__)
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [c.get("text") for c in content if isinstance(c, dict)]
+    return "\n".join(p for p in parts if isinstance(p, str))
 
 
 def _output_parts(output: Any) -> tuple[str, list[str]]:
@@ -31,27 +62,36 @@ def _output_parts(output: Any) -> tuple[str, list[str]]:
     return "\n".join(texts), images
 
 
+def _usage(value: Any) -> Usage | None:
+    if not isinstance(value, dict):
+        return None
+    counts = {k: v for k, v in value.items() if k in USAGE_FIELDS}
+    return Usage(
+        **{k: v if isinstance(v, int) and not isinstance(v, bool) else 0 for k, v in counts.items()}
+    )
+
+
 class _Folder:
     def __init__(self) -> None:
-        self.turns: dict[tuple[int, int], TurnDoc] = {}
-        self.calls: dict[str, Call] = {}
+        self.turns: dict[tuple[int, int], Transcript] = {}
+        self.calls: dict[str, tuple[Transcript, ToolBlock]] = {}
         self.skipped = 0
         self.part = 0  # one more for each settings line after the first (a resume)
         self.started: str | None = None
         self.resumed: str | None = None
 
-    def turn(self, record: Mapping[str, Any]) -> TurnDoc:
+    def turn(self, record: Mapping[str, Any]) -> Transcript:
         n = record.get("turn")
         n = n if isinstance(n, int) and not isinstance(n, bool) else 0
         if (self.part, n) not in self.turns:
-            self.turns[self.part, n] = TurnDoc(n)
+            self.turns[self.part, n] = Transcript(number=n)
         return self.turns[self.part, n]
 
-    def call(self, record: Mapping[str, Any]) -> Call | None:
+    def call(self, record: Mapping[str, Any]) -> tuple[Transcript, ToolBlock] | None:
         call_id = record.get("call_id")
         return self.calls.get(call_id) if isinstance(call_id, str) else None
 
-    def item(self, turn: TurnDoc, item: Any) -> None:
+    def item(self, turn: Transcript, item: Any) -> None:
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             self.skipped += 1
             return
@@ -59,58 +99,54 @@ class _Folder:
         if kind == "message":
             text = text_of(item.get("content"))
             if item.get("role") == "assistant":
-                turn.entries.append(Text("assistant", text))
+                turn.apply(AssistantMessage(text))
             elif turn.prompt is not None and text == turn.prompt:
-                turn.prompt = text  # the prompt itself: shown once, at the turn's top
+                pass  # the prompt itself: shown once, at the turn's top
             elif text.strip():
-                turn.entries.append(Text("context", text))
+                turn.add(NoticeBlock("context", text))
         elif kind == "reasoning":
             text = text_of(item.get("summary"))
             if text.strip():
-                turn.entries.append(Text("reasoning", text))
+                turn.apply(ReasoningSummary(text))
         elif kind in ("function_call", "custom_tool_call"):
-            call_id, name = item.get("call_id"), item.get("name")
+            call_id, name = str(item.get("call_id")), item.get("name")
             raw = item.get("arguments" if kind == "function_call" else "input", "")
-            call = Call(
-                call_id=str(call_id),
-                tool=name if isinstance(name, str) else "(no name)",
-                kind="custom" if kind == "custom_tool_call" else "function",
-                arguments=raw if isinstance(raw, str) else json.dumps(raw),
+            block = turn.apply(
+                ToolCallProposed(
+                    call_id,
+                    name if isinstance(name, str) else "(no name)",
+                    raw if isinstance(raw, str) else json.dumps(raw),
+                    "custom" if kind == "custom_tool_call" else "function",
+                )
             )
-            self.calls[call.call_id] = call
-            turn.entries.append(call)
+            assert isinstance(block, ToolBlock)
+            self.calls[call_id] = turn, block
         elif kind in ("function_call_output", "custom_tool_call_output"):
             found = self.call(item)
             if found is None:
                 self.skipped += 1
                 return
-            found.output, found.images = _output_parts(item.get("output"))
+            found[1].output, found[1].images = _output_parts(item.get("output"))
         else:
-            turn.entries.append(Other(kind))
+            turn.add(NoticeBlock("item", kind))
 
     def record(self, record: Any) -> None:
         kind = record.get("type") if isinstance(record, dict) else None
         if kind == "turn_started":
             turn = self.turn(record)
-            prompt, time = record.get("prompt"), record.get("time")
-            turn.prompt = prompt if isinstance(prompt, str) else None
-            turn.started = time if isinstance(time, str) else None
+            prompt = _str(record, "prompt")
+            turn.apply(TurnStarted(prompt or ""))
+            turn.prompt, turn.started = prompt, _str(record, "time")
         elif kind == "item":
             self.item(self.turn(record), record.get("item"))
-        elif kind in ("decision", "tool_finished") and (call := self.call(record)):
-            if kind == "decision":
-                call.decision, call.decided_by = _str(record, "decision"), _str(record, "by")
-            else:
-                call.status = _str(record, "status")
-                took = record.get("duration_s")
-                call.duration_s = float(took) if isinstance(took, int | float) else None
+        elif kind in ("decision", "tool_finished") and (found := self.call(record)):
+            self.call_record(kind, record, *found)
         elif kind == "turn_ended":
-            turn = self.turn(record)
-            turn.status, turn.error = _str(record, "status"), _str(record, "error")
-            usage = record.get("usage")
-            turn.usage = usage if isinstance(usage, dict) else None
+            self.ended(self.turn(record), record)
         elif kind == "turn_diff" and isinstance(record.get("files"), list):
-            self.turn(record).diff = [f for f in record["files"] if isinstance(f, dict)]
+            files = [f for f in record["files"] if isinstance(f, dict)]
+            turn = self.turn(record)
+            turn.apply(TurnDiff(turn.number, tuple(map(_file_diff, files))))
         elif kind == "undo" and isinstance(record.get("files"), list):
             self.turn(record).undone = [_path(f) for f in record["files"]]
             cells = record.get("cells")
@@ -128,6 +164,50 @@ class _Folder:
             pass
         else:
             self.skipped += 1
+
+    def call_record(
+        self, kind: str, record: Mapping[str, Any], turn: Transcript, call: ToolBlock
+    ) -> None:
+        if kind == "decision":
+            try:
+                decision = ReviewDecision(str(record.get("decision")))
+            except ValueError:
+                self.skipped += 1
+                return
+            cached = record.get("by") == "policy"
+            turn.apply(ApprovalDecided(call.call_id, decision, cached))
+            return
+        status = _str(record, "status")
+        took = record.get("duration_s")
+        call.duration_s = float(took) if isinstance(took, int | float) else None
+        call.success = None if status is None else status == "ok"
+        if status is not None and call.status not in ("denied", "aborted"):
+            call.status = "done" if call.success else "failed"
+
+    def ended(self, turn: Transcript, record: Mapping[str, Any]) -> None:
+        status, error = _str(record, "status"), _str(record, "error")
+        usage = _usage(record.get("usage"))
+        if status == "done":
+            turn.apply(TurnFinished("", usage or Usage()))
+        elif status == "aborted":
+            turn.apply(TurnAbortedEvent(error or ""))
+        elif status is not None:
+            turn.apply(TurnFailed(error or "", usage or Usage()))
+        turn.message, turn.usage = error or "", usage
+
+
+def _item_type(block: TextBlock | NoticeBlock) -> str | None:
+    """The type an ``item`` notice names: not a text of the conversation (kept as is)."""
+    return block.text if isinstance(block, NoticeBlock) and block.kind == "item" else None
+
+
+def _file_diff(entry: Mapping[str, Any]) -> FileDiff:
+    diff = entry.get("diff")
+    return FileDiff(
+        str(entry.get("path")),
+        str(entry.get("status", "changed")),
+        diff if isinstance(diff, str) else "",
+    )
 
 
 def _str(record: Mapping[str, Any], key: str) -> str | None:
@@ -172,13 +252,13 @@ def fold(
 def _redacted(doc: SessionDoc, redact: Callable[[str], str]) -> SessionDoc:
     for turn in doc.turns:
         turn.prompt = redact(turn.prompt) if turn.prompt is not None else None
-        turn.error = redact(turn.error) if turn.error is not None else None
-        for entry in turn.entries:
-            if isinstance(entry, Text):
-                entry.text = redact(entry.text)
-            elif isinstance(entry, Call):
-                entry.arguments = redact(entry.arguments)
-                entry.output = redact(entry.output) if entry.output is not None else None
+        turn.message = redact(turn.message)
+        for block in turn.blocks:
+            if isinstance(block, TextBlock | NoticeBlock) and block.text != _item_type(block):
+                block.text = redact(block.text)
+            elif isinstance(block, ToolBlock):
+                block.arguments = redact(block.arguments)
+                block.output = redact(block.output) if block.output is not None else None
     return doc
 
 
