@@ -32,6 +32,7 @@ from agent_magics.events import (
 from agent_magics.termsafe import terminal_safe
 from agent_magics.tools.approval import ApprovalRequest, Approver, ReviewDecision
 from agent_magics.tools.shadowing import planted_warning
+from agent_magics.transcript.model import ToolBlock, Transcript
 from agent_magics.transcript.terminal import (
     BOLD,
     DIM,
@@ -169,8 +170,7 @@ class TerminalConsole:
         self.style = style if style is not None else Style(stderr_is_tty())
         self.denied = 0
         self._explained = False
-        self._denied_calls: set[str] = set()
-        self._waited: dict[str, float] = {}  # per call: time its questions waited for you
+        self.state = Transcript()  # the turn so far: each call's decision and waits
         self._ask = stdin_approver(self.style, show_patch=False)
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
@@ -188,13 +188,15 @@ class TerminalConsole:
     def report(self, event: Event) -> None:
         """Lines on stderr for each event a terminal user follows a turn by."""
         s = self.style
+        self.state.apply(event)
         if isinstance(event, ToolCallProposed):
             emit(self._proposed(event))
         elif isinstance(event, ApprovalDecided):
             emit(self._decided(event))
         elif isinstance(event, ToolCallFinished):
-            if event.call_id not in self._denied_calls:
-                emit(self._finished(event))
+            block = self.state.tool(event.call_id)
+            if block is None or block.decision is not ReviewDecision.DENIED:
+                emit(self._finished(event, block))
         elif isinstance(event, RetryScheduled):
             say(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}")
         elif isinstance(event, McpServerFailed):
@@ -229,22 +231,20 @@ class TerminalConsole:
 
     def _decided(self, event: ApprovalDecided) -> list[str]:
         s = self.style
-        if self.interactive and not event.cached:
-            self._waited[event.call_id] = self._waited.get(event.call_id, 0.0) + event.waited_s
         if event.decision is not ReviewDecision.DENIED:
             how = " (remembered for the session)" if event.cached else ""
             return [f"  approval {event.decision.value}{how}"]
         self.denied += 1
-        self._denied_calls.add(event.call_id)
         lines = [s("  approval denied", RED)]
         if not self.interactive and not self._explained:
             self._explained = True
             lines[0] += ": " + NO_ONE_TO_ASK
         return lines
 
-    def _finished(self, event: ToolCallFinished) -> list[str]:
+    def _finished(self, event: ToolCallFinished, block: ToolBlock | None) -> list[str]:
         s = self.style
-        waited = self._waited.pop(event.call_id, 0.0)  # a person's wait is not run time
+        # a person's wait is not run time (a policy's answer, without a person, is no wait)
+        waited = block.waited_s if block is not None and self.interactive else 0.0
         took = f"in {max(0.0, event.duration_s - waited):.2f}s"
         if waited:
             took += f" (after waiting {span(waited)} for you)"
