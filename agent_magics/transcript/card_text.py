@@ -2,8 +2,9 @@
 decision once it is answered, how long the call ran and waited, a running command's latest
 output, and whether the output opens by itself.
 
-Pure functions over :class:`~agent_magics.transcript.model.ToolBlock`, shared by the live cards
-(:mod:`.widgets`) and the static transcript (:mod:`.static_html`), so both say the same.
+Pure functions over :class:`~agent_magics.transcript.model.ToolBlock`, shared by the live
+cards (:mod:`agent_magics.ui.widgets`) and the static transcript (:mod:`.static_html`),
+so both say the same.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ a restart, GitHub, nbviewer, nbconvert) can only say "model not found", and Jupy
 widget renderer does not fall back to the bundle's other types. So when a turn ends, its
 cell's display is replaced by :class:`TranscriptDocument`: this HTML beside the markdown
 of :mod:`.markdown`. Pure functions over :class:`~agent_magics.transcript.model.Transcript`,
-built from the pieces of :mod:`.render` so it reads like the cards. Inline styles only,
+built from the pieces of :mod:`.html` so it reads like the cards. Inline styles only,
 no script: sanitizers (JupyterLab's for untrusted notebooks, GitHub's) keep inline
 styles and ``<details>``, and everything the model or a tool wrote is escaped.
 """

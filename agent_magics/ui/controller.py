@@ -146,7 +146,8 @@ class Controller:
     ) -> tuple[TurnView, Approver]:
         """Widgets and click approvals, or (headless) a static transcript and a policy.
         A cell that waits for its turn gets the turn's figures as outputs of their own
-        (see :mod:`.figures`); a turn in the background keeps them in its transcript."""
+        (see :mod:`agent_magics.transcript.figures`); a turn in the background keeps them
+        in its transcript."""
         show_figure = display if awaited else None
         if headless is not None:
             view = StaticTranscript(
