@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from agent_magics.events import Usage
 from agent_magics.markdown_text import fence, inline_code
-from agent_magics.transcript.calls import parse_arguments
+from agent_magics.transcript.calls import clip_output, parse_arguments
 from agent_magics.transcript.document import (
     SessionDoc,
     command,
@@ -60,18 +60,8 @@ def quote(text: str) -> str:
 
 
 def clip(text: str, max_lines: int = MAX_OUTPUT_LINES, max_chars: int = MAX_OUTPUT_CHARS) -> str:
-    """Head and tail of a long text, with a line saying how much was left out."""
-    lines = text.splitlines()
-    if len(lines) > max_lines:
-        head = max_lines // 2
-        hidden = len(lines) - max_lines
-        lines = [*lines[:head], f"… {hidden} more lines …", *lines[-(max_lines - head) :]]
-    shown = "\n".join(lines)
-    if len(shown) > max_chars:
-        half = max_chars // 2
-        hidden = len(shown) - max_chars
-        shown = f"{shown[:half]}\n… {hidden} more characters …\n{shown[-half:]}"
-    return shown
+    """Head and tail of a long text, as a card clips it, with a document's larger limits."""
+    return clip_output(text, max_lines, max_chars)
 
 
 @dataclass
