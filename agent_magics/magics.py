@@ -25,6 +25,7 @@ from agent_magics.errors import UserError
 from agent_magics.kernel.cell_log import CellLog
 from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
+from agent_magics.ui.sticky import StickySettings
 
 if TYPE_CHECKING:
     from agent_magics.config import SessionConfig
@@ -83,8 +84,7 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.cell_log = CellLog(shell)  # records cells from now on, for the first turn
-        self._sticky: dict[str, Any] = {}
-        self._sticky_overrides: list[str] = []
+        self.sticky = StickySettings(self.build_config)
         self.recording: str | None = None  # %agent recording: played when no model is set
 
     # The parts a turn needs, built when the first %%agent or %agent uses them.
@@ -173,9 +173,11 @@ class AgentMagics(Magics):
         config = load_config(options=options, overrides=[*self.overrides, *overrides])
         return named_for_its_recording(config)
 
-    def _configure(self, args: argparse.Namespace) -> SessionConfig | None:
-        sticky = {} if args.new else dict(self._sticky)
-        overrides = [] if args.new else list(self._sticky_overrides)
+    def _configure(
+        self, args: argparse.Namespace
+    ) -> tuple[SessionConfig, Callable[[], SessionConfig]] | None:
+        """The cell's settings and how to build them again, or None when they are bad
+        (said in the cell, or raised when the cell waits for its turn)."""
         given = {
             "model": args.model,
             "base_url": args.base_url,
@@ -184,10 +186,8 @@ class AgentMagics(Magics):
             "sandbox_mode": args.sandbox,
             "cwd": str(Path(args.cd).expanduser().resolve()) if args.cd else None,
         }
-        sticky |= {k: v for k, v in given.items() if v is not None}
-        overrides += args.config
         try:
-            config = self.build_config(sticky, overrides)
+            config, rebuild = self.sticky.for_cell(given, args.config, args.new)
             self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))  # before a card shows
         except UserError as exc:
             if args._awaited:  # the cell fails, so a headless run or Run All stops here
@@ -196,8 +196,8 @@ class AgentMagics(Magics):
             return None
         if args.new:
             self.agent.end_session()
-        self._sticky, self._sticky_overrides = sticky, overrides
-        return config
+        self.sticky.keep()
+        return config, rebuild
 
     @staticmethod
     def _cell_keys(args: argparse.Namespace) -> frozenset[str]:
@@ -231,7 +231,7 @@ class AgentMagics(Magics):
 
         return AgentTurnFailed(message)
 
-    def _headless_now(self) -> bool:
+    def headless_now(self) -> bool:
         if self.headless != "auto":
             return bool(self.headless == "always")
         from agent_magics.ui.headless import request_allows_stdin
@@ -288,12 +288,12 @@ class AgentMagics(Magics):
                 raise self._failed(empty[0].upper() + empty[1:])
             print(f"agent: {empty}")
             return None
-        config = self._configure(args)
-        if config is None:
+        configured = self._configure(args)
+        if configured is None:
             return None
-        headless = self.headless_mode() if self._headless_now() else None
+        config, rebuild = configured
+        headless = self.headless_mode() if self.headless_now() else None
         project = self.trust.pending(config.cwd)
-        rebuild = partial(self.build_config, self._sticky, self._sticky_overrides)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -339,7 +339,7 @@ class AgentMagics(Magics):
         if args.block and args.background:
             return lines  # the magic itself reports the contradiction
         waits = not in_background(args, self.background) and can_block(self._kernel)
-        return awaited_call(line, lines[1:]) if self._headless_now() or waits else lines
+        return awaited_call(line, lines[1:]) if self.headless_now() or waits else lines
 
     # -- the line magic --------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ class AgentMagics(Magics):
         from agent_magics.teaching.bounds import PolicyRefused
 
         try:
-            config = self.build_config(self._sticky, self._sticky_overrides)
+            config = self.sticky.config()
         except UserError as exc:
             print(f"agent: {exc}", file=sys.stderr)
             return None

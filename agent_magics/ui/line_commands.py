@@ -94,7 +94,7 @@ class LineCommands:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        undo_command(self.m.agent, rest, loop, ask=not self.m._headless_now())
+        undo_command(self.m.agent, rest, loop, ask=not self.m.headless_now())
 
     def _cmd_recording(self, rest: str) -> None:
         if rest:
@@ -114,7 +114,7 @@ class LineCommands:
         usage = self.m.session.usage if self.m.session is not None else Usage()
         busy = self.m.agent.busy
         turn = f"running ({busy} in progress or queued)" if busy else "idle"
-        if self.m._headless_now():
+        if self.m.headless_now():
             mode = "headless (each turn runs to its end in its cell)"
         elif self.m.background:
             mode = "background (the cell returns at once; AgentMagics.background is set)"
@@ -171,10 +171,7 @@ class LineCommands:
             print(mcp_command.configured_text(config.mcp_servers))
 
     def _mcp_change(self, sub: str, words: list[str]) -> None:
-        change = mcp_command.plan_change(
-            sub, words, self.m._sticky, self.m._sticky_overrides, self.m.build_config
-        )
-        self.m._sticky, self.m._sticky_overrides = change.sticky, change.overrides
+        change = self.m.sticky.change_mcp(sub, words)
         session = self.m.session
         if session is None:
             print(f"agent: {change.done}; it starts with the next turn.")
@@ -213,7 +210,7 @@ class LineCommands:
             print(f"agent: {exc}", file=sys.stderr)
             return
         self.m.agent.end_session()  # keeps the resume waiting for the next cell
-        self.m._sticky = dict(settings)  # the cell's own options still win
+        self.m.sticky.resumed(settings)  # the cell's own options still win
         print("\n".join(f"agent: {note}" for note in notes))
 
     def _cmd_history(self, rest: str) -> None:
