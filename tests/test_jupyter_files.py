@@ -35,7 +35,7 @@ from agent_magics.store.undo import plan_undo, undo_last_turn
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
 from tests.helpers.browser import free_port, stop_server
-from tests.helpers.jupyter_server import ServerKernel, turns_done
+from tests.helpers.jupyter_server import ServerKernel, runtime_info, turns_done
 from tests.helpers.kernels import agent_cell
 from tests.test_turn_changes import make_session
 
@@ -94,13 +94,7 @@ class ProjectServer:
         self.url = f"http://127.0.0.1:{info['port']}"
 
     def _info(self) -> dict[str, Any] | None:
-        for found in self.runtime.glob("jpserver-*.json"):
-            try:
-                info: dict[str, Any] = json.loads(found.read_text())
-                return info
-            except ValueError:
-                return None
-        return None
+        return runtime_info(self.runtime)
 
     def _answers(self, info: dict[str, Any]) -> bool:
         try:

@@ -76,6 +76,17 @@ async def call(
 # -- the server, its kernel, the kernel's bridge -----------------------------------------
 
 
+def runtime_info(runtime: Path) -> dict[str, Any] | None:
+    """The ``jpserver-<pid>.json`` a server wrote in ``runtime``, once it is whole."""
+    for found in runtime.glob("jpserver-*.json"):
+        try:
+            info: dict[str, Any] = json.loads(found.read_text())
+            return info
+        except ValueError:
+            return None
+    return None
+
+
 class Server:
     """``jupyter server`` on 127.0.0.1 with a token; its runtime folder in ``root``."""
 
@@ -119,14 +130,7 @@ class Server:
                 time.sleep(0.2)
 
     def _info(self) -> dict[str, Any] | None:
-        """The server's ``jpserver-<pid>.json`` once it is whole."""
-        for found in self.runtime.glob("jpserver-*.json"):
-            try:
-                info: dict[str, Any] = json.loads(found.read_text())
-                return info
-            except ValueError:
-                return None
-        return None
+        return runtime_info(self.runtime)
 
     def close(self) -> None:
         stop_server(self.process, self.log)
