@@ -21,7 +21,6 @@ from agent_magics.tools.exec.format import (
     rust_debug_str,
     rust_f32_display,
 )
-from agent_magics.tools.exec.guard import looks_sandbox_denied
 from agent_magics.tools.exec.shell_exec import aggregate, decode_output
 from agent_magics.tools.handlers.shell import (
     ShellArgs,
@@ -31,6 +30,7 @@ from agent_magics.tools.handlers.shell import (
 )
 from agent_magics.tools.handlers.unified_exec import ExecCommandArgs
 from agent_magics.tools.policy import can_retry_unsandboxed
+from agent_magics.tools.runtimes.shell import looks_sandbox_denied
 from agent_magics.tools.truncate import TruncationPolicy
 from tests.helpers.tools import alive, gone, shell_invocation
 
