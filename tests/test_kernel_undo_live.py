@@ -21,10 +21,13 @@ from agent_magics.store.readback import read_session
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.notebook_doc import SESSION_ENV
+from tests.helpers.jupyter_server import (
+    Server,
+    server_fixture,  # noqa: F401 (the ``server`` fixture)
+    write_notebook,
+)
 from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
-from tests.test_live_notebook import INSERT, Server, server, write_notebook
-
-__all__ = ["server"]  # the fixture, used by name
+from tests.test_live_notebook import INSERT
 
 pytestmark = pytest.mark.slow
 

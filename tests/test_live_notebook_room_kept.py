@@ -27,9 +27,14 @@ from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.notebook_doc import SESSION_ENV, close_live_notebooks
 from tests.helpers.browser import free_port
-from tests.test_live_notebook import INSERT, Recorder, Server, call, server, write_notebook
-
-__all__ = ["server"]  # the fixture, used by name
+from tests.helpers.jupyter_server import (
+    Recorder,
+    Server,
+    call,
+    server_fixture,  # noqa: F401 (the ``server`` fixture)
+    write_notebook,
+)
+from tests.test_live_notebook import INSERT
 
 pytestmark = pytest.mark.slow
 
