@@ -197,7 +197,11 @@ def saved(page: Any, path: Path, ran: int) -> Any:
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
     for _ in range(300):
-        nb = nbformat.read(path, as_version=4)
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except nbformat.reader.NotJSONError:  # read while the server was writing it
+            page.wait_for_timeout(100)
+            continue
         counts = [c.get("execution_count") for c in nb.cells if c.cell_type == "code"]
         if sum(c is not None for c in counts) >= ran:
             return nb
