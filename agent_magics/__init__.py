@@ -22,6 +22,7 @@ import_guard.install()
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
 if TYPE_CHECKING:
+    from agent_magics.agent.session import Session, TurnResult
     from agent_magics.config import SessionConfig, load_config
     from agent_magics.errors import (
         AgentMagicsError,
@@ -34,8 +35,7 @@ if TYPE_CHECKING:
         TurnAborted,
         UserError,
     )
-    from agent_magics.session import Session, TurnResult
-    from agent_magics.tools.approval import (
+    from agent_magics.protocol.approval import (
         ApprovalPolicy,
         ApprovalRequest,
         Approver,
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         SandboxMode,
     )
     from agent_magics.tools.context import ToolInvocation, ToolOutput
-    from agent_magics.tools.functions import registered_tools, tool
+    from agent_magics.tools.functions.registered import registered_tools, tool
     from agent_magics.tools.registry import ToolHandler
 
 __version__ = "0.1.0"
@@ -51,10 +51,10 @@ __version__ = "0.1.0"
 _HOMES = (
     "agent_magics.errors",
     "agent_magics.config",
-    "agent_magics.session",
-    "agent_magics.tools.approval",
+    "agent_magics.agent.session",
+    "agent_magics.protocol.approval",
     "agent_magics.tools.context",
-    "agent_magics.tools.functions",
+    "agent_magics.tools.functions.registered",
     "agent_magics.tools.registry",
 )
 """The modules the public names live in: a name is taken from the first that has it."""
@@ -80,14 +80,14 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext agent_magics``: register ``%%agent`` and ``%agent``."""
-    from agent_magics.extension import load
+    from agent_magics.jupyter.extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: object) -> None:
     """``%unload_ext agent_magics``: stop running turns and remove the magics."""
-    from agent_magics.extension import unload
+    from agent_magics.jupyter.extension import unload
 
     unload(ipython)
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from agent_magics.cli import main
+from agent_magics.terminal.cli import main
 
 sys.exit(main())

@@ -9,6 +9,7 @@ environment variables, front-end options (traitlets, command-line flags), then
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -24,7 +25,7 @@ from pydantic import (
 )
 
 from agent_magics.errors import ConfigError
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig
 from agent_magics.tools.truncate import TruncationPolicy
 from agent_magics.trust import CONFIG_DIR as CONFIG_DIR
@@ -220,6 +221,15 @@ def load_files(cwd: Path, home: Path | None = None) -> dict[str, Any]:
 def from_env(env: dict[str, str] | None = None) -> dict[str, Any]:
     env = dict(os.environ) if env is None else env
     return {field: env[var] for var, field in ENV_VARS.items() if env.get(var)}
+
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTHORIZATION|COOKIE", re.IGNORECASE)
+"""Names of variables, headers and settings that hold credentials."""
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable or header of this name holds a credential."""
+    return SECRET_NAME.search(name) is not None
 
 
 def build_config(

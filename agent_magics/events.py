@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 
 
 @dataclass(frozen=True)

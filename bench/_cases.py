@@ -19,8 +19,8 @@ from pathlib import Path
 from _gen import NEEDLE, TextFile, Tree
 from _handlers import NoopHandler, SleepHandler
 
-from agent_magics.protocol import FunctionCallOutput
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
+from agent_magics.protocol.items import FunctionCallOutput
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,
@@ -29,8 +29,8 @@ from agent_magics.tools.context import (
     ToolOutput,
     TurnContext,
 )
+from agent_magics.tools.handlers.ripgrep import find_rg
 from agent_magics.tools.registry import ToolRegistry
-from agent_magics.tools.rg import find_rg
 from agent_magics.tools.router import ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import run_calls
 
@@ -257,9 +257,9 @@ def session_tool_phase(cwd: Path, parallel: bool, calls: int, seconds: float, tu
 async def _session_tool_phase(
     cwd: Path, parallel: bool, calls: int, seconds: float, turns: int
 ) -> float:
+    from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
     from agent_magics.events import Event, ToolCallFinished, ToolCallProposed
-    from agent_magics.session import Session
     from agent_magics.testing import ScriptedResponsesServer, function_call, message
 
     name = "bench_sleep_parallel" if parallel else "bench_sleep_exclusive"

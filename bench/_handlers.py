@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from agent_magics.tools.approval import ApprovalRequest, Skip
+from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.approval.requirement import Skip
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.orchestrator import GuardedCall, run_guarded
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj
 

@@ -37,14 +37,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, if not installed
 
-from agent_magics.protocol import FunctionCallOutput
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.tools.build import build_registry
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+from agent_magics.protocol.items import FunctionCallOutput
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import SessionServices, TurnContext
-from agent_magics.tools.exec import close_tool_processes
+from agent_magics.tools.handlers.toolset import build_registry
 from agent_magics.tools.router import ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import run_calls
+from agent_magics.tools.unified_exec import close_tool_processes
 
 PACKAGE = "agent_magics"
 YIELD = dis.opmap["YIELD_VALUE"]

@@ -17,7 +17,7 @@ FIRST_TURN = """
 import asyncio, json, sys, tempfile, time
 from pathlib import Path
 from agent_magics.config import SessionConfig
-from agent_magics.session import Session
+from agent_magics.agent.session import Session
 from agent_magics.testing import ScriptedResponsesServer, message
 arrived = []
 def answer(body):

@@ -50,9 +50,9 @@ def inspect_frame(rows: int, runs: int) -> dict[str, float]:
 
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_magics.kernel.describe import MAX_OUTPUT_CHARS
-    from agent_magics.kernel.inspect_variable import InspectVariableHandler
-    from agent_magics.kernel.list_variables import ListVariablesHandler
+    from agent_magics.jupyter.kernel.describe import MAX_OUTPUT_CHARS
+    from agent_magics.jupyter.kernel.inspect_variable import InspectVariableHandler
+    from agent_magics.jupyter.kernel.list_variables import ListVariablesHandler
 
     df = make_frame(rows)
     shell = InteractiveShell.instance()

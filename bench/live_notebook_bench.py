@@ -123,12 +123,12 @@ class _Ours:
     """Our two tools, with the kernel's bridge to the open notebook (one per session)."""
 
     def __init__(self, server: _Server) -> None:
-        from agent_magics.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
-        from agent_magics.tools.approval import ReviewDecision
+        from agent_magics.jupyter.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
+        from agent_magics.protocol.approval import ReviewDecision
         from agent_magics.tools.context import SessionServices
         from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
         from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
-        from agent_magics.tools.notebook_doc import SESSION_ENV
+        from agent_magics.tools.notebook.document import SESSION_ENV
 
         async def approve(request: Any) -> ReviewDecision:
             return ReviewDecision.APPROVED
@@ -160,7 +160,7 @@ class _Ours:
         return await self._call(self.edit_handler, args)
 
     async def close(self) -> None:
-        from agent_magics.tools.notebook_doc import close_live_notebooks
+        from agent_magics.tools.notebook.document import close_live_notebooks
 
         await close_live_notebooks(self.services)
 

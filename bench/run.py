@@ -37,7 +37,7 @@ import _cases
 import _gen
 from _report import Result, check_target, header, report, spread
 
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
 
 T = TypeVar("T")
 

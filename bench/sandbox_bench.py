@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, if not installed
 
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.platform import candidates
 from agent_magics.tools.sandbox.roots import guarded_paths, writable_roots

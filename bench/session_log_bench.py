@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_magics.agent.redaction import SessionRedactor
 from agent_magics.config import SessionConfig
-from agent_magics.redaction import SessionRedactor
 from agent_magics.store.log import SessionLog
 
 LINES = 500

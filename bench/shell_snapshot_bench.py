@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_magics.tools.exec.command import command_env
-from agent_magics.tools.exec.snapshot import ShellSnapshot
+from agent_magics.tools.unified_exec.command_line import command_env
+from agent_magics.tools.unified_exec.snapshot import ShellSnapshot
 
 PROFILE_SLEEP_S = 0.3
 RUNS = 7

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent_magics.tools.context import SessionServices
-from agent_magics.tools.exec import manager_for
+from agent_magics.tools.unified_exec import manager_for
 from tests.helpers.browser import CHROMIUM, require_browser
 from tests.helpers.fault_run import fault_run
 from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, loaded_kernel

@@ -19,7 +19,7 @@ import pytest
 from agent_magics.apply_patch.files import MAX_FILE_BYTES
 from agent_magics.apply_patch.verified import MAX_PATH_BYTES
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 

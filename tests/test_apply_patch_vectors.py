@@ -30,7 +30,7 @@ from agent_magics.apply_patch import (
     verify_patch,
 )
 from agent_magics.apply_patch.parser import parse_hunk, parse_update_chunk, rust_trim
-from agent_magics.rust_text import rust_os_error
+from agent_magics.text.rust import rust_os_error
 from tests.helpers.paths import CONFORMANCE as SHARED
 
 VECTORS_FILE = SHARED / "vectors" / "apply_patch_cases.json"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.console import answer, question
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.terminal.console import answer, question
 from agent_magics.transcript.terminal import Style
 
 EXEC = ApprovalRequest("c", "exec_command", "exec", Path("."), command=("rm", "-r", "build"))

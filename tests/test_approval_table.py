@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel, TurnAborted
-from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision, SandboxMode
+from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision, SandboxMode
+from agent_magics.tools.approval.orchestrator import NEVER_PROMPT, RETRY_REASON
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.handlers.shell import ShellHandler
-from agent_magics.tools.orchestrator import NEVER_PROMPT, RETRY_REASON
 from agent_magics.tools.sandbox.platform import probe
 from tests.helpers.sandbox import (
     Arena,

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.text.visible import visible
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from agent_magics.visible import visible
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
 from tests.test_visible import read_back
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.visible import hidden, visible
+from agent_magics.text.visible import hidden, visible
 from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow

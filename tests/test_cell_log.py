@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from agent_magics.agent.session import Session
 from agent_magics.config import load_config
-from agent_magics.kernel.cell_log import (
+from agent_magics.jupyter.kernel.cell_log import (
     MAX_CELLS,
     MAX_TRACEBACK_FRAMES,
     OUTPUT_HEAD_CHARS,
@@ -23,7 +24,7 @@ from agent_magics.kernel.cell_log import (
     Clip,
     cut_marker,
 )
-from agent_magics.kernel.notebook_context import (
+from agent_magics.jupyter.kernel.notebook_context import (
     DATA_NOTE,
     MAX_CONTEXT_CHARS,
     NotebookContext,
@@ -31,7 +32,6 @@ from agent_magics.kernel.notebook_context import (
     notebook_path,
 )
 from agent_magics.models.secret import REDACTED
-from agent_magics.session import Session
 from agent_magics.testing import ScriptedResponsesServer, message
 
 CWD = Path("/nowhere/project")

@@ -75,9 +75,9 @@ def test_cells_run_before_load_ext_reach_the_first_turn(bare_kernel: Kernel) -> 
 def test_only_the_newest_earlier_cells_are_kept_the_older_counted() -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_magics.kernel.cell_log import MAX_CELLS, CellLog
-    from agent_magics.kernel.earlier_cells import record_earlier_cells
-    from agent_magics.kernel.notebook_context import context_text
+    from agent_magics.jupyter.kernel.cell_log import MAX_CELLS, CellLog
+    from agent_magics.jupyter.kernel.earlier_cells import record_earlier_cells
+    from agent_magics.jupyter.kernel.notebook_context import context_text
 
     shell: Any = InteractiveShell.instance()
     shell.history_manager.reset()  # cells other tests ran in this shell are not ours

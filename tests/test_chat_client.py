@@ -24,8 +24,8 @@ from agent_magics.models.base import (
 )
 from agent_magics.models.chat import ChatClient, chat_body
 from agent_magics.models.chat_convert import chat_messages, chat_tool_choice, chat_tools
+from agent_magics.protocol.approval import approve_all
 from agent_magics.testing import custom_tool_call, function_call, message
-from agent_magics.tools.approval import approve_all
 from tests.helpers.chat_fault_server import (
     chat_chunks,
     chat_fault_server,

@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
-from agent_magics.tools.build import build_registry
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import SessionServices, ShellInfo, TurnContext
-from agent_magics.tools.exec import manager_for
 from agent_magics.tools.handlers.shell import ShellCommandHandler
+from agent_magics.tools.handlers.toolset import build_registry
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from agent_magics.tools.registry import ToolHandler
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import run_calls
 from agent_magics.tools.truncate import TruncationPolicy
+from agent_magics.tools.unified_exec import manager_for
 from tests.helpers.conformance import (
     assert_schema_in_own_words,
     build_case,

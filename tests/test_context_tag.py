@@ -11,7 +11,7 @@ import unicodedata
 
 import pytest
 
-from agent_magics.kernel.notebook_context import neutralise
+from agent_magics.jupyter.kernel.notebook_context import neutralise
 from agent_magics.testing import ScriptedResponsesServer, message
 from tests.helpers.kernels import Kernel, agent_cell
 

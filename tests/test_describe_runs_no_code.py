@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_magics.kernel.inspect_variable import InspectVariableHandler
-from agent_magics.kernel.list_variables import ListVariablesHandler
+from agent_magics.jupyter.kernel.inspect_variable import InspectVariableHandler
+from agent_magics.jupyter.kernel.list_variables import ListVariablesHandler
 from tests.helpers.tools import call_tool
 
 SPIES = """

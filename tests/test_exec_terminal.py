@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics.console import NO_ONE_TO_ASK
+from agent_magics.terminal.console import NO_ONE_TO_ASK
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 
 pytestmark = pytest.mark.slow
@@ -191,7 +191,7 @@ def test_a_commands_run_time_is_told_apart_from_the_wait_for_the_answer(tmp_path
 def test_the_demo_shows_the_turn_as_exec_does_and_ends_with_what_to_try_next(
     tmp_path: Path,
 ) -> None:
-    from agent_magics.demo import NEXT_STEPS
+    from agent_magics.terminal.demo import NEXT_STEPS
 
     done = subprocess.run(
         [sys.executable, "-m", "agent_magics", "demo"], env=environment(tmp_path), cwd=tmp_path,

@@ -15,8 +15,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from agent_magics.store.export import live_document, write_document
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
+from agent_magics.transcript.export import live_document, write_document
 from agent_magics.transcript.export_html import to_html
 from agent_magics.transcript.export_md import MAX_IMAGE_BYTES, MAX_OUTPUT_LINES, to_markdown
 from agent_magics.transcript.ipynb import to_notebook

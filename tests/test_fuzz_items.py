@@ -20,7 +20,7 @@ from agent_magics.models.base import Completed, ItemDone, OutputTextDelta, Strea
 from agent_magics.models.chat import ChatDecoder
 from agent_magics.models.responses import ResponsesDecoder
 from agent_magics.models.stream import Decoder, StreamReader
-from agent_magics.protocol import MalformedItem, server_item
+from agent_magics.protocol.items import MalformedItem, server_item
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.handlers.plan import UpdatePlanArgs
 from agent_magics.tools.handlers.read_file import ReadFileArgs

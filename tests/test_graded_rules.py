@@ -11,9 +11,9 @@ import pytest
 
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
-from agent_magics.tools.graded import add_notes, edit_refusal, withheld
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+from agent_magics.tools.notebook.graded import add_notes, edit_refusal, withheld
 from agent_magics.tools.registry import ToolHandler
 
 v4: Any = nbformat.v4

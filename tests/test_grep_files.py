@@ -19,7 +19,7 @@ from agent_magics.tools.handlers.grep_files import (
     rg_argv,
     run_rg,
 )
-from agent_magics.tools.rg import RG_NAME, find_rg
+from agent_magics.tools.handlers.ripgrep import RG_NAME, find_rg
 from tests.helpers.tools import assert_codex_parameters, call_tool, vectors
 
 needs_rg = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")

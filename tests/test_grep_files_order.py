@@ -22,7 +22,7 @@ import pytest
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.grep_files import GrepFilesHandler, join_path, order_like_rg
-from agent_magics.tools.rg import find_rg
+from agent_magics.tools.handlers.ripgrep import find_rg
 
 RG = find_rg()
 pytestmark = pytest.mark.skipif(RG is None, reason="ripgrep is not installed")

@@ -12,11 +12,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from agent_magics.jupyter.ui.approver import HEADLESS_NOTES
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.exec.format import create_process_failed
 from agent_magics.tools.runtimes.shell import EXEC_REJECTED
+from agent_magics.tools.unified_exec.format import create_process_failed
 from agent_magics.transcript.denials import NOT_RUN
-from agent_magics.ui.approver import HEADLESS_NOTES
 from tests.helpers.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_magics.magics import AgentMagics
+from agent_magics.jupyter.magics import AgentMagics
 from agent_magics.testing import (
     ScriptedResponsesServer,
     Turn,

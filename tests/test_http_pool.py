@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
 from agent_magics.models.pool import shared_client, tls_context
-from agent_magics.session import Session
 from agent_magics.testing import ScriptedResponsesServer, message
 
 KEY = "sk-pool-test-key-1234567890"

@@ -18,10 +18,10 @@ from agent_magics.tools.context import (
     ToolInvocation,
     TurnContext,
 )
-from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.intercept import IMPLICIT_PATCH, PatchCall, find_apply_patch
 from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
+from agent_magics.tools.runtimes.intercept import IMPLICIT_PATCH, PatchCall, find_apply_patch
+from agent_magics.tools.unified_exec import manager_for
 
 PATCH = "*** Begin Patch\n*** Add File: d.txt\n+dd\n*** End Patch"
 HEREDOC = f"apply_patch <<'EOF'\n{PATCH}\nEOF"

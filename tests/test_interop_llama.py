@@ -30,7 +30,7 @@ import pytest
 from agent_magics import Session, SessionConfig
 from agent_magics.models.base import ModelEvent, ModelRequest
 from agent_magics.models.chat import ChatClient
-from agent_magics.protocol import FunctionCall, FunctionCallOutput, Message
+from agent_magics.protocol.items import FunctionCall, FunctionCallOutput, Message
 
 pytestmark = pytest.mark.slow
 

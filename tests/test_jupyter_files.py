@@ -140,7 +140,7 @@ class Typist:
             self.failure = exc
 
     async def _type(self) -> None:
-        from agent_magics.kernel.live_notebook import KernelLiveNotebook
+        from agent_magics.jupyter.kernel.live_notebook import KernelLiveNotebook
 
         doc = await KernelLiveNotebook(None, self.env).open()
 

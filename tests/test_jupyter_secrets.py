@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_magics.agent.redaction import SessionRedactor, register_secrets
 from agent_magics.config import SessionConfig
 from agent_magics.models.secret import REDACTED
-from agent_magics.redaction import SessionRedactor, register_secrets
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism

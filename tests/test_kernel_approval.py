@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from agent_magics.tools.approval import (
-    ApprovalPolicy,
-    ApprovalStore,
+from agent_magics.protocol.approval import ApprovalPolicy, ApprovalStore, SandboxMode
+from agent_magics.tools.approval.requirement import (
+    KERNEL_READ_ONLY,
     Forbidden,
     NeedsApproval,
-    SandboxMode,
     Skip,
-)
-from agent_magics.tools.policy import (
-    KERNEL_READ_ONLY,
     kernel_approval_requirement,
     kernel_session_key,
 )

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_magics.kernel.cell_log import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, cut_marker
-from agent_magics.kernel.notebook_context import DATA_NOTE
+from agent_magics.jupyter.kernel.cell_log import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS, cut_marker
+from agent_magics.jupyter.kernel.notebook_context import DATA_NOTE
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, message
 from tests.helpers.kernels import Kernel

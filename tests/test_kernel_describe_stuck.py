@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_magics.kernel.describe import NOT_CALLED
+from agent_magics.jupyter.kernel.describe import NOT_CALLED
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
 from tests.helpers.kernels import Kernel, agent_cell
 from tests.test_kernel_stop import DEADLINE, reply_of, version_of

@@ -105,7 +105,7 @@ def probe_cell(base_url: str, snapshot: bool) -> str:
 
 
 WAIT_FOR_SNAPSHOT = (
-    "__import__('agent_magics.tools.exec.snapshot', fromlist=['x']).snapshot_of("
+    "__import__('agent_magics.tools.unified_exec.snapshot', fromlist=['x']).snapshot_of("
     "get_ipython().magics_manager.registry['AgentMagics'].session.services).wait(30)"
 )
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.policy import KERNEL_READ_ONLY
+from agent_magics.tools.approval.requirement import KERNEL_READ_ONLY
 from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from agent_magics.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
+from agent_magics.jupyter.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
 from agent_magics.store.readback import read_session
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
-from agent_magics.tools.notebook_doc import SESSION_ENV
+from agent_magics.tools.notebook.document import SESSION_ENV
 from tests.helpers.jupyter_server import (
     Server,
     server_fixture,  # noqa: F401 (the ``server`` fixture)

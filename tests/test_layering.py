@@ -16,8 +16,8 @@ import pytest
 import agent_magics
 
 PACKAGE = Path(agent_magics.__file__).resolve().parent
-JUPYTER = ("IPython", "ipywidgets", "ipykernel", "agent_magics.ui")
-FRONT_ENDS = ("agent_magics.ui", "agent_magics.magics", "agent_magics.kernel")
+JUPYTER = ("IPython", "ipywidgets", "ipykernel", "agent_magics.jupyter")
+FRONT_ENDS = ("agent_magics.jupyter",)
 BELOW_CONFIG = ("agent_magics.models", "agent_magics.tools")
 
 PUBLIC_NAMES = [
@@ -117,7 +117,63 @@ def test_no_import_circle() -> None:
     assert circles == []
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if not _inside(n, FRONT_ENDS)))
+def _package(name: str) -> str:
+    """The folder a module is in (a package's ``__init__`` is its package); a module at
+    the package's root stands for itself, as a package of one would."""
+    if MODULES[name].name == "__init__.py" or name.count(".") == 1:
+        return name
+    return name.rpartition(".")[0]
+
+
+def test_no_import_circle_between_folders() -> None:
+    """Folders are layers: if a module in one imports from another, nothing in that
+    other one imports back (the root ``__init__``, which gathers the public names, and
+    ``__main__`` aside)."""
+    edges: dict[str, set[str]] = {}
+    for name, imports in IMPORTS.items():
+        if name in ("agent_magics", "agent_magics.__main__"):
+            continue
+        for target in imports:
+            if target in MODULES and target != "agent_magics":
+                here, there = _package(name), _package(target)
+                if here != there:
+                    edges.setdefault(here, set()).add(there)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo += edges.get(node, ())
+        return False
+
+    both_ways = sorted(f"{a} <-> {b}" for a in edges for b in edges[a] if a < b and reaches(b, a))
+    assert both_ways == []
+
+
+PROCESSES = ("agent_magics.tools.unified_exec", "agent_magics.tools.sandbox")
+ABOVE_PROCESSES = (
+    "agent_magics.tools.approval",
+    "agent_magics.tools.runtimes",
+    "agent_magics.tools.handlers",
+)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if _inside(n, PROCESSES)))
+def test_the_processes_know_nothing_of_approvals(name: str) -> None:
+    """The process manager and the sandbox run what they are given; who asked whom is
+    the orchestrator's and the runtimes' business (one way down, as in Codex)."""
+    assert [m for m in IMPORTS[name] if _inside(m, ABOVE_PROCESSES)] == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    # the package's __init__ hands %load_ext to the Jupyter front end, importing it then
+    sorted(n for n in MODULES if not _inside(n, FRONT_ENDS) and n != "agent_magics"),
+)
 def test_only_the_front_ends_import_jupyter(name: str) -> None:
     assert [m for m in IMPORTS[name] if _inside(m, JUPYTER)] == []
 
@@ -135,15 +191,15 @@ print(" ".join(sorted(sys.modules)))
 """
 NOT_AT_LOAD = [
     "nbformat",  # with jsonschema's format checkers (JupyterLab brings them) about 1 s
-    "agent_magics.kernel.run_python",
-    "agent_magics.kernel.inspect_variable",
-    "agent_magics.kernel.live_notebook",
+    "agent_magics.jupyter.kernel.run_python",
+    "agent_magics.jupyter.kernel.inspect_variable",
+    "agent_magics.jupyter.kernel.live_notebook",
     "agent_magics.tools.handlers.edit_notebook",
-    "agent_magics.tools.handlers.python_function",
+    "agent_magics.tools.functions.handler",
 ]
 HEAVY = ("pydantic", "httpx", "ipywidgets", "PIL", "certifi")
 """Packages a kernel that only loaded the extension, or a ``--help``, never needs."""
-FIRST_USE = ("agent_magics.session", "agent_magics.config", "agent_magics.tools.handlers")
+FIRST_USE = ("agent_magics.agent.session", "agent_magics.config", "agent_magics.tools.handlers")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -170,21 +226,21 @@ def test_importing_the_package_imports_none_of_its_parts() -> None:
     ]
     assert _heavy(loaded) == []
     names = _modules_after("import agent_magics\nagent_magics.Session, agent_magics.tool")
-    assert {"agent_magics.session", "agent_magics.tools.functions"} <= names
+    assert {"agent_magics.agent.session", "agent_magics.tools.functions.registered"} <= names
 
 
 def test_loading_the_extension_imports_nothing_heavy() -> None:
     """``%load_ext`` in a real IPython shell: the settings, session, widgets, HTTP
     client and tools wait for the first ``%%agent``."""
     loaded = _modules_after(LOAD_EXT.replace("import sys", ""))
-    assert "agent_magics.magics" in loaded
+    assert "agent_magics.jupyter.magics" in loaded
     assert _heavy(loaded) == []
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["exec", "--help"]])
 def test_the_cli_help_imports_nothing_heavy(argv: list[str]) -> None:
     code = (
-        "from agent_magics.cli import main\n"
+        "from agent_magics.terminal.cli import main\n"
         f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
     )
     assert _heavy(_modules_after(code)) == []
@@ -196,7 +252,7 @@ def test_the_magic_offers_the_providers_the_settings_know() -> None:
     from typing import get_args
 
     from agent_magics.config import SessionConfig
-    from agent_magics.magics import PROVIDERS
+    from agent_magics.jupyter.magics import PROVIDERS
 
     settings = list(get_args(SessionConfig.model_fields["provider"].annotation))
     assert settings == PROVIDERS
@@ -212,5 +268,5 @@ def test_loading_the_extension_leaves_the_tools_for_the_first_turn() -> None:
         [sys.executable, "-c", LOAD_EXT], capture_output=True, text=True, check=True
     )
     loaded = set(out.stdout.split())
-    assert "agent_magics.magics" in loaded
+    assert "agent_magics.jupyter.magics" in loaded
     assert [m for m in NOT_AT_LOAD if m in loaded] == []

@@ -21,7 +21,7 @@ import nbformat
 import psutil
 import pytest
 
-from agent_magics.kernel.live_notebook import (
+from agent_magics.jupyter.kernel.live_notebook import (
     INSTALL,
     PARENT_PID_ENV,
     SERVER_URL_ENV,
@@ -31,10 +31,10 @@ from agent_magics.kernel.live_notebook import (
     find_server,
     server_from_url,
 )
-from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision, SandboxMode
+from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision, SandboxMode
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
-from agent_magics.tools.notebook_doc import LIVE_NOTE, SESSION_ENV
+from agent_magics.tools.notebook.document import LIVE_NOTE, SESSION_ENV
 from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE, arguments_html
 from agent_magics.transcript.markdown import tool_markdown
 from agent_magics.transcript.model import ToolBlock
@@ -141,7 +141,7 @@ async def test_without_a_collaborative_server_the_model_gets_one_sentence(
         pytest.importorskip("jupyter_ydoc", reason="pip install -e '.[live]'")
     else:
         monkeypatch.setitem(sys.modules, "jupyter_ydoc", None)  # as if it were not installed
-        monkeypatch.delitem(sys.modules, "agent_magics.kernel.notebook_room", raising=False)
+        monkeypatch.delitem(sys.modules, "agent_magics.jupyter.kernel.notebook_room", raising=False)
     live = KernelLiveNotebook(SimpleNamespace(user_ns=ns), env)
     recorder = Recorder([])
     text, ok = await call(EditNotebookHandler(live), tmp_path, INSERT, recorder)
@@ -330,9 +330,9 @@ async def test_a_wrong_token_and_a_server_without_collaboration_are_one_sentence
 def test_the_kernels_notebook_tools_stand_in_for_the_plain_ones(tmp_path: Path) -> None:
     """A kernel session whose settings also ask for the notebook tools gets the kernel's
     (which reach the open notebook) in the plain ones' place, not the plain ones."""
+    from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
-    from agent_magics.kernel.tools import KernelTools
-    from agent_magics.session import Session
+    from agent_magics.jupyter.kernel.tools import KernelTools
 
     tools = ["read_file", "read_notebook", "edit_notebook"]
     config = SessionConfig(cwd=tmp_path, experimental_supported_tools=tools)

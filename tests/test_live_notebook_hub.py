@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics.kernel.live_notebook import PARENT_PID_ENV, find_server
+from agent_magics.jupyter.kernel.live_notebook import PARENT_PID_ENV, find_server
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN

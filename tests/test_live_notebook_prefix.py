@@ -25,7 +25,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from agent_magics.kernel.live_notebook import (
+from agent_magics.jupyter.kernel.live_notebook import (
     PARENT_PID_ENV,
     SERVER_URL_ENV,
     KernelLiveNotebook,
@@ -36,7 +36,7 @@ from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
-from agent_magics.tools.notebook_doc import SESSION_ENV
+from agent_magics.tools.notebook.document import SESSION_ENV
 from tests.helpers.browser import free_port, stop_server
 from tests.helpers.jupyter_server import (
     ServerKernel,

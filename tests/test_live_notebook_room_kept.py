@@ -21,11 +21,15 @@ import httpx
 import psutil
 import pytest
 
-from agent_magics.kernel.live_notebook import PARENT_PID_ENV, SERVER_URL_ENV, KernelLiveNotebook
+from agent_magics.jupyter.kernel.live_notebook import (
+    PARENT_PID_ENV,
+    SERVER_URL_ENV,
+    KernelLiveNotebook,
+)
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
-from agent_magics.tools.notebook_doc import SESSION_ENV, close_live_notebooks
+from agent_magics.tools.notebook.document import SESSION_ENV, close_live_notebooks
 from tests.helpers.browser import free_port
 from tests.helpers.jupyter_server import (
     Recorder,
@@ -158,9 +162,9 @@ async def test_the_sessions_end_leaves_the_room(
 ) -> None:
     """A real session with the kernel's tools: a turn's two reads share one room, kept
     after the turn for the next; ``Session.aclose`` leaves it."""
+    from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
-    from agent_magics.kernel.tools import KernelTools
-    from agent_magics.session import Session
+    from agent_magics.jupyter.kernel.tools import KernelTools
     from agent_magics.testing import ScriptedResponsesServer, function_call, message
 
     write_notebook(server.notebooks / "a.ipynb")

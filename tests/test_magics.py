@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_magics.magics import AgentMagics
+from agent_magics.jupyter.magics import AgentMagics
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 
 OPTS = "-c allow_login_shell=false"
@@ -147,8 +147,8 @@ def test_headless_cells_become_awaited(
 
 def test_the_core_never_imports_jupyter() -> None:
     code = (
-        "import sys, agent_magics, agent_magics.session, agent_magics.cli\n"
-        "import agent_magics.tools.build\n"
+        "import sys, agent_magics, agent_magics.agent.session, agent_magics.terminal.cli\n"
+        "import agent_magics.tools.handlers.toolset\n"
         "print(sorted(m for m in ('IPython', 'ipywidgets', 'ipykernel') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -157,7 +157,7 @@ def test_the_core_never_imports_jupyter() -> None:
 
 def test_the_mcp_sdk_loads_only_when_a_server_is_configured() -> None:
     code = (
-        "import sys, agent_magics.magics\n"
+        "import sys, agent_magics.jupyter.magics\n"
         "from agent_magics import Session, SessionConfig\n"
         "Session(SessionConfig(cwd='.'))\n"
         "print('mcp' in sys.modules)\n"
@@ -277,8 +277,8 @@ def test_a_headless_cell_ignores_an_untrusted_project_config_until_agent_trust(
 def test_the_manuals_read_as_plain_text() -> None:
     """``%%agent?`` and ``%agent help`` show the docstring as it is: no reStructuredText
     markers, the magics under their own names, every ``%agent`` command listed."""
-    from agent_magics.magics import AgentMagics
-    from agent_magics.ui.line_commands import COMMANDS
+    from agent_magics.jupyter.magics import AgentMagics
+    from agent_magics.jupyter.ui.line_commands import COMMANDS
 
     cell = AgentMagics.agent_cell.__doc__ or ""
     line = AgentMagics.agent_line.__doc__ or ""

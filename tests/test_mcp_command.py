@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_magics.errors import ConfigError
+from agent_magics.jupyter.ui import mcp_command
 from agent_magics.mcp.config import McpServerConfig
-from agent_magics.ui import mcp_command
 
 
 @pytest.mark.parametrize(

@@ -17,15 +17,17 @@ from agent_magics.events import Event, ToolCallProposed
 from agent_magics.mcp.approval import remember_allowed
 from agent_magics.mcp.config import ApprovalMode, McpServerConfig
 from agent_magics.mcp.manager import McpManager
-from agent_magics.tools.approval import (
-    ApprovalPolicy,
+from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision, SandboxMode
+from agent_magics.tools.approval.requirement import (
+    MCP_ALWAYS_ASK,
+    MCP_DESTRUCTIVE,
+    MCP_NOT_READ_ONLY,
+    MCP_UNKNOWN_EFFECTS,
     NeedsApproval,
-    ReviewDecision,
-    SandboxMode,
     Skip,
+    mcp_approval_requirement,
 )
 from agent_magics.tools.args import PREFIX
-from agent_magics.tools.build import build_registry
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,
@@ -45,13 +47,7 @@ from agent_magics.tools.handlers.mcp_resource import (
     McpResourceHandler,
     ResourceTool,
 )
-from agent_magics.tools.policy import (
-    MCP_ALWAYS_ASK,
-    MCP_DESTRUCTIVE,
-    MCP_NOT_READ_ONLY,
-    MCP_UNKNOWN_EFFECTS,
-    mcp_approval_requirement,
-)
+from agent_magics.tools.handlers.toolset import build_registry
 from agent_magics.tools.router import ToolCall, ToolRouter
 from tests.helpers.sandbox import RecordingApprover
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from agent_magics.agent.providers import NO_MODEL
 from agent_magics.events import TurnFailed, Usage
-from agent_magics.providers import NO_MODEL
 from agent_magics.recordings import DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
 from agent_magics.transcript.markdown import transcript_markdown

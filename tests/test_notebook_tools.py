@@ -20,12 +20,12 @@ import pytest
 from PIL import Image
 
 from agent_magics.errors import RespondToModel
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
-from agent_magics.tools.notebook_doc import (
+from agent_magics.tools.notebook.document import (
     MAX_OUTPUT_BYTES,
     OWN_NOTEBOOK,
     SESSION_ENV,

@@ -25,6 +25,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from agent_magics import Session, SessionConfig
 from agent_magics.models._sse import SseParser
+from agent_magics.protocol.approval import approve_all
 from agent_magics.testing import (
     ScriptedResponsesServer,
     custom_tool_call,
@@ -32,7 +33,6 @@ from agent_magics.testing import (
     message,
     response_events,
 )
-from agent_magics.tools.approval import approve_all
 from tests.helpers.chat_fault_server import chat_chunks, chat_fault_server, delta
 from tests.helpers.fault_server import Answer, FaultServer, failed_response, ok
 

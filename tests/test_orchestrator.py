@@ -15,19 +15,26 @@ import pytest
 
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.events import ApprovalDecided, ApprovalRequested, Event
-from agent_magics.tools.approval import (
+from agent_magics.protocol.approval import (
     ApprovalPolicy,
     ApprovalRequest,
+    ReviewDecision,
+    SandboxMode,
+)
+from agent_magics.tools.approval.orchestrator import (
+    NEVER_PROMPT,
+    RETRY_REASON,
+    GuardedCall,
+    run_guarded,
+)
+from agent_magics.tools.approval.requirement import (
     ApprovalRequirement,
     Forbidden,
     NeedsApproval,
-    ReviewDecision,
-    SandboxMode,
     Skip,
 )
 from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
-from agent_magics.tools.orchestrator import NEVER_PROMPT, RETRY_REASON, GuardedCall, run_guarded
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec
 from agent_magics.tools.sandbox.platform import probe
 from tests.helpers.sandbox import Arena, RecordingApprover, use_mechanism

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from agent_magics.tools.context import SessionServices
-from agent_magics.tools.exec.buffer import OUTPUT_CAPACITY, Collected, HeadTailBuffer
-from agent_magics.tools.exec.format import model_output, output_policy, unified_response
 from agent_magics.tools.truncate import (
     TruncationPolicy,
     formatted_truncate_text,
     split_string,
     truncate_text,
 )
+from agent_magics.tools.unified_exec.buffer import OUTPUT_CAPACITY, Collected, HeadTailBuffer
+from agent_magics.tools.unified_exec.format import model_output, output_policy, unified_response
 
 # -- split_string on bytes is the character walk Codex does -------------------------------
 

@@ -30,8 +30,8 @@ import pytest
 from agent_magics.apply_patch import PatchApplyError, verify_patch
 from agent_magics.apply_patch.files import ConfinedFiles, OutsideWritableRoots
 from agent_magics.errors import RespondToModel
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.tools.context import CustomPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV

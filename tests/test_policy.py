@@ -22,17 +22,15 @@ from typing import Any
 
 import pytest
 
-from agent_magics.tools.approval import (
-    ApprovalPolicy,
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode, SandboxPermissions
+from agent_magics.tools.approval.requirement import (
     ApprovalRequirement,
     Forbidden,
     NeedsApproval,
-    SandboxMode,
-    SandboxPermissions,
     Skip,
+    exec_approval_requirement,
 )
-from agent_magics.tools.policy import exec_approval_requirement
-from agent_magics.tools.safety import commands_of, exec_policy_commands
+from agent_magics.tools.command_safety.rules import commands_of, exec_policy_commands
 from agent_magics.tools.sandbox.roots import real
 
 P = pytest.param

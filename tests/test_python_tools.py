@@ -29,18 +29,18 @@ from agent_magics.events import (
     TurnAbortedEvent,
     Usage,
 )
-from agent_magics.kernel.functions import functions_text, tool_command
+from agent_magics.jupyter.kernel.functions import functions_text, tool_command
+from agent_magics.jupyter.ui.turn_record import TurnRecorder, usage_since
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.tools.function_schema import (
+from agent_magics.tools.approval.requirement import KERNEL_READ_ONLY
+from agent_magics.tools.functions.handler import call_arguments, result_text
+from agent_magics.tools.functions.registered import FunctionTools, registered_tools
+from agent_magics.tools.functions.schema import (
     MAX_DESCRIPTION_CHARS,
     ToolDefinitionError,
     describe_function,
 )
-from agent_magics.tools.functions import FunctionTools, registered_tools
-from agent_magics.tools.handlers.python_function import call_arguments, result_text
-from agent_magics.tools.policy import KERNEL_READ_ONLY
-from agent_magics.turn_record import TurnRecorder, usage_since
 from tests.helpers.sessions import session_for
 
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"

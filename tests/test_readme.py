@@ -199,7 +199,7 @@ def options_of(words: list[str]) -> list[str]:
 
 
 def test_every_agent_magics_command_parses() -> None:
-    from agent_magics.cli import build_parser
+    from agent_magics.terminal.cli import build_parser
 
     parser = build_parser()
     exec_options = set(subcommand(parser, "exec")._option_string_actions)
@@ -223,8 +223,8 @@ def test_every_agent_magics_command_parses() -> None:
 
 
 def test_every_cell_option_and_line_command_exists() -> None:
-    from agent_magics.magics import AgentMagics
-    from agent_magics.ui.line_commands import COMMANDS
+    from agent_magics.jupyter.magics import AgentMagics
+    from agent_magics.jupyter.ui.line_commands import COMMANDS
 
     parser = AgentMagics.agent_cell.parser  # type: ignore[attr-defined]
     cells = 0
@@ -248,7 +248,7 @@ def table_names(header: str) -> set[str]:
 
 def test_settings_variables_and_traitlets_match_the_code() -> None:
     from agent_magics.config import ENV_VARS, SessionConfig
-    from agent_magics.magics import AgentMagics
+    from agent_magics.jupyter.magics import AgentMagics
 
     assert table_names("setting") == set(SessionConfig.model_fields) - {"api_key", "cwd"}
     source = "".join(p.read_text() for p in (ROOT / "agent_magics").rglob("*.py"))
@@ -426,8 +426,8 @@ def test_kernel_blocks_run_in_a_real_kernel(
 
 def real_messages(tmp_path: Path) -> str:
     """What the code says in each of the five situations Troubleshooting names."""
-    from agent_magics.demo import SAMPLE
-    from agent_magics.ui.waiting import background_note
+    from agent_magics.jupyter.ui.waiting import background_note
+    from agent_magics.terminal.demo import SAMPLE
 
     env = clean_env(tmp_path / "home")
     (tmp_path / "home").mkdir()

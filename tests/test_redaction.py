@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from agent_magics.agent.redaction import SessionRedactor, session_secrets
 from agent_magics.config import SessionConfig
 from agent_magics.events import McpServerFailed, ToolCallFinished, ToolOutputDelta
 from agent_magics.mcp.config import McpServerConfig
 from agent_magics.models.secret import MIN_PIECE, REDACTED, Scrubber
-from agent_magics.redaction import SessionRedactor, session_secrets
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.context import ToolOutput
 

@@ -29,12 +29,12 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.jupyter.ui import info
+from agent_magics.jupyter.ui.throttle import Throttle
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.transcript import calls, card_text, markdown
 from agent_magics.transcript import html as render
 from agent_magics.transcript.model import NoticeBlock, ToolBlock, Transcript, output_parts
-from agent_magics.ui import info
-from agent_magics.ui.throttle import Throttle
 
 PATCH = (
     "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.py\n@@\n-x\n+y\n*** End Patch\n"

@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 
 from agent_magics import Session, SessionConfig
+from agent_magics.agent.providers import NO_MODEL, OFFLINE_HINT, create_client, resolve_provider
 from agent_magics.config import load_config
 from agent_magics.errors import ConfigError, ModelError
 from agent_magics.models.replay import DEMO_FOLDER, LIVE_HINT, ReplayClient, load_recording
 from agent_magics.models.secret import MIN_PIECE, Scrubber
-from agent_magics.providers import NO_MODEL, OFFLINE_HINT, create_client, resolve_provider
+from agent_magics.protocol.approval import approve_all, deny_all
 from agent_magics.recordings import DEMO_FILES, DEMO_PROMPT, write_demo_files
 from agent_magics.recordings.record_demo import FINAL
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import approve_all, deny_all
 from tests.helpers.chat_fault_server import chat_sse
 from tests.helpers.fault_server import Answer, FaultServer, responses_sse, status
 from tests.helpers.kernels import NO_LOGIN, Kernel

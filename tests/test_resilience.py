@@ -14,7 +14,7 @@ from agent_magics import Session, SessionConfig
 from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.events import TurnFinished
 from agent_magics.models.retry import retry_after, try_again_hint
-from agent_magics.protocol import Message
+from agent_magics.protocol.items import Message
 from agent_magics.testing import function_call, message
 from tests.helpers.chat_fault_server import chat_error
 from tests.helpers.fault_run import ENCODERS, KEY, FaultRun

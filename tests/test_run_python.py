@@ -20,21 +20,22 @@ from IPython.core.interactiveshell import InteractiveShell
 from PIL import Image
 
 from agent_magics.errors import RespondToModel, TurnAborted
-from agent_magics.kernel.capture import NO_INPUT
-from agent_magics.kernel.outputs import MAX_IMAGES, MAX_TRACEBACK_FRAMES, html_text
-from agent_magics.kernel.run_python import (
+from agent_magics.jupyter.kernel.capture import NO_INPUT
+from agent_magics.jupyter.kernel.outputs import MAX_IMAGES, MAX_TRACEBACK_FRAMES, html_text
+from agent_magics.jupyter.kernel.run_python import (
     BAD_TIMEOUT,
     EMPTY_CODE,
     MAX_TIMEOUT_MS,
     REJECTED,
     RunPythonHandler,
 )
-from agent_magics.tools.approval import (
+from agent_magics.protocol.approval import (
     ApprovalPolicy,
     ApprovalRequest,
     ReviewDecision,
     SandboxMode,
 )
+from agent_magics.tools.approval.requirement import KERNEL_READ_ONLY, PYTHON_IN_KERNEL
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,
@@ -43,7 +44,6 @@ from agent_magics.tools.context import (
     ToolOutput,
     TurnContext,
 )
-from agent_magics.tools.policy import KERNEL_READ_ONLY, PYTHON_IN_KERNEL
 from agent_magics.transcript.calls import call_summary
 from agent_magics.transcript.html import PRE_STYLE, arguments_html, python_html
 from agent_magics.transcript.markdown import tool_markdown

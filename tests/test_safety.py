@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agent_magics.tools.safety import (
+from agent_magics.tools.command_safety.lex import MAX_SCRIPT_CHARS
+from agent_magics.tools.command_safety.rules import (
     canonical_command,
     commands_of,
     exec_policy_commands,
@@ -25,7 +26,6 @@ from agent_magics.tools.safety import (
     parse_heredoc_command,
     parse_shell_script,
 )
-from agent_magics.tools.shell_lex import MAX_SCRIPT_CHARS
 from tests.helpers.paths import CONFORMANCE
 
 VECTORS = CONFORMANCE / "vectors" / "safe_command_cases.json"

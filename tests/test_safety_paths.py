@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.tools.safety import is_known_safe_command
-from agent_magics.tools.safety_paths import shell_startup_is_trusted
+from agent_magics.tools.command_safety.paths import shell_startup_is_trusted
+from agent_magics.tools.command_safety.rules import is_known_safe_command
 from agent_magics.tools.sandbox.roots import real
 
 

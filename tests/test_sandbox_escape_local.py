@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.exec.process import ExecProcess
 from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.unified_exec.process import ExecProcess
 from tests.helpers.sandbox import (
     KEY,
     LINUX_MECHANISMS,

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
 from agent_magics.errors import RespondToModel
 from agent_magics.events import Event, SandboxUnavailable
-from agent_magics.session import Session
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.tools.approval.orchestrator import NEVER_PROMPT
 from agent_magics.tools.context import SessionServices, TurnContext
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
-from agent_magics.tools.orchestrator import NEVER_PROMPT
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec, bwrap, landlock_exec, seatbelt
 from agent_magics.tools.sandbox.landlock import INTERPRETER, LAUNCHER
 from agent_magics.tools.sandbox.landlock import grants as landlock_grants
@@ -351,7 +351,7 @@ def test_cli_says_once_when_no_sandbox_works(tmp_path: Path) -> None:
 
 
 NOTICE_SCRIPT = """
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.tools.sandbox.platform import proc_environ_notice
 print(proc_environ_notice(SandboxMode.WORKSPACE_WRITE))
 print(proc_environ_notice(SandboxMode.DANGER_FULL_ACCESS))

@@ -22,8 +22,8 @@ from agent_magics.events import (
     ToolCallFinished,
     TurnFinished,
 )
+from agent_magics.protocol.approval import ApprovalRequest
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.tools.approval import ApprovalRequest
 from tests.helpers.fault_server import Answer, FaultServer, ok
 from tests.helpers.sessions import session_for
 

@@ -1,4 +1,4 @@
-"""Which files shadow a module Python imports (:mod:`agent_magics.tools.shadowing`): the
+"""Which files shadow a module Python imports (:mod:`agent_magics.tools.approval.shadowing`): the
 pure rule as a table, the names it takes from this interpreter, the patch policy's rows,
 and a real ``python -m ipykernel_launcher`` start showing what the rule protects against.
 """
@@ -14,15 +14,14 @@ from pathlib import Path
 import pytest
 
 from agent_magics.events import ModuleShadowed
-from agent_magics.tools.approval import (
-    ApprovalPolicy,
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+from agent_magics.tools.approval.requirement import (
     Forbidden,
     NeedsApproval,
-    SandboxMode,
     Skip,
+    patch_approval_requirement,
 )
-from agent_magics.tools.policy import patch_approval_requirement
-from agent_magics.tools.shadowing import (
+from agent_magics.tools.approval.shadowing import (
     module_names,
     planted_files,
     shadow_reason,

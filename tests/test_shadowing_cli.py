@@ -2,7 +2,7 @@
 unasked, end to end through ``agent-magics exec`` (a scripted model on 127.0.0.1).
 
 Jupyter's next kernel in that folder runs such a file outside the sandbox (see
-:mod:`agent_magics.tools.shadowing`). Before, ``*** Add File: pathlib.py`` went through
+:mod:`agent_magics.tools.approval.shadowing`). Before, ``*** Add File: pathlib.py`` went through
 with no question under ``on-request`` and ``never`` alike, and a sandboxed command's
 ``json.py`` passed without a word. Now the patch is refused under ``never`` with one
 sentence naming the module, asked about under ``on-request`` with that sentence shown,

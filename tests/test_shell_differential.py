@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_magics.tools.safety import parse_shell_script
+from agent_magics.tools.command_safety.rules import parse_shell_script
 
 BASH = shutil.which("bash")
 CAMPAIGN = os.environ.get("SHELL_DIFF_EXAMPLES")

@@ -23,7 +23,7 @@ import pytest
 
 from agent_magics import Session
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.exec.snapshot import ShellSnapshot, snapshot_of
+from agent_magics.tools.unified_exec.snapshot import ShellSnapshot, snapshot_of
 from tests.helpers.sandbox import outside_base
 from tests.helpers.sessions import session_for
 

@@ -11,17 +11,9 @@ import pytest
 from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision
+from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision
+from agent_magics.tools.approval.requirement import can_retry_unsandboxed
 from agent_magics.tools.context import SessionServices
-from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.format import (
-    json_f32,
-    reserialize_shell_output,
-    rounded_duration,
-    rust_debug_str,
-    rust_f32_display,
-)
-from agent_magics.tools.exec.shell_exec import aggregate, decode_output
 from agent_magics.tools.handlers.shell import (
     ShellArgs,
     ShellCommandArgs,
@@ -29,9 +21,17 @@ from agent_magics.tools.handlers.shell import (
     ShellHandler,
 )
 from agent_magics.tools.handlers.unified_exec import ExecCommandArgs
-from agent_magics.tools.policy import can_retry_unsandboxed
 from agent_magics.tools.runtimes.shell import looks_sandbox_denied
 from agent_magics.tools.truncate import TruncationPolicy
+from agent_magics.tools.unified_exec import manager_for
+from agent_magics.tools.unified_exec.format import (
+    json_f32,
+    reserialize_shell_output,
+    rounded_duration,
+    rust_debug_str,
+    rust_f32_display,
+)
+from agent_magics.tools.unified_exec.one_shot import aggregate, decode_output
 from tests.helpers.tools import alive, gone, shell_invocation
 
 SHELL = ShellHandler()

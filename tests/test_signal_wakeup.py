@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.ui.runner import SignalWakeup
+from agent_magics.jupyter.ui.runner import SignalWakeup
 
 LATE = 5.0  # seconds; far above a working wakeup
 

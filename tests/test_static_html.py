@@ -22,8 +22,10 @@ from agent_magics.events import (
     ToolCallStarted,
     TurnStarted,
 )
+from agent_magics.jupyter.ui.headless import StaticTranscript
+from agent_magics.jupyter.ui.widgets import TranscriptView
+from agent_magics.protocol.approval import ApprovalRequest
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.tools.approval import ApprovalRequest
 from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE
 from agent_magics.transcript.model import Transcript
 from agent_magics.transcript.static_html import (
@@ -32,8 +34,6 @@ from agent_magics.transcript.static_html import (
     answer_html,
     transcript_html,
 )
-from agent_magics.ui.headless import StaticTranscript
-from agent_magics.ui.widgets import TranscriptView
 
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 PLAN = {"plan": [{"step": "look", "status": "completed"}, {"step": "fix", "status": "pending"}]}

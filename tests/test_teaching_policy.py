@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from agent_magics.config import load_config
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.teaching.bounds import PolicyRefused, bind, summary
 from agent_magics.teaching.guard import PolicyGuard
 from agent_magics.teaching.policy import CoursePolicy, merge, parse
 from agent_magics.teaching.sources import notebook_policy, site_policy
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 
 NB = "this notebook's metadata"
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from agent_magics.mcp._reasons import last_stderr_line
-from agent_magics.termsafe import terminal_safe
 from agent_magics.testing import ScriptedResponsesServer, message
+from agent_magics.text.inert import terminal_safe
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # writes "rm -rf ~" to the clipboard
 OSC8 = "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\"  # a hidden link

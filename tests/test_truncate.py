@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from agent_magics.agent.tool_outputs import history_output, truncate_items
 from agent_magics.tools.context import ToolOutput
-from agent_magics.tools.history import history_output, truncate_items
 from agent_magics.tools.truncate import (
     TruncationPolicy,
     formatted_truncate_text,

@@ -20,8 +20,8 @@ import pytest
 
 from agent_magics.config import DEFAULT_MODEL, load_config
 from agent_magics.errors import ConfigError
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
 from agent_magics.trust import ProjectConfig, entry_text, project_config, trust_project
 from tests.helpers.sandbox import Arena
 

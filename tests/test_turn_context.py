@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from agent_magics import Session, SessionConfig
+from agent_magics.agent.instructions import environment_update, told_environment
 from agent_magics.errors import UserError
-from agent_magics.instructions import environment_update, told_environment
-from agent_magics.protocol import Message
+from agent_magics.protocol.items import Message
 from agent_magics.store import read_session
 from agent_magics.store.recorder import SessionRecorder
 from agent_magics.store.resume import continue_in, load_resume

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalPolicy, ReviewDecision
+from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision
 from agent_magics.tools.context import SessionServices
-from agent_magics.tools.exec import ProcessManager, manager_for
-from agent_magics.tools.exec.buffer import HeadTailBuffer
-from agent_magics.tools.exec.collect import clamp_yield, poll_wait_ms
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
+from agent_magics.tools.unified_exec import ProcessManager, manager_for
+from agent_magics.tools.unified_exec.buffer import HeadTailBuffer
+from agent_magics.tools.unified_exec.collect import clamp_yield, poll_wait_ms
 from tests.helpers.tools import alive, gone, shell_invocation
 
 pytestmark = pytest.mark.slow  # real PTY sessions and processes
@@ -492,7 +492,7 @@ async def test_kill_all_reaches_jobs_of_an_interactive_shell(
 
 
 def test_tools_do_not_inherit_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_magics.tools.exec.command import command_env
+    from agent_magics.tools.unified_exec.command_line import command_env
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-never-in-tool-output")
     monkeypatch.setenv("SOMETHING_ELSE", "kept")

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_magics.kernel.describe import MAX_OUTPUT_CHARS, NOT_CALLED
-from agent_magics.kernel.frames import MAX_COLUMNS
-from agent_magics.kernel.inspect_variable import MAX_ROWS, InspectVariableHandler
-from agent_magics.kernel.list_variables import MAX_VARIABLES, ListVariablesHandler
-from agent_magics.kernel.tools import KernelTools
+from agent_magics.jupyter.kernel.describe import MAX_OUTPUT_CHARS, NOT_CALLED
+from agent_magics.jupyter.kernel.frames import MAX_COLUMNS
+from agent_magics.jupyter.kernel.inspect_variable import MAX_ROWS, InspectVariableHandler
+from agent_magics.jupyter.kernel.list_variables import MAX_VARIABLES, ListVariablesHandler
+from agent_magics.jupyter.kernel.tools import KernelTools
 from agent_magics.tools.config import ToolsConfig
 from tests.helpers.tools import call_tool
 
@@ -293,8 +293,8 @@ def test_the_kernel_offers_both_read_only_tools(shell: InteractiveShell) -> None
 PLAIN = """
 import sys
 from IPython.core.interactiveshell import InteractiveShell
-from agent_magics.kernel.describe import describe
-from agent_magics.kernel.list_variables import listing
+from agent_magics.jupyter.kernel.describe import describe
+from agent_magics.jupyter.kernel.list_variables import listing
 ip = InteractiveShell.instance()
 ip.run_cell("x = {'a': [1, 2]}\\ndef f(a): pass\\nclass C: pass\\nc = C()\\nimport os")
 print(listing(ip, None))

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from agent_magics.console import TerminalConsole, question
 from agent_magics.events import FileDiff, ToolCallProposed
+from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.terminal.console import TerminalConsole, question
 from agent_magics.testing import custom_tool_call, function_call
-from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.text.visible import hidden, visible
 from agent_magics.transcript import card_text, markdown, static_html
 from agent_magics.transcript import html as render
 from agent_magics.transcript.export_html import to_html
@@ -27,7 +28,6 @@ from agent_magics.transcript.model import ToolBlock, Transcript
 from agent_magics.transcript.saved import fold
 from agent_magics.transcript.terminal import Style
 from agent_magics.transcript.turn_diff import turn_diff_html, turn_diff_markdown
-from agent_magics.visible import hidden, visible
 
 ESCAPED = re.compile(r"\\x([0-9a-f]{2})|<U\+([0-9A-F]{4,6})>")
 

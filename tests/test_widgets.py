@@ -16,16 +16,16 @@ import pytest
 from PIL import Image
 
 from agent_magics import Session, SessionConfig
+from agent_magics.jupyter.ui.approver import WidgetApprover, headless_approver
+from agent_magics.jupyter.ui.runner import turn_outcome
+from agent_magics.jupyter.ui.throttle import loop_scheduler
+from agent_magics.jupyter.ui.widgets import TextView, ToolCard, TranscriptView, image_widget
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.tools.exec import manager_for
+from agent_magics.tools.unified_exec import manager_for
 from agent_magics.transcript import card_text
 from agent_magics.transcript import html as render
 from agent_magics.transcript.model import TextBlock, ToolBlock
-from agent_magics.ui.approver import WidgetApprover, headless_approver
-from agent_magics.ui.runner import turn_outcome
-from agent_magics.ui.throttle import loop_scheduler
-from agent_magics.ui.widgets import TextView, ToolCard, TranscriptView, image_widget
 
 LABELS = ["Approve", "Approve for session", "Deny", "Abort turn"]
 

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from agent_magics.rust_text import INVALID_UTF8
+from agent_magics.text.rust import INVALID_UTF8
 
 from .apply import apply_patch_to_disk
 

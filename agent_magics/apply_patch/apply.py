@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_magics.rust_text import io_error_text
+from agent_magics.text.rust import io_error_text
 
 from .content import PatchApplyError, derive_new_contents
 from .fsops import read_utf8, rust_parent, write_text

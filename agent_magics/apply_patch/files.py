@@ -21,7 +21,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_magics.rust_text import RustIoError
+from agent_magics.text.rust import RustIoError
 
 __all__ = [
     "MAX_FILE_BYTES",

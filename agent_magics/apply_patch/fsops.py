@@ -6,7 +6,7 @@ import os
 import pwd
 from pathlib import Path
 
-from agent_magics.rust_text import INVALID_UTF8, RustIoError
+from agent_magics.text.rust import INVALID_UTF8, RustIoError
 
 from .files import PlainFiles
 

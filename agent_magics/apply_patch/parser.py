@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent_magics.rust_text import RUST_WHITESPACE
+from agent_magics.text.rust import RUST_WHITESPACE
 
 __all__ = [
     "RUST_WHITESPACE",

@@ -6,7 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from agent_magics.rust_text import io_error_text
+from agent_magics.text.rust import io_error_text
 
 from .files import PlainFiles
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent_magics.rust_text import NUL_IN_PATH, io_error_text, rust_os_error
+from agent_magics.text.rust import NUL_IN_PATH, io_error_text, rust_os_error
 
 from .apply import NO_FILES_MODIFIED, summary_for
 from .content import PatchApplyError, derive_new_contents, unified_diff

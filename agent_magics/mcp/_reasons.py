@@ -14,7 +14,7 @@ from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
 from agent_magics.mcp.config import safe_url
-from agent_magics.termsafe import terminal_safe
+from agent_magics.text.inert import terminal_safe
 
 MAX_STDERR_LINE = 300
 

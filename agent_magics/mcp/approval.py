@@ -1,7 +1,7 @@
 """What an "approve for session" answer to an MCP tool call may remember.
 
 Whether a call needs a person at all is decided with the other approval rules, by
-:func:`agent_magics.tools.policy.mcp_approval_requirement`.
+:func:`agent_magics.tools.approval.requirement.mcp_approval_requirement`.
 """
 
 from __future__ import annotations

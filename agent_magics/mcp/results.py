@@ -22,7 +22,7 @@ from typing import Any
 from mcp.types import CallToolResult
 
 from agent_magics.tools.context import ContentItem, ToolOutput
-from agent_magics.tools.exec.format import rust_debug_str
+from agent_magics.tools.unified_exec.format import rust_debug_str
 
 DEFAULT_IMAGE_MIME = "application/octet-stream"
 IMAGE_OMITTED = "<image content omitted because you do not support image input>"

@@ -28,7 +28,7 @@ from agent_magics.models.stream import (
     stream_failure,
     token_count,
 )
-from agent_magics.protocol import MalformedItem, check_item_shape
+from agent_magics.protocol.items import MalformedItem, check_item_shape
 
 TOOL_INPUT_DELTAS = frozenset(
     {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from agent_magics.models._sse import SseParser
 from agent_magics.models.base import ModelEvent, OutputTextDelta, StreamFailed
 from agent_magics.models.retry import try_again_hint
-from agent_magics.protocol import MAX_ITEM_DEPTH, nested_deeper_than
+from agent_magics.protocol.items import MAX_ITEM_DEPTH, nested_deeper_than
 
 NOT_RETRYABLE_FAILURES = frozenset(
     {

@@ -1,35 +1,4 @@
-"""Responses API data: items kept in history and events read from the stream."""
-
-from agent_magics.protocol.items import (
-    MAX_ITEM_DEPTH,
-    CustomToolCall,
-    CustomToolCallOutput,
-    FunctionCall,
-    FunctionCallOutput,
-    MalformedItem,
-    Message,
-    Reasoning,
-    ResponseItem,
-    UnknownItem,
-    check_item_shape,
-    nested_deeper_than,
-    parse_item,
-    server_item,
-)
-
-__all__ = [
-    "MAX_ITEM_DEPTH",
-    "CustomToolCall",
-    "CustomToolCallOutput",
-    "FunctionCall",
-    "FunctionCallOutput",
-    "MalformedItem",
-    "Message",
-    "Reasoning",
-    "ResponseItem",
-    "UnknownItem",
-    "check_item_shape",
-    "nested_deeper_than",
-    "parse_item",
-    "server_item",
-]
+"""The data that crosses layers: Responses API items kept in history and read from the
+stream (:mod:`.items`), and what every layer says about approvals (:mod:`.approval`).
+Import from the modules: this package imports nothing, so the approval types cost
+``%load_ext`` no pydantic."""

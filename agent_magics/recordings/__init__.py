@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_magics.demo import SAMPLE
+from agent_magics.terminal.demo import SAMPLE
 
 DEMO_PROMPT = "mean() gives wrong results; fix it."
 DEMO_FILES: dict[str, str] = dict(SAMPLE)

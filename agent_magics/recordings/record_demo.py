@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_magics.config import SessionConfig
-from agent_magics.demo import FIX
 from agent_magics.recordings import DEMO_PROMPT, write_demo_files
+from agent_magics.terminal.demo import FIX
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 
 HERE = Path(__file__).resolve().parent
@@ -48,8 +48,8 @@ def script() -> list[Any]:
 
 
 async def record(out: Path) -> str:
-    from agent_magics.session import Session
-    from agent_magics.tools.approval import approve_all
+    from agent_magics.agent.session import Session
+    from agent_magics.protocol.approval import approve_all
 
     with tempfile.TemporaryDirectory(prefix="agent-magics-record-") as folder:
         root = Path(folder)

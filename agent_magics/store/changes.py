@@ -43,10 +43,10 @@ from agent_magics.events import FileDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
 from agent_magics.store.undo_copies import UndoCopies
-from agent_magics.tools.shadowing import Stamp, planted_files, shadowing
+from agent_magics.tools.approval.shadowing import Stamp, planted_files, shadowing
 
 if TYPE_CHECKING:
-    from agent_magics.tools.cell_undo import CellEdit
+    from agent_magics.tools.notebook.cell_undo import CellEdit
 
 WRITING_TOOLS = frozenset(
     {
@@ -105,10 +105,10 @@ class TurnChanges:
     changes: tuple[Change, ...]
     planted: tuple[tuple[str, str], ...] = ()
     """Files the turn left in the working folder that shadow a module Python imports
-    (shown path, module): see :mod:`agent_magics.tools.shadowing`."""
+    (shown path, module): see :mod:`agent_magics.tools.approval.shadowing`."""
     cells: tuple[CellEdit, ...] = ()
     """The turn's edits to the open notebook, made through its editor's document (no file
-    changed): see :mod:`agent_magics.tools.cell_undo`."""
+    changed): see :mod:`agent_magics.tools.notebook.cell_undo`."""
 
     @property
     def files(self) -> tuple[FileDiff, ...]:

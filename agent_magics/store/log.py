@@ -44,9 +44,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from agent_magics.config import SessionConfig
+from agent_magics.config import SessionConfig, looks_secret
 from agent_magics.models.secret import REDACTED
-from agent_magics.redaction import looks_secret
 from agent_magics.store.folder import FILE_MODE, open_file, open_sessions_folder
 from agent_magics.store.readback import (
     META,

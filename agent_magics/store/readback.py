@@ -17,8 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_magics.protocol import FunctionCallOutput, MalformedItem, Message, server_item
-from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, UnknownItem
+from agent_magics.protocol.items import (
+    AnyItem,
+    CustomToolCallOutput,
+    FunctionCallOutput,
+    MalformedItem,
+    Message,
+    UnknownItem,
+    server_item,
+)
 from agent_magics.store.signing import Provenance, provenance, session_key
 
 SUFFIX = ".jsonl"

@@ -35,8 +35,8 @@ from agent_magics.store.log import (
 from agent_magics.store.readback import RESUMED_SETTINGS
 
 if TYPE_CHECKING:
+    from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
-    from agent_magics.session import Session
 
 _log = logging.getLogger("agent_magics")
 

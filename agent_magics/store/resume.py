@@ -28,7 +28,7 @@ from agent_magics.store.readback import META, RESUMED_SETTINGS, LoadedSession, r
 from agent_magics.store.signing import session_key
 
 if TYPE_CHECKING:
-    from agent_magics.session import Session
+    from agent_magics.agent.session import Session
 
 LAST = "last"
 """What a resumed session takes from its (signed) file, below the options given now: the

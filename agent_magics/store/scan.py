@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_magics.store.diff import FileState, read_state
-from agent_magics.tools.notebook_doc import is_own_notebook
+from agent_magics.tools.notebook.document import is_own_notebook
 
 MAX_SCAN_FILES = 20_000
 """Regular files looked at per scan; files past it are not caught."""

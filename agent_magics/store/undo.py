@@ -32,7 +32,7 @@ from agent_magics.apply_patch.files import MAX_FILE_BYTES, ConfinedFiles
 from agent_magics.events import FileDiff
 from agent_magics.store.changes import AGENT, CHANGED, COMMANDS, Change, ChangeTracker, TurnChanges
 from agent_magics.store.diff import FileState, file_diff, read_state
-from agent_magics.tools.cell_undo import cells_question
+from agent_magics.tools.notebook.cell_undo import cells_question
 from agent_magics.tools.sandbox.roots import confined_files
 
 REVERTED = "The user reverted the changes of your last turn to: {files}."

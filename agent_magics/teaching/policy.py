@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-from agent_magics.tools.approval import ApprovalPolicy, SandboxMode
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 
 SolutionCells = Literal["edit", "read-only", "withhold"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from agent_magics.events import Event, EventSink, ignore_events
-from agent_magics.tools.approval import (
+from agent_magics.protocol.approval import (
     ApprovalPolicy,
     ApprovalStore,
     Approver,

@@ -4,7 +4,7 @@ A call's command, code, patch, path or arguments as a person reads them, its one
 summary, the output a person wants (without the lines about the run), and the turn's
 status and token line. The card's HTML (:mod:`.html`), the static transcript
 (:mod:`.markdown`) and the terminal read them from the one model (:mod:`.model`).
-Summaries go through :func:`~agent_magics.visible.visible`: what a person approves is
+Summaries go through :func:`~agent_magics.text.visible.visible`: what a person approves is
 what runs, with no control, bidi or zero-width character hiding part of it.
 """
 
@@ -16,10 +16,10 @@ import shlex
 from typing import Any
 
 from agent_magics.events import Usage
-from agent_magics.tools.approval import ReviewDecision
+from agent_magics.protocol.approval import ReviewDecision
+from agent_magics.text.visible import visible
 from agent_magics.tools.args import parse_json
 from agent_magics.transcript.model import ToolBlock, ToolStatus, Transcript
-from agent_magics.visible import visible
 
 SUMMARY_CHARS = 120
 DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halves

@@ -3,18 +3,18 @@ decision once it is answered, how long the call ran and waited, a running comman
 output, and whether the output opens by itself.
 
 Pure functions over :class:`~agent_magics.transcript.model.ToolBlock`, shared by the live
-cards (:mod:`agent_magics.ui.widgets`) and the static transcript (:mod:`.static_html`),
+cards (:mod:`agent_magics.jupyter.ui.widgets`) and the static transcript (:mod:`.static_html`),
 so both say the same.
 """
 
 from __future__ import annotations
 
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.text.visible import visible
 from agent_magics.transcript.calls import COMMAND_TOOLS
 from agent_magics.transcript.html import PRE_STYLE, esc
 from agent_magics.transcript.model import ToolBlock
 from agent_magics.transcript.terminal import run_and_wait
-from agent_magics.visible import visible
 
 STOPPABLE_TOOLS = (*COMMAND_TOOLS, "write_stdin")  # a running card of these has Stop
 LIVE_TAIL_LINES = 5  # lines of a running command's output shown as it runs

@@ -15,7 +15,7 @@ of the turn counts them all.
 
 from __future__ import annotations
 
-from agent_magics.tools.approval import ReviewDecision
+from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.model import ToolBlock, Transcript
 
 DENIED_BY_YOU = "Not run: you denied it, and the model was told so."

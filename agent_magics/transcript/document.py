@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from agent_magics.events import FileDiff
-from agent_magics.tools.approval import ReviewDecision
+from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.calls import (
     COMMAND_TOOLS,
     EXIT_CODE,

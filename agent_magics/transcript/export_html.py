@@ -16,6 +16,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from agent_magics.text.visible import visible
 from agent_magics.transcript.document import (
     SessionDoc,
     command,
@@ -35,7 +36,6 @@ from agent_magics.transcript.export_md import (
     usage_line,
 )
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
-from agent_magics.visible import visible
 
 PAGE_STYLE = (
     "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;"

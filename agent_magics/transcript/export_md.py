@@ -4,7 +4,7 @@ Outputs are trimmed to a head and a tail (``MAX_OUTPUT_LINES``, ``MAX_OUTPUT_CHA
 and images embedded up to ``MAX_IMAGE_BYTES`` for the whole document, so an export
 stays a document a person can open, whatever the session printed. What a call ran (its
 command, code, patch, the files a turn changed) goes through
-:func:`~agent_magics.visible.visible`: the record shows what ran, nothing hidden in it.
+:func:`~agent_magics.text.visible.visible`: the record shows what ran, nothing hidden in it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from agent_magics.events import Usage
-from agent_magics.markdown_text import fence, inline_code
+from agent_magics.text.markdown import fence, inline_code
+from agent_magics.text.visible import visible
 from agent_magics.transcript.calls import clip_output, parse_arguments
 from agent_magics.transcript.document import (
     SessionDoc,
@@ -29,7 +30,6 @@ from agent_magics.transcript.document import (
     turn_diff,
 )
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
-from agent_magics.visible import visible
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
 MAX_OUTPUT_CHARS = 20_000

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import unescape
 
-from agent_magics.instructions import ENVIRONMENT_OPEN, told_environment
+from agent_magics.agent.instructions import ENVIRONMENT_OPEN, told_environment
 from agent_magics.transcript.document import command, recorded_output
 from agent_magics.transcript.export_md import clip, one_line, summary
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript

@@ -3,7 +3,7 @@
 Nothing here touches widgets or the kernel, so every string is compared exactly in
 tests. The widgets place these strings; the static transcript (:mod:`.static_html`)
 reuses them. A call's command, code, patch or arguments are shown through
-:func:`~agent_magics.visible.visible`.
+:func:`~agent_magics.text.visible.visible`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from agent_magics.events import PlanUpdated
+from agent_magics.text.visible import visible
 from agent_magics.transcript.calls import (
     PATH_ARGS,
     STATUS_LABELS,
@@ -32,7 +33,6 @@ from agent_magics.transcript.calls import (
     turn_status_text,
 )
 from agent_magics.transcript.model import NoticeBlock, ToolBlock, ToolStatus, Transcript
-from agent_magics.visible import visible
 
 STATUS_COLORS: dict[ToolStatus, str] = {
     "queued": "#6e7781",

@@ -7,7 +7,7 @@ executed (``execution_count`` stays empty) and the notebook names no kernel: it 
 record of what the agent did, not a script to run again. Each code cell's
 ``metadata.agent_magics`` says which tool ran it, how it ended and who approved it. A
 cell's source is what ran with its hidden characters written out
-(:func:`~agent_magics.visible.visible`): an editor that opens it shows what ran.
+(:func:`~agent_magics.text.visible.visible`): an editor that opens it shows what ran.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from agent_magics.text.visible import visible
 from agent_magics.transcript.document import (
     SessionDoc,
     command,
@@ -37,7 +38,6 @@ from agent_magics.transcript.export_md import (
     usage_line,
 )
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
-from agent_magics.visible import visible
 
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 

@@ -2,13 +2,14 @@
 
 Pure functions, like :mod:`.render`, whose summaries and output clipping they reuse. A
 call's command, code, patch or proposed cell goes through
-:func:`~agent_magics.visible.visible`, as on the cards.
+:func:`~agent_magics.text.visible.visible`, as on the cards.
 """
 
 from __future__ import annotations
 
 from agent_magics.events import PlanUpdated
-from agent_magics.markdown_text import fence, inline_code
+from agent_magics.text.markdown import fence, inline_code
+from agent_magics.text.visible import visible
 from agent_magics.transcript.calls import (
     STATUS_LABELS,
     call_summary,
@@ -29,7 +30,6 @@ from agent_magics.transcript.figures import figure_words
 from agent_magics.transcript.model import DiffBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.transcript.terminal import call_workdir
 from agent_magics.transcript.turn_diff import turn_diff_markdown
-from agent_magics.visible import visible
 
 
 def plan_markdown(plan: PlanUpdated) -> str:

@@ -39,8 +39,8 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
-from agent_magics.tools.shadowing import planted_warning
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.tools.approval.shadowing import planted_warning
 from agent_magics.transcript.terminal import command_result
 
 ToolStatus = Literal[

@@ -29,7 +29,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.tools.approval import ReviewDecision
+from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.document import SessionDoc
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
 

@@ -19,7 +19,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from agent_magics.events import TurnAbortedEvent
-from agent_magics.termsafe import terminal_safe
+from agent_magics.text.inert import terminal_safe
 from agent_magics.transcript import calls
 from agent_magics.transcript import html as render
 from agent_magics.transcript.card_text import decision_html, note_html, output_opens, took_html

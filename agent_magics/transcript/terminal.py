@@ -1,9 +1,9 @@
 """Text for the terminal front end: commands as a shell needs them, diffs, trimmed output.
 
-Pure functions, no terminal access: :mod:`agent_magics.console` prints what they return.
-Every function takes text that is already terminal-safe (see :mod:`agent_magics.termsafe`)
+Pure functions, no terminal access: :mod:`agent_magics.terminal.console` prints what they return.
+Every function takes text that is already terminal-safe (see :mod:`agent_magics.text.inert`)
 or makes it so: a command's output loses its escape sequences, a patch shows them written
-out (:func:`~agent_magics.visible.visible`); colours are added last, and only when a
+out (:func:`~agent_magics.text.visible.visible`); colours are added last, and only when a
 :class:`Style` is told the stream is a terminal.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_magics.termsafe import terminal_safe
-from agent_magics.tools.shell_parse import extract_shell_script
-from agent_magics.visible import visible
+from agent_magics.text.inert import terminal_safe
+from agent_magics.text.visible import visible
+from agent_magics.tools.command_safety.parse import extract_shell_script
 
 COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
 OUTPUT_TOOLS = (*COMMAND_TOOLS, "write_stdin")

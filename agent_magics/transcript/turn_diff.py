@@ -2,7 +2,7 @@
 
 Pure functions, compared exactly in tests; the live transcript, the static one and the
 headless markdown place these strings. Paths and diffs go through
-:func:`~agent_magics.visible.visible`: a change is shown with nothing in it hidden.
+:func:`~agent_magics.text.visible.visible`: a change is shown with nothing in it hidden.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from agent_magics.events import FileDiff
+from agent_magics.text.visible import visible
 from agent_magics.transcript.html import diff_html, esc
-from agent_magics.visible import visible
 
 STATUS_COLORS = {"added": "#1a7f37", "modified": "#9a6700", "deleted": "#cf222e"}
 

@@ -2,7 +2,7 @@
 
 The end-to-end pass (tests/test_conformance.py) starts one ``python -m agent_magics exec``
 per case; most of its time is that interpreter starting. This runs the same command line
-through :func:`agent_magics.cli.main` inside the test process instead, against the same
+through :func:`agent_magics.terminal.cli.main` inside the test process instead, against the same
 conformance mock server, with the workspace, home and environment the harness gives the
 subprocess, and collects the outputs exactly as the harness does. What is compared with
 the golden is the same.
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics import cli
+from agent_magics.terminal import cli
 from tests.helpers.conformance import harness, mock_server
 
 # The command line both passes run, after ``python -m agent_magics``. Session files go to

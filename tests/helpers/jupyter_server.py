@@ -22,12 +22,12 @@ from jupyter_client.blocking.client import BlockingKernelClient
 
 from agent_magics.errors import RespondToModel
 from agent_magics.events import ApprovalRequested, Event
-from agent_magics.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
+from agent_magics.jupyter.kernel.live_notebook import PARENT_PID_ENV, KernelLiveNotebook
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.testing import Turn, function_call
 from agent_magics.testing import message as say
-from agent_magics.tools.approval import ApprovalRequest, ReviewDecision
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
-from agent_magics.tools.notebook_doc import SESSION_ENV
+from agent_magics.tools.notebook.document import SESSION_ENV
 from agent_magics.tools.registry import ToolHandler
 from tests.helpers.browser import free_port, stop_server
 from tests.helpers.kernels import Kernel

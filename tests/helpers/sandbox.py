@@ -16,14 +16,19 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
+from agent_magics.protocol.approval import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    ReviewDecision,
+    SandboxMode,
+)
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.tools.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision, SandboxMode
 from agent_magics.tools.context import SessionServices
-from agent_magics.tools.exec import close_tool_processes
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler
 from agent_magics.tools.sandbox import platform
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV, probe
 from agent_magics.tools.sandbox.roots import real
+from agent_magics.tools.unified_exec import close_tool_processes
 from tests.helpers.tools import shell_invocation
 
 LINUX_MECHANISMS = ("bwrap", "landlock")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_magics import Session, SessionConfig
-from agent_magics.tools.build import ExtraTools
+from agent_magics.tools.handlers.toolset import ExtraTools
 
 KEY = "sk-test-secret-24680135"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import (
     FunctionPayload,

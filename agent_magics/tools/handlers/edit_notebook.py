@@ -25,14 +25,19 @@ from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
 from agent_magics.events import CellPlaced
-from agent_magics.rust_text import io_error_text
-from agent_magics.tools.approval import ApprovalRequest, files_scope
+from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.text.rust import io_error_text
+from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.approval.requirement import (
+    files_scope,
+    patch_approval_requirement,
+    patch_can_retry_unsandboxed,
+)
 from agent_magics.tools.args import decode_call
-from agent_magics.tools.cell_undo import CellEdit, plain_cell, record_cell_edit, shown_line
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.graded import add_notes, edit_refusal, entries, touched_ids
-from agent_magics.tools.notebook_doc import (
+from agent_magics.tools.notebook.cell_undo import CellEdit, plain_cell, record_cell_edit, shown_line
+from agent_magics.tools.notebook.document import (
     OWN_NOTEBOOK,
     LiveDocument,
     LiveNotebook,
@@ -48,8 +53,7 @@ from agent_magics.tools.notebook_doc import (
     read_notebook_file,
     used_live,
 )
-from agent_magics.tools.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
+from agent_magics.tools.notebook.graded import add_notes, edit_refusal, entries, touched_ids
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import (
     confined_files,
@@ -57,8 +61,30 @@ from agent_magics.tools.sandbox.roots import (
     writable_roots,
     write_denied,
 )
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.notebook import edit_notebook_spec
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
+
+EDIT_NOTEBOOK_DESCRIPTION = (
+    "Change one cell of a Jupyter notebook file (.ipynb). edit_mode `replace` (the "
+    "default) sets the source of the cell `cell_id` (and its type, if given), `insert` adds "
+    "a new cell after `cell_id` (at the top when cell_id is omitted; cell_type is then "
+    "required), `delete` removes the cell `cell_id`. Cell ids are shown by read_notebook. "
+    "The notebook stays valid; a replaced code cell loses its stale outputs."
+)
+
+
+def edit_notebook_spec(config: ToolsConfig) -> ToolSpec:
+    params = obj(
+        {
+            "path": string("The notebook file, absolute or relative to the working folder."),
+            "cell_id": string("Id of the cell to change, or to insert after."),
+            "new_source": string("The cell's new source (not used by delete)."),
+            "cell_type": string("code, markdown or raw; required by insert."),
+            "edit_mode": string("replace (default), insert or delete."),
+        },
+        ["path"],
+    )
+    return FunctionSpec("edit_notebook", EDIT_NOTEBOOK_DESCRIPTION, params)
+
 
 REJECTED_BY_USER = "notebook edit rejected by user"
 
@@ -84,7 +110,7 @@ def _new_cell(nb: Any, kind: str, source: str) -> Any:
 def apply_edit(nb: Any, args: EditNotebookArgs, solution_cells: str = "edit") -> str:
     """Make the edit on ``nb`` in place; return the line that reports it. A cell nbgrader
     (or the teacher's ``solution_cells``) keeps from the agent is refused before anything
-    changes (see :mod:`agent_magics.tools.graded`)."""
+    changes (see :mod:`agent_magics.tools.notebook.graded`)."""
     if args.edit_mode == "insert":
         if args.cell_type is None:
             raise RespondToModel("cell_type is required to insert a cell")
@@ -146,7 +172,8 @@ def _prepare(
     path: Path, args: EditNotebookArgs, solution_cells: str, session: str
 ) -> tuple[bytes, str, str]:
     """The edited notebook's bytes, the report line, and where the edit acts; an edit of
-    a graded cell is noted in the same write (see :func:`agent_magics.tools.graded.add_notes`)."""
+    a graded cell is noted in the same write (see
+    :func:`agent_magics.tools.notebook.graded.add_notes`)."""
     nb = read_notebook_file(path)
     place = cell_place(nb, args)
     touched = _touched(nb, args, solution_cells)

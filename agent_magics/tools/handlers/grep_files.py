@@ -27,13 +27,36 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
-from agent_magics.rust_text import RUST_WHITESPACE, U64_MAX, io_error_text
+from agent_magics.text.rust import RUST_WHITESPACE, U64_MAX, io_error_text
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.rg import find_rg
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.files import grep_files_spec
+from agent_magics.tools.handlers.ripgrep import find_rg
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
+
+GREP_FILES_DESCRIPTION = (
+    "Search file contents with a regular expression (ripgrep syntax) and get back the "
+    "paths of the files that contain a match, most recently modified first."
+)
+
+
+def grep_files_spec(config: ToolsConfig) -> ToolSpec:
+    params = obj(
+        {
+            "pattern": string("Regular expression to look for in file contents."),
+            "include": string(
+                'Glob restricting which files are searched, such as "*.py" or "*.{js,jsx}".'
+            ),
+            "path": string(
+                "File or folder to search; relative paths start at the working directory, "
+                "which is also the default."
+            ),
+            "limit": number("Largest number of paths to return (100 when omitted)."),
+        },
+        ["pattern"],
+    )
+    return FunctionSpec("grep_files", GREP_FILES_DESCRIPTION, params)
+
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 2000

@@ -17,12 +17,32 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
-from agent_magics.rust_text import U64_MAX, cut_at_char_boundary, io_error_text
+from agent_magics.text.rust import U64_MAX, cut_at_char_boundary, io_error_text
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.files import list_dir_spec
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
+
+LIST_DIR_DESCRIPTION = (
+    "List what a local folder contains, recursing a few levels. Output starts with the "
+    "folder's absolute path, then one entry per line, indented two spaces per level; "
+    "folders end in `/`, symbolic links in `@`, other special files in `?`. Use `offset` "
+    "and `limit` to page through long listings."
+)
+
+
+def list_dir_spec(config: ToolsConfig) -> ToolSpec:
+    params = obj(
+        {
+            "dir_path": string("Absolute path of the folder to list."),
+            "offset": number("1-based number of the first entry to show (at least 1)."),
+            "limit": number("Largest number of entries to show."),
+            "depth": number("How many levels to descend; 1 lists only direct children."),
+        },
+        ["dir_path"],
+    )
+    return FunctionSpec("list_dir", LIST_DIR_DESCRIPTION, params)
+
 
 DEFAULT_OFFSET = 1
 DEFAULT_LIMIT = 25

@@ -1,10 +1,11 @@
 """One MCP server tool, offered to the model as ``mcp__<server>__<tool>``.
 
 The call goes through the orchestrator like any tool: the server's approval mode and the
-tool's hints decide whether a person is asked (:mod:`agent_magics.tools.policy`); the card
-shows the server, the tool's own name and the arguments. MCP servers run outside the
-sandbox. The result is converted as Codex converts it; a server that is down, too slow
-or dies during the call answers an error the model can read, and the turn goes on.
+tool's hints decide whether a person is asked
+(:mod:`agent_magics.tools.approval.requirement`); the card shows the server, the tool's
+own name and the arguments. MCP servers run outside the sandbox. The result is converted
+as Codex converts it; a server that is down, too slow or dies during the call answers an
+error the model can read, and the turn goes on.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from agent_magics.mcp.approval import approval_key, remember_allowed
 from agent_magics.mcp.config import ApprovalMode
 from agent_magics.mcp.manager import McpError, McpManager, McpTool
 from agent_magics.mcp.results import call_error_output, call_result_output, compact_json
-from agent_magics.rust_text import RUST_WHITESPACE
-from agent_magics.tools.approval import ApprovalRequest
+from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.text.rust import RUST_WHITESPACE
+from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.approval.requirement import mcp_approval_requirement
 from agent_magics.tools.args import json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.exec.format import rust_debug_str
-from agent_magics.tools.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.policy import mcp_approval_requirement
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, sanitize_schema
+from agent_magics.tools.unified_exec.format import rust_debug_str
 
 # What the model reads when the person says no (Codex's words, as Rust debug-prints them).
 REJECTED = "err: " + rust_debug_str("user rejected MCP tool call")

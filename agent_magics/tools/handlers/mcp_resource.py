@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from agent_magics.errors import RespondToModel
 from agent_magics.mcp.manager import McpError, McpManager
 from agent_magics.mcp.results import compact_json
-from agent_magics.rust_text import RUST_WHITESPACE
+from agent_magics.text.rust import RUST_WHITESPACE
 from agent_magics.tools.args import PREFIX, describe_value, json_error_text, parse_json
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput

@@ -16,8 +16,34 @@ from agent_magics.events import PlanStep, PlanUpdated
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.talk import update_plan_spec
+from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, array, obj, string
+
+STATUSES = ("pending", "in_progress", "completed")
+
+
+PLAN_DESCRIPTION = """\
+Record or revise your working plan for the task.
+Send the whole list of steps each time, every step with its status, plus an optional note \
+on what changed. Keep no more than one step in_progress at any moment.
+"""
+
+
+def _plan_parameters() -> JsonSchema:
+    status = string("pending, in_progress or completed.")
+    status["enum"] = list(STATUSES)
+    item = obj({"step": string("What this step does."), "status": status}, ["step", "status"])
+    return obj(
+        {
+            "explanation": string("Why the plan changed (optional)."),
+            "plan": array(item, "Every step of the plan, in order."),
+        },
+        ["plan"],
+    )
+
+
+def update_plan_spec(config: ToolsConfig) -> ToolSpec:
+    return FunctionSpec("update_plan", PLAN_DESCRIPTION, _plan_parameters())
+
 
 PLAN_UPDATED = "Plan updated"
 

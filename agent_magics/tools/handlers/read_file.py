@@ -16,14 +16,62 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
-from agent_magics.rust_text import RUST_WHITESPACE, U64_MAX, cut_at_char_boundary, io_error_text
+from agent_magics.text.rust import RUST_WHITESPACE, U64_MAX, cut_at_char_boundary, io_error_text
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.spec import (
+    FunctionSpec,
+    JsonSchema,
     ToolSpec,
+    boolean,
+    number,
+    obj,
+    string,
 )
-from agent_magics.tools.specs.files import read_file_spec
+
+READ_FILE_DESCRIPTION = (
+    "Show lines of a local text file, each prefixed with its 1-based line number "
+    "(`L<n>: `). In the default slice mode you get `limit` lines starting at `offset`; "
+    "indentation mode instead returns the code block around an anchor line, widening "
+    "to enclosing blocks as configured."
+)
+
+
+def _read_file_parameters() -> JsonSchema:
+    indentation = obj(
+        {
+            "anchor_line": number("Line to build the block around; `offset` when omitted."),
+            "max_levels": number(
+                "Number of enclosing (less indented) levels to include; 0 means no limit."
+            ),
+            "include_siblings": boolean(
+                "Also return neighbouring blocks indented like the anchor's block."
+            ),
+            "include_header": boolean(
+                "Keep comment lines (doc comments, attributes) right above the block."
+            ),
+            "max_lines": number("Upper bound on the lines returned in indentation mode."),
+        }
+    )
+    return obj(
+        {
+            "file_path": string("Absolute path of the file to read."),
+            "offset": number("1-based number of the first line to return (at least 1)."),
+            "limit": number("Largest number of lines to return."),
+            "mode": string(
+                'Either "slice" (a plain line range, the default) or "indentation" '
+                "(the block around an anchor line)."
+            ),
+            "indentation": indentation,
+        },
+        ["file_path"],
+    )
+
+
+def read_file_spec(config: ToolsConfig) -> ToolSpec:
+    return FunctionSpec("read_file", READ_FILE_DESCRIPTION, _read_file_parameters())
+
 
 DEFAULT_OFFSET = 1
 DEFAULT_LIMIT = 2000

@@ -24,17 +24,45 @@ from agent_magics.errors import RespondToModel
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ContentItem, ToolInvocation, ToolOutput
-from agent_magics.tools.graded import NOTED_KEY, add_notes, entries, fresh, touched_ids, withheld
 from agent_magics.tools.handlers.view_image import IMAGE_DETAIL, UnreadableImage, prepare_image
-from agent_magics.tools.notebook_doc import (
+from agent_magics.tools.notebook.document import (
     LiveNotebook,
     LiveUnavailable,
     read_notebook_file,
     render,
     used_live,
 )
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.notebook import read_notebook_spec
+from agent_magics.tools.notebook.graded import (
+    NOTED_KEY,
+    add_notes,
+    entries,
+    fresh,
+    touched_ids,
+    withheld,
+)
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
+
+READ_NOTEBOOK_DESCRIPTION = (
+    "Show a Jupyter notebook (.ipynb) as numbered cells: each cell's id (what edit_notebook "
+    "takes), type, execution count and source, then its outputs as text. Use it instead of "
+    "reading the notebook's JSON. Images in outputs are listed; ask for them with "
+    "include_images to see them."
+)
+
+
+def read_notebook_spec(config: ToolsConfig) -> ToolSpec:
+    params = obj(
+        {
+            "path": string("The notebook file, absolute or relative to the working folder."),
+            "start_cell": number("Number of the first cell to show, counted from 1."),
+            "end_cell": number("Number of the last cell to show; the last cell if omitted."),
+            "include_outputs": boolean("Show the cells' outputs (true by default)."),
+            "include_images": boolean("Attach the images found in the outputs shown."),
+        },
+        ["path"],
+    )
+    return FunctionSpec("read_notebook", READ_NOTEBOOK_DESCRIPTION, params)
+
 
 MAX_IMAGES = 8
 """Output images attached to one read_notebook answer."""
@@ -93,7 +121,7 @@ async def _read_open(live: LiveNotebook, path: Path, said: bool) -> tuple[Any, s
 
 async def _note_reads(inv: ToolInvocation, live: LiveNotebook, cells: Any, policy: str) -> None:
     """Note in the open notebook's metadata the graded cells this call showed the model,
-    once a turn each (see :mod:`agent_magics.tools.graded`). Only the open notebook gets
+    once a turn each (see :mod:`agent_magics.tools.notebook.graded`). Only the open notebook gets
     the note, through its editor: a read never writes a file."""
     notes = entries(inv.turn.thread_id, touched_ids(cells, policy), "read")
     notes = fresh(inv.services.state(NOTED_KEY, list), inv.turn, "open", notes)

@@ -7,7 +7,7 @@ the arguments and build a :class:`CommandRequest`; :class:`ShellRuntime` runs it
 
 Also here, shared with ``exec_command``: the arguments with which a command asks to
 leave the sandbox (:class:`EscalationArgs`, their schema is
-:func:`agent_magics.tools.specs.command.command_props`) and the check of command text.
+:func:`agent_magics.tools.handlers.shell.command_props`) and the check of command text.
 Each tool's arguments model names :class:`EscalationArgs` as its first base, so that the
 escalation fields come after the tool's own (pydantic orders inherited fields from the
 last base to the first): ``class ExecCommandArgs(EscalationArgs, _ExecFields)`` has
@@ -25,17 +25,84 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, Field
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalPolicy, SandboxPermissions
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxPermissions
+from agent_magics.tools.approval.orchestrator import run_guarded
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
-from agent_magics.tools.exec.command import shell_argv, use_login
-from agent_magics.tools.exec.intercept import find_apply_patch
-from agent_magics.tools.exec.shell_exec import exec_output_text
-from agent_magics.tools.orchestrator import run_guarded
+from agent_magics.tools.runtimes.intercept import find_apply_patch
 from agent_magics.tools.runtimes.shell import CommandRequest, ShellRuntime
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.command import shell_command_spec, shell_spec
+from agent_magics.tools.spec import (
+    FunctionSpec,
+    JsonSchema,
+    ToolSpec,
+    array,
+    boolean,
+    number,
+    obj,
+    string,
+)
+from agent_magics.tools.unified_exec.command_line import shell_argv, use_login
+from agent_magics.tools.unified_exec.one_shot import exec_output_text
+
+SHELL_DESCRIPTION = (
+    "Run a command and return its output.\n"
+    '- `command` is an argv handed to execvp(); wrap shell syntax as ["bash", "-lc", "..."].\n'
+    "- Set `workdir` rather than using `cd`, unless there is no other way."
+)
+
+
+SHELL_COMMAND_DESCRIPTION = (
+    "Run a shell script in the user's shell and return its output.\n"
+    "- Set `workdir` rather than using `cd`, unless there is no other way."
+)
+
+
+def command_props(sandbox_permissions: JsonSchema, *, login: bool) -> dict[str, JsonSchema]:
+    """The properties the command tools share: ``workdir``, those of
+    :class:`~agent_magics.tools.handlers.shell.EscalationArgs` (each tool words
+    ``sandbox_permissions`` its own way) and, when ``login`` is offered, ``login``."""
+    props = {
+        "workdir": string("Folder to run in; the turn's working folder when omitted."),
+        "sandbox_permissions": sandbox_permissions,
+        "justification": string(
+            "Only with `require_escalated`: the question to show the user when asking."
+        ),
+        "prefix_rule": array(
+            string(),
+            "Only with `require_escalated`: a command prefix the user may approve for later "
+            'calls too, e.g. ["git", "pull"].',
+        ),
+    }
+    if login:
+        props["login"] = boolean(
+            "Run the shell as a login shell (true, the default) or not (false)."
+        )
+    return props
+
+
+def _shell_props(login: bool) -> dict[str, JsonSchema]:
+    sandbox_permissions = string(
+        'Set to "require_escalated" to ask for running outside the sandbox; the default '
+        'is "use_default".'
+    )
+    return {
+        **command_props(sandbox_permissions, login=login),
+        "timeout_ms": number("Stop the command after this many milliseconds (default 10000)."),
+    }
+
+
+def shell_spec(config: ToolsConfig) -> ToolSpec:
+    props = _shell_props(login=False)
+    props["command"] = array(string(), "The command and its arguments.")
+    return FunctionSpec("shell", SHELL_DESCRIPTION, obj(props, ["command"]))
+
+
+def shell_command_spec(config: ToolsConfig) -> ToolSpec:
+    props = _shell_props(login=config.allow_login_shell)
+    props["command"] = string("The script to run in the user's shell.")
+    return FunctionSpec("shell_command", SHELL_COMMAND_DESCRIPTION, obj(props, ["command"]))
+
 
 PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
 

@@ -17,23 +17,79 @@ from agent_magics.errors import RespondToModel
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
-from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.command import resolve_shell, shell_argv, use_login
-from agent_magics.tools.exec.format import (
+from agent_magics.tools.handlers.shell import EscalationArgs, check_command_text, command_props
+from agent_magics.tools.runtimes.intercept import PatchCall, find_apply_patch
+from agent_magics.tools.runtimes.shell import CommandRequest
+from agent_magics.tools.runtimes.unified_exec import CallOutput, UnifiedExecRuntime
+from agent_magics.tools.spec import (
+    FunctionSpec,
+    ToolSpec,
+    boolean,
+    number,
+    obj,
+    string,
+)
+from agent_magics.tools.stopping import on_stop
+from agent_magics.tools.unified_exec import manager_for
+from agent_magics.tools.unified_exec.command_line import resolve_shell, shell_argv, use_login
+from agent_magics.tools.unified_exec.format import (
     intercepted_response,
     new_chunk_id,
     output_policy,
     reserialize_shell_output,
     unified_response,
 )
-from agent_magics.tools.exec.intercept import PatchCall, find_apply_patch
-from agent_magics.tools.exec.manager import ExecResult, StdinClosed, UnknownSession
-from agent_magics.tools.handlers.shell import EscalationArgs, check_command_text
-from agent_magics.tools.runtimes.shell import CommandRequest
-from agent_magics.tools.runtimes.unified_exec import CallOutput, UnifiedExecRuntime
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.command import exec_command_spec, write_stdin_spec
-from agent_magics.tools.stopping import on_stop
+from agent_magics.tools.unified_exec.manager import ExecResult, StdinClosed, UnknownSession
+
+BUDGET = "Most tokens of output to return (default 10000)."
+EXEC_DESCRIPTION = (
+    "Run a shell command in a terminal-like session. Returns its output, or a session ID "
+    "to keep talking to it when it is still running."
+)
+
+
+STDIN_DESCRIPTION = (
+    "Send characters to a running exec_command session and return the output it produced."
+)
+
+
+def exec_command_spec(config: ToolsConfig) -> ToolSpec:
+    props = {
+        "cmd": string("The shell command to run."),
+        "shell": string("Shell program to run the command with; the user's shell by default."),
+        "tty": boolean(
+            "Give the command a pseudo-terminal (needed for interactive input); "
+            "plain pipes when false or omitted."
+        ),
+        "yield_time_ms": number(
+            "How long to wait for output before returning (default 10000 ms; 250-30000)."
+        ),
+        "max_output_tokens": number(BUDGET),
+    }
+    sandbox_permissions = {
+        "type": "string",
+        "description": (
+            "`use_default` (the default) runs in the sandbox; `require_escalated` asks to "
+            "run outside it."
+        ),
+        "enum": ["use_default", "require_escalated"],
+    }
+    props.update(command_props(sandbox_permissions, login=config.allow_login_shell))
+    return FunctionSpec("exec_command", EXEC_DESCRIPTION, obj(props, ["cmd"]))
+
+
+def write_stdin_spec(config: ToolsConfig) -> ToolSpec:
+    props = {
+        "session_id": number("The session ID exec_command returned."),
+        "chars": string("Characters to type into the session; empty (default) just polls."),
+        "yield_time_ms": number(
+            "How long to wait for output: 250 ms by default for input (at most 30000); "
+            "an empty poll waits 5000-300000 ms."
+        ),
+        "max_output_tokens": number(BUDGET),
+    }
+    return FunctionSpec("write_stdin", STDIN_DESCRIPTION, obj(props, ["session_id"]))
+
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 

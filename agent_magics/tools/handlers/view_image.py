@@ -24,15 +24,26 @@ from pydantic import BaseModel
 
 from agent_magics.errors import Fatal, RespondToModel
 from agent_magics.events import ImageViewed
-from agent_magics.rust_text import io_error_text
+from agent_magics.text.rust import io_error_text
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.spec import ToolSpec
-from agent_magics.tools.specs.files import view_image_spec
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
 
 if TYPE_CHECKING:
     from PIL import Image
+
+
+VIEW_IMAGE_DESCRIPTION = (
+    "Look at an image file on this machine: it is attached to the conversation so you can "
+    "see it. Use it when you need to inspect a picture that exists on disk."
+)
+
+
+def view_image_spec(config: ToolsConfig) -> ToolSpec:
+    path = string("Path of the image file on the local filesystem.")
+    return FunctionSpec("view_image", VIEW_IMAGE_DESCRIPTION, obj({"path": path}, ["path"]))
+
 
 MAX_WIDTH = 2048
 MAX_HEIGHT = 768

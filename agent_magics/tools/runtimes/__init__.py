@@ -1,10 +1,10 @@
 """The runtimes: what one kind of action does between a handler and the processes.
 
 A handler parses a call's arguments and builds a request; the runtime for its kind of
-action owns the rest and is what :func:`agent_magics.tools.orchestrator.run_guarded`
-drives (its :class:`~agent_magics.tools.orchestrator.Guarded` interface): the approval
+action owns the rest and is what :func:`agent_magics.tools.approval.orchestrator.run_guarded`
+drives (its :class:`~agent_magics.tools.approval.orchestrator.Guarded` interface): the approval
 request and key, the policy's requirement, the attempt under a sandbox, and the one
-sandbox-denial check. The process manager below (:mod:`agent_magics.tools.exec`) only
+sandbox-denial check. The process manager below (:mod:`agent_magics.tools.unified_exec`) only
 runs processes and knows nothing of approvals.
 
 * :mod:`.shell` — a shell command: what every command call shares, and the one-shot

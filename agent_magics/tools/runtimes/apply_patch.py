@@ -18,11 +18,15 @@ from agent_magics.apply_patch import (
 )
 from agent_magics.apply_patch.files import PlainFiles
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalRequest, files_scope
+from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.tools.approval.orchestrator import run_guarded
+from agent_magics.tools.approval.requirement import (
+    files_scope,
+    patch_approval_requirement,
+    patch_can_retry_unsandboxed,
+)
+from agent_magics.tools.approval.shadowing import kernel_folder, shadow_reason, shadowing
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.exec.format import structured_output
-from agent_magics.tools.orchestrator import run_guarded
-from agent_magics.tools.policy import patch_approval_requirement, patch_can_retry_unsandboxed
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.sandbox.roots import (
     confined_files,
@@ -30,7 +34,7 @@ from agent_magics.tools.sandbox.roots import (
     writable_roots,
     write_denied,
 )
-from agent_magics.tools.shadowing import kernel_folder, shadow_reason, shadowing
+from agent_magics.tools.unified_exec.format import structured_output
 
 REJECTED_BY_USER = "patch rejected by user"
 EMPTY_PATCH = "patch rejected: empty patch"

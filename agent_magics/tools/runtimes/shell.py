@@ -16,23 +16,26 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.approval import ApprovalRequest, SandboxMode, SandboxPermissions
+from agent_magics.protocol.approval import ApprovalRequest, SandboxMode, SandboxPermissions
+from agent_magics.tools.approval.requirement import (
+    can_retry_unsandboxed,
+    command_approval_requirement,
+)
+from agent_magics.tools.command_safety.rules import canonical_command
 from agent_magics.tools.context import ToolInvocation
-from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.command import command_env
-from agent_magics.tools.exec.shell_exec import (
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.sandbox.roots import writable_roots
+from agent_magics.tools.stopping import output_so_far
+from agent_magics.tools.unified_exec import manager_for
+from agent_magics.tools.unified_exec.command_line import command_env
+from agent_magics.tools.unified_exec.one_shot import (
     DEFAULT_TIMEOUT_MS,
     ExecOutput,
     decode_output,
     run_oneshot,
     spawn_error_text,
 )
-from agent_magics.tools.exec.snapshot import snapshot_command
-from agent_magics.tools.policy import can_retry_unsandboxed, command_approval_requirement
-from agent_magics.tools.safety import canonical_command
-from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.sandbox.roots import writable_roots
-from agent_magics.tools.stopping import output_so_far
+from agent_magics.tools.unified_exec.snapshot import snapshot_command
 
 T = TypeVar("T")
 

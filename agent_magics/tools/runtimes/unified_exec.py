@@ -15,18 +15,18 @@ import codecs
 
 from agent_magics.errors import RespondToModel
 from agent_magics.events import ToolOutputDelta
-from agent_magics.rust_text import rust_os_error
+from agent_magics.text.rust import rust_os_error
+from agent_magics.tools.approval.orchestrator import run_guarded
 from agent_magics.tools.context import ToolInvocation
-from agent_magics.tools.exec import manager_for
-from agent_magics.tools.exec.buffer import HeadTailBuffer
-from agent_magics.tools.exec.command import command_env
-from agent_magics.tools.exec.format import create_process_failed, sandbox_denied_failure
-from agent_magics.tools.exec.manager import ExecResult
-from agent_magics.tools.exec.process import ExecProcess
-from agent_magics.tools.orchestrator import run_guarded
 from agent_magics.tools.runtimes.shell import CommandRequest, CommandRuntime, looks_sandbox_denied
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.stopping import on_stop, output_so_far
+from agent_magics.tools.unified_exec import manager_for
+from agent_magics.tools.unified_exec.buffer import HeadTailBuffer
+from agent_magics.tools.unified_exec.command_line import command_env
+from agent_magics.tools.unified_exec.format import create_process_failed, sandbox_denied_failure
+from agent_magics.tools.unified_exec.manager import ExecResult
+from agent_magics.tools.unified_exec.process import ExecProcess
 
 
 class CallOutput:

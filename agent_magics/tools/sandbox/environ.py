@@ -17,6 +17,13 @@ import os
 import sys
 from collections.abc import Iterable
 
+HIDDEN_FROM_TOOLS = frozenset(
+    {"OPENAI_API_KEY", "JUPYTER_TOKEN", "JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"}
+)
+"""Left out of every command's environment: the model server's key, and the tokens that
+let whoever holds them run code on the Jupyter server or the hub (a command could encode
+one past the output scrubber, e.g. through base64)."""
+
 ENV_START_FIELD = 50
 """``env_start`` in ``/proc/self/stat`` (1-based, see proc(5)); ``env_end`` follows."""
 

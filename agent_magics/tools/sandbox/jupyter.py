@@ -12,7 +12,7 @@ the token runs code wherever the server is reachable (Binder, JupyterHub, a serv
   Landlock cannot take reading away below a readable folder, and the session says so
   once (:func:`.platform.weakness_notices`);
 - the secrets found there join the ones every output is scrubbed of
-  (:func:`runtime_secrets`, read by :mod:`agent_magics.redaction`).
+  (:func:`runtime_secrets`, read by :mod:`agent_magics.agent.redaction`).
 
 The kernel side registers its own connection file (:func:`register_connection_file`):
 this layer does not import IPython, and a kernel's file may lie outside the folder.
@@ -48,7 +48,7 @@ ENV_NAMES = (
 """The settings the runtime folder's place depends on."""
 
 CONNECTION_FILES: list[Path] = []
-"""The connection files of the kernels this process is (see ``agent_magics.kernel``)."""
+"""The connection files of the kernels this process is (see ``agent_magics.jupyter.kernel``)."""
 
 
 def register_connection_file(path: Path) -> None:

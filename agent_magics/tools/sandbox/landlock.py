@@ -23,9 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_magics.tools.exec.command import HIDDEN_FROM_TOOLS
 from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec
-from agent_magics.tools.sandbox.environ import scrub_start_environ
+from agent_magics.tools.sandbox.environ import HIDDEN_FROM_TOOLS, scrub_start_environ
 from agent_magics.tools.sandbox.roots import real
 
 LAUNCHER = Path(landlock_exec.__file__).resolve()

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
 from agent_magics.tools.sandbox.jupyter import hidden_paths
 from agent_magics.tools.sandbox.roots import (
@@ -134,8 +134,7 @@ def proc_environ_notice(mode: SandboxMode) -> str | None:
     (:func:`.landlock.hide_key_from_proc`), but not its parents'."""
     if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind != "landlock":
         return None
-    from agent_magics.tools.exec.command import HIDDEN_FROM_TOOLS
-    from agent_magics.tools.sandbox.environ import ancestors_holding
+    from agent_magics.tools.sandbox.environ import HIDDEN_FROM_TOOLS, ancestors_holding
 
     holders = ancestors_holding(HIDDEN_FROM_TOOLS)
     if not holders:

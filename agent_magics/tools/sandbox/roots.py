@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from agent_magics.apply_patch.files import ConfinedFiles
-from agent_magics.tools.approval import SandboxMode
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.tools.sandbox.user_files import shell_start_files, user_dir
 
 PROTECTED_NAMES = (".git", ".agents", ".codex", ".agent_magics")

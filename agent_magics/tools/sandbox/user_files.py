@@ -12,7 +12,7 @@
 - The shell's start-up files (:data:`SHELL_START_FILES`): the person's next terminal
   runs them unconfined. When the home lies in a writable root (JupyterLab started in
   ``~``; on Binder the repository is the home), no command and no shell snapshot reads
-  them (they may be the repository's: :mod:`agent_magics.tools.exec.snapshot`), and
+  them (they may be the repository's: :mod:`agent_magics.tools.unified_exec.snapshot`), and
   those that exist stay read-only, with the person's ``~/.agent_magics`` (settings,
   key, snapshots), like the kernel's own code (see :mod:`.roots`). A missing one cannot
   get a mount point in its place (an empty folder named ``.bashrc`` breaks the shell,

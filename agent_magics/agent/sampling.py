@@ -1,0 +1,97 @@
+"""One model response: the stream read into protocol items, its events told on the way.
+
+A retryable stream failure sends the request again (``stream_max_retries`` times, after
+the server's delay or a backoff); anything else ends the turn with one sentence. An
+answer with neither a message nor a tool call is a failure too: a turn could neither
+end on it nor go on from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from agent_magics.errors import ConnectionFailed
+from agent_magics.events import (
+    AssistantMessage,
+    EventSink,
+    ReasoningSummary,
+    RetryScheduled,
+    TextDelta,
+    Usage,
+)
+from agent_magics.models.base import (
+    Completed,
+    ItemDone,
+    ModelClient,
+    ModelRequest,
+    OutputTextDelta,
+    StreamFailed,
+)
+from agent_magics.models.retry import backoff
+from agent_magics.protocol.items import (
+    AnyItem,
+    CustomToolCall,
+    FunctionCall,
+    MalformedItem,
+    Message,
+    Reasoning,
+    server_item,
+)
+
+EMPTY_ANSWER = "the model server sent an answer with no message and no tool call"
+
+
+async def sample(
+    client: ModelClient,
+    request: Callable[[], ModelRequest],
+    emit: EventSink,
+    max_retries: int,
+) -> tuple[list[AnyItem], Usage]:
+    """One model response, the request re-built and re-sent after retryable failures."""
+    retries = 0
+    while True:
+        try:
+            return await _sample_once(client, request(), emit)
+        except StreamFailed as exc:
+            if not exc.retryable or retries >= max_retries:
+                raise ConnectionFailed(
+                    f"The model's answer failed: {exc.message}"
+                    + (f" (after {retries} retries)." if retries else ".")
+                ) from None
+            retries += 1
+            delay = exc.delay_s if exc.delay_s is not None else backoff(retries)
+            emit(RetryScheduled(retries, delay, exc.message))
+            await asyncio.sleep(delay)
+
+
+async def _sample_once(
+    client: ModelClient, request: ModelRequest, emit: EventSink
+) -> tuple[list[AnyItem], Usage]:
+    items: list[AnyItem] = []
+    usage = Usage()
+    async for event in client.stream(request):
+        if isinstance(event, OutputTextDelta):
+            emit(TextDelta(event.item_id, event.delta))
+        elif isinstance(event, ItemDone):
+            try:
+                item = server_item(event.item)
+            except MalformedItem as exc:
+                raise StreamFailed(f"the model server sent {exc}", retryable=False) from None
+            items.append(item)
+            if isinstance(item, Message) and item.role == "assistant":
+                emit(AssistantMessage(item.text))
+            elif isinstance(item, Reasoning) and item.summary_text:
+                emit(ReasoningSummary(item.summary_text))
+        elif isinstance(event, Completed):
+            usage = event.usage
+    if not any(_speaks(item) for item in items):
+        raise StreamFailed(EMPTY_ANSWER, retryable=False)
+    return items, usage
+
+
+def _speaks(item: AnyItem) -> bool:
+    """Whether ``item`` is something a turn can end on or go on from."""
+    return isinstance(item, FunctionCall | CustomToolCall) or (
+        isinstance(item, Message) and item.role == "assistant"
+    )

@@ -1,0 +1,401 @@
+"""A conversation with a coding agent: history, and turns of model <-> tools.
+
+One turn: send instructions + the whole history + the tools; run the tool calls the
+model makes; append their outputs; repeat until the model answers with no tool call.
+Everything a front end needs to show arrives as events (:mod:`agent_magics.events`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_magics.agent.instructions import BASE_INSTRUCTIONS
+from agent_magics.agent.redaction import SessionRedactor
+from agent_magics.agent.sampling import sample
+from agent_magics.agent.tool_outputs import history_output, reserialized_input
+from agent_magics.agent.turn_messages import environment_changes, opening_messages
+from agent_magics.config import SessionConfig
+from agent_magics.errors import TurnAborted
+from agent_magics.events import (
+    CellsEdited,
+    Event,
+    EventSink,
+    ModuleShadowed,
+    RetryScheduled,
+    SandboxUnavailable,
+    SandboxWeakness,
+    TurnAbortedEvent,
+    TurnDiff,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+)
+from agent_magics.import_guard import distrust
+from agent_magics.models.base import ModelClient, ModelRequest
+from agent_magics.protocol.approval import Approver, deny_all
+from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, FunctionCallOutput, Message
+from agent_magics.store.changes import ChangeTracker
+from agent_magics.store.paths import undo_folder
+from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
+from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter, build_registry
+from agent_magics.tools.notebook.cell_undo import take_cell_edits
+from agent_magics.tools.notebook.document import close_live_notebooks
+from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
+from agent_magics.tools.runtime import CallsInterrupted, run_calls
+from agent_magics.tools.stopping import running_calls
+from agent_magics.tools.unified_exec import close_tool_processes, kill_tool_processes
+from agent_magics.tools.unified_exec.snapshot import (
+    close_shell_snapshot,
+    startup_notice,
+    sync_shell_snapshot,
+)
+
+if TYPE_CHECKING:
+    from agent_magics.mcp.manager import McpManager, ServerStatus
+
+DEFAULT_LOG_DIR = Path.home() / ".agent_magics" / "logs"
+ENGINE_FIELDS = {
+    "base_url",
+    "provider",
+    "request_max_retries",
+    "stream_idle_timeout_s",
+    "record_path",
+    "replay_path",
+} & set(SessionConfig.model_fields)
+"""Settings the model client is built from: a change of one needs a new session."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    final_text: str
+    usage: Usage
+
+
+class Session:
+    """One conversation. Consecutive :meth:`run_turn` calls continue it."""
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        client: ModelClient | None = None,
+        approver: Approver = deny_all,
+        extra_tools: ExtraTools | None = None,
+        offers: ToolFilter | None = None,
+    ) -> None:
+        self.config = config
+        self._extra_tools = extra_tools
+        self.offers = offers  # a teacher's policy may keep tools from the model
+        # Secrets never reach the model, a front end or a log (see agent_magics.agent.redaction).
+        self.redact = SessionRedactor(lambda: self.config)
+        self.thread_id = str(uuid.uuid4())
+        self._sinks: list[EventSink] = []
+        self.services = SessionServices(approver=approver, emit=self._emit)
+        self.changes = ChangeTracker(self.redact.text)  # the turn's diff and undo
+        self.services.before_write = lambda paths: self.changes.before_write(paths)
+        # The MCP SDK is imported only when a server is configured (or added later).
+        self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
+        self.registry = build_registry(config.tools_config(), self.mcp, extra_tools, offers)
+        self.router = ToolRouter(self.registry, self.services)
+        self._client = client
+        self.history: list[AnyItem] = []
+        self.on_history: Callable[[], None] | None = None
+        """Called after items join the history (a session file writes them at once)."""
+        self.usage = Usage()
+        self.shell = ShellInfo.detect()
+        self._sync_shell_snapshot()
+        self._sandbox_checked = False
+        self._held_notes: list[str] = []  # context of a turn taken back, for the next one
+
+    # -- events -------------------------------------------------------------------------
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        """Call ``sink`` with every event; returns a function that unsubscribes."""
+        self._sinks.append(sink)
+        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
+
+    def _emit(self, event: Event) -> None:
+        event = self.redact.event(event)
+        for sink in list(self._sinks):
+            sink(event)
+
+    @property
+    def approver(self) -> Approver:
+        return self.services.approver
+
+    @approver.setter
+    def approver(self, approver: Approver) -> None:
+        self.services.approver = approver
+
+    # -- settings and MCP servers -------------------------------------------------------
+
+    def reconfigure(self, config: SessionConfig) -> bool:
+        """Take ``config`` for the next turns when this session can run them: the same
+        model client and tool set (per-turn settings such as the model, the policies, the
+        folder or the MCP servers may differ). False, leaving this session as it is, when
+        the model server, its key or the tools changed: that needs a new session."""
+        old = self.config
+        same = old.model_dump(include=ENGINE_FIELDS) == config.model_dump(include=ENGINE_FIELDS)
+        if not (same and old.key() == config.key() and old.tools_config() == config.tools_config()):
+            return False
+        self.config = config
+        return True
+
+    async def sync_mcp_servers(self) -> None:
+        """Bring the MCP servers in line with the settings (every turn does it first):
+        stop the removed ones, (re)start the new and changed ones. A server that fails is
+        reported by an event; this never raises for it."""
+        if self.mcp is None:
+            if not self.config.mcp_servers:
+                return
+            self.mcp = self._new_mcp()
+        await self.mcp.sync(self.config.mcp_servers)
+
+    def mcp_statuses(self) -> list[ServerStatus]:
+        """Every configured server: state, reason of a failure, tools, log file."""
+        return self.mcp.statuses() if self.mcp is not None else []
+
+    def _new_mcp(self) -> McpManager:
+        from agent_magics.mcp.manager import McpManager
+
+        return McpManager(
+            self.config.mcp_servers,
+            cwd=self.config.cwd,
+            log_dir=self.config.log_dir or DEFAULT_LOG_DIR,
+            emit=self._emit,
+            redact=self.redact.text,
+            on_tools_changed=self.refresh_tools,
+        )
+
+    def refresh_tools(self) -> None:
+        """Offer the tools as they are now: the MCP servers' and the front end's extra
+        tools (every turn does it first)."""
+        self.registry = build_registry(
+            self.config.tools_config(), self.mcp, self._extra_tools, self.offers
+        )
+        self.router.registry = self.registry
+
+    # -- model --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> ModelClient:
+        if self._client is None:
+            from agent_magics.agent.providers import create_client
+
+            self._client = create_client(self.config, on_retry=self._on_retry)
+        return self._client
+
+    def _on_retry(self, attempt: int, delay: float, reason: str) -> None:
+        self._emit(RetryScheduled(attempt, delay, reason))
+
+    def turn_context(self) -> TurnContext:
+        c = self.config
+        distrust(c.cwd)  # the package imports nothing from where it works
+        return TurnContext(
+            cwd=c.cwd,
+            approval_policy=c.approval_policy,
+            sandbox_mode=c.sandbox_mode,
+            truncation=c.truncation(),
+            shell=self.shell,
+            allow_login_shell=c.allow_login_shell,
+            supports_images=c.supports_images,
+            thread_id=self.thread_id,
+        )
+
+    def request(self) -> ModelRequest:
+        c = self.config
+        tools = self.registry.wire_specs()
+        return ModelRequest(
+            model=c.model,
+            instructions=c.instructions if c.instructions is not None else BASE_INSTRUCTIONS,
+            input=reserialized_input(self.history, tools),
+            tools=tools,
+            parallel_tool_calls=c.parallel_tool_calls,
+            reasoning={"effort": c.reasoning_effort, "summary": "auto"}
+            if c.reasoning_effort
+            else None,
+            prompt_cache_key=self.thread_id,
+        )
+
+    # -- turns --------------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str, context: Sequence[str] = ()) -> TurnResult:
+        """Run one turn to its end. ``context``: texts a front end adds as user messages
+        before the prompt (what happened around it, such as the cells that ran); their
+        secrets are taken out like a tool output's. Raises UserError for problems a
+        person must fix and TurnAborted when the person stopped it; the history stays
+        well-formed either way, and as it was when the turn failed before the model
+        answered."""
+        turn = self.turn_context()
+        self._sync_shell_snapshot()
+        self._check_sandbox(turn)
+        start = len(self.history)
+        if not self.history:
+            self.history.extend(opening_messages(turn))
+        else:
+            self.history.extend(environment_changes(self.history, turn))
+        notes, self._held_notes = [*self._held_notes, *self.changes.take_notes(), *context], []
+        self.history.extend(Message.user(self.redact.text(text)) for text in notes)
+        self.history.append(Message.user(prompt))
+        self._emit(TurnStarted(prompt))
+        self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id))
+        take_cell_edits(self.services)  # none left from a turn that ended another way
+        usage = Usage()
+        final_text = ""
+        answered = False
+        try:
+            await self.sync_mcp_servers()  # settings may have changed since the last turn
+            if self._extra_tools is not None:
+                self.refresh_tools()
+            while True:
+                items, step_usage = await sample(
+                    self.client, self.request, self._emit, self.config.stream_max_retries
+                )
+                usage = usage + step_usage
+                answered = True
+                self.history.extend(items)
+                self._history_grew()
+                calls = [c for c in (tool_call_from_item(i.wire()) for i in items) if c]
+                texts = [i.text for i in items if isinstance(i, Message) and i.role == "assistant"]
+                if texts:
+                    final_text = texts[-1]
+                if not calls:
+                    break
+                await self._run_calls(calls, turn)
+        except (asyncio.CancelledError, TurnAborted) as exc:
+            self.usage = self.usage + usage
+            self._emit_changes()
+            self._emit(
+                TurnAbortedEvent(
+                    "interrupted" if isinstance(exc, asyncio.CancelledError) else str(exc)
+                )
+            )
+            raise
+        except Exception:
+            if not answered:
+                self._take_back(start, notes)
+            self._emit_changes()
+            raise
+        self.usage = self.usage + usage
+        self._emit_changes()
+        self._emit(TurnFinished(final_text, usage))
+        return TurnResult(final_text, usage)
+
+    def _take_back(self, start: int, notes: list[str]) -> None:
+        """Forget a turn that failed before the model answered, so that asking again does
+        not send the prompt twice; its context notes wait for the next turn. (A turn the
+        model answered keeps what it did, as Codex keeps it.)"""
+        del self.history[start:]
+        self._held_notes = notes
+        self._history_grew()
+
+    def _emit_changes(self) -> None:
+        """Say which files the turn changed, with their diffs (before the turn's end)."""
+        changes = self.changes.finish(take_cell_edits(self.services))
+        if changes.changes:
+            self._emit(TurnDiff(changes.turn, changes.files))
+        if changes.cells:
+            cells = tuple(c.record() for c in changes.cells)
+            self._emit(CellsEdited(changes.turn, cells))
+        shown = {c.shown for c in changes.changes}
+        for path, module in changes.planted:
+            self._emit(ModuleShadowed(path, module, path in shown))
+
+    def _sync_shell_snapshot(self) -> None:
+        """Read the login profile once, in the background (``shell_snapshot`` setting)."""
+        c = self.config
+        sync_shell_snapshot(
+            self.services,
+            enabled=c.shell_snapshot and c.shell_type != "disabled",
+            shell=self.shell.path,
+            shell_kind=self.shell.kind,
+            cwd=c.cwd,
+            redact=self.redact.text,
+            approval=c.approval_policy,
+            sandbox=c.sandbox_mode,
+        )
+
+    def _check_sandbox(self, turn: TurnContext) -> None:
+        """Say once per session when no sandbox works here (commands then need approval),
+        or what the one that works cannot hold."""
+        if self._sandbox_checked:
+            return
+        self._sandbox_checked = True
+        from agent_magics.tools.sandbox.platform import unavailable_notice, weakness_notices
+
+        notice = unavailable_notice(turn.sandbox_mode)
+        if notice is not None:
+            logging.getLogger("agent_magics").warning(notice)
+            self._emit(SandboxUnavailable(notice))
+        startup = startup_notice(turn.cwd, turn.approval_policy, turn.sandbox_mode)
+        for weakness in [*weakness_notices(turn.sandbox_mode), *filter(None, [startup])]:
+            logging.getLogger("agent_magics").warning(weakness)
+            self._emit(SandboxWeakness(weakness))
+
+    async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
+        for call in calls:
+            self.router.announce(call)
+        names = [c.name for c in calls]
+        if self.changes.needs_scan(names):  # the folder as it was, before a command runs
+            await asyncio.to_thread(self.changes.scan)
+
+        def job(call: ToolCall) -> Callable[[], Any]:
+            return lambda: self.router.dispatch(call, turn)
+
+        jobs = [(c.name, self.router.is_parallel(c), job(c)) for c in calls]
+        try:
+            outputs = await run_calls(jobs)
+        except CallsInterrupted as stopped:
+            self._record(calls, stopped.outputs, turn)
+            raise stopped.cause from None
+        self._record(calls, outputs, turn)
+
+    def _record(self, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext) -> None:
+        for call, output in zip(calls, outputs, strict=True):
+            content = history_output(self.redact.output(output), turn.truncation).content
+            kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
+            self.history.append(kind(call_id=call.call_id, output=content))
+        while self.services.pending_user_messages:
+            self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
+        self._history_grew()
+
+    def _history_grew(self) -> None:
+        if self.on_history is not None:
+            self.on_history()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the conversation (tools, MCP servers and approvals for the session
+        are kept)."""
+        self.history.clear()
+        self.usage = Usage()
+        self.thread_id = str(uuid.uuid4())
+
+    def kill_processes(self) -> None:
+        """Kill at once every process the session's tools started (SIGKILL): for a stop
+        button; safe to call from any thread."""
+        kill_tool_processes(self.services)
+
+    def stop_call(self, call_id: str) -> bool:
+        """Stop one running tool call (a command's process group is killed); the model
+        reads it as aborted by the user and the turn goes on. Safe from any thread; False
+        when that call is not running."""
+        return running_calls(self.services).stop(call_id)
+
+    async def aclose(self) -> None:
+        """End the session: stop every process its tools started and every MCP server,
+        close the client."""
+        await close_tool_processes(self.services)
+        close_shell_snapshot(self.services)
+        await close_live_notebooks(self.services)  # leaves the notebook rooms kept open
+        if self.mcp is not None:
+            await self.mcp.aclose()
+        if self._client is not None:
+            await self._client.aclose()

@@ -1,0 +1,171 @@
+"""``run_python``: run code in the person's kernel, in their namespace, and see its outputs.
+
+The code runs as an IPython cell (magics, the last expression's value, ``display()``,
+top-level ``await``) that is neither numbered nor stored: ``In``, ``Out`` and ``_`` stay
+the person's. Names it binds are there for the next cell and the next call. Its outputs
+go to the model (text, figures as images; :mod:`.outputs`), never to the person's cell
+output area; the card shows them.
+
+Why ``run_cell_async`` awaited here rather than ``run_cell``: the turn is a task on the
+kernel's running loop, and ``run_cell`` would hand code with a top-level ``await`` to
+``loop.run_until_complete`` on that same running loop, which fails; awaiting
+``run_cell_async`` runs synchronous code exactly as ``run_cell`` does and lets an
+``await`` in the code suspend on the loop. Either way the main thread is busy while the
+code runs, so widget clicks (Abort turn included) wait until it ends: the stop button
+(SIGINT) and ``timeout_ms`` are what interrupt it (:mod:`.interrupt`).
+
+Approval
+(:func:`~agent_magics.tools.approval.requirement.kernel_approval_requirement`): it
+changes the person's state and is not sandboxed (it is their own kernel), so it asks unless the
+policy is ``never``; under the ``read-only`` sandbox it never runs without a person's
+yes (``never`` refuses it). "Approve for session" covers every later run_python call of
+the session, except under ``read-only``, where it covers only the same code again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from IPython.core import compilerop, interactiveshell
+from pydantic import BaseModel
+
+from agent_magics.errors import RespondToModel, TurnAborted
+from agent_magics.jupyter.kernel import interrupt
+from agent_magics.jupyter.kernel.capture import captured, run_cell
+from agent_magics.jupyter.kernel.interrupt import Interruptible
+from agent_magics.jupyter.kernel.outputs import (
+    Images,
+    answer_content,
+    entries_text,
+    names_summary,
+    namespace_ids,
+    short_traceback,
+)
+from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
+from agent_magics.tools.approval.requirement import (
+    PYTHON_IN_KERNEL,
+    kernel_approval_requirement,
+    kernel_session_key,
+    kernel_session_scope,
+)
+from agent_magics.tools.args import decode_call
+from agent_magics.tools.config import ToolsConfig
+from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
+
+DEFAULT_TIMEOUT_MS = 60_000
+MAX_TIMEOUT_MS = 600_000
+SESSION_KEY = ("run_python",)  # "Approve for session" covers the tool (read-only: the code)
+
+DESCRIPTION = (
+    "Run Python code in the user's live Jupyter kernel, in their namespace: it sees the "
+    "variables their cells made, and names it binds stay for their next cells and your next "
+    "calls. It runs like a notebook cell (magics, the last expression's value is shown, "
+    "display() works, figures come back as images). It runs in the user's own kernel, "
+    "outside the sandbox, and blocks the kernel while it runs: keep it short, and do not "
+    "use it for shell commands."
+)
+CODE = "The Python code to run, as the text of one notebook cell."
+TIMEOUT = (
+    f"Interrupt the code (KeyboardInterrupt) after this many milliseconds "
+    f"(default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS})."
+)
+REJECTED = "The user did not allow this code to run; nothing ran and no variable changed."
+EMPTY_CODE = "code is empty: give the Python code to run"
+BAD_TIMEOUT = f"timeout_ms must be between 1 and {MAX_TIMEOUT_MS}"
+NOT_IN_KERNEL = "run_python is not available: this session has no IPython shell"
+
+# Frames of the shell's and our own machinery, left out of tracebacks.
+HIDDEN_FILES = (interactiveshell.__file__, compilerop.__file__, interrupt.__file__)
+
+
+class RunPythonArgs(BaseModel):
+    code: str
+    timeout_ms: float | None = None
+
+
+def _status(
+    error: BaseException | None, guard: Interruptible, timeout_ms: float, elapsed: float
+) -> str:
+    took = f"{elapsed:.2f} s"
+    if guard.timed_out:
+        return f"Interrupted: still running after the timeout of {timeout_ms:g} ms ({took})."
+    if error is not None:
+        return f"Failed with {type(error).__name__} after {took}."
+    return f"Ran in {took}."
+
+
+class RunPythonHandler:
+    """Runs code in ``shell`` (the kernel's InteractiveShell)."""
+
+    name = "run_python"
+    payload_kind: Literal["function", "custom"] = "function"
+    supports_parallel = False
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+
+    def spec(self, config: ToolsConfig) -> ToolSpec:
+        props = {"code": string(CODE), "timeout_ms": number(TIMEOUT)}
+        return FunctionSpec(self.name, DESCRIPTION, obj(props, ["code"]))
+
+    async def handle(self, inv: ToolInvocation) -> ToolOutput:
+        args = decode_call(RunPythonArgs, inv)
+        if not args.code.strip():
+            raise RespondToModel(EMPTY_CODE)
+        timeout_ms = DEFAULT_TIMEOUT_MS if args.timeout_ms is None else args.timeout_ms
+        if not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+            raise RespondToModel(BAD_TIMEOUT)
+        if self.shell is None:
+            raise RespondToModel(NOT_IN_KERNEL)
+        turn = inv.turn
+        request = ApprovalRequest(
+            call_id=inv.call_id,
+            tool_name=self.name,
+            kind="exec",
+            cwd=turn.cwd,
+            command=(args.code,),  # what a person reads when asked in a terminal
+            keys=kernel_session_key(turn.sandbox_mode, SESSION_KEY, args.code),
+            session_scope=kernel_session_scope(turn.sandbox_mode, self.name),
+        )
+        requirement = kernel_approval_requirement(
+            turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL
+        )
+
+        async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
+            return await self.run(args.code, timeout_ms, turn.supports_images)
+
+        ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
+        return ran.value
+
+    async def run(self, code: str, timeout_ms: float, supports_images: bool) -> ToolOutput:
+        """Run ``code`` and answer with its outputs; a person's interrupt ends the turn."""
+        shell = self.shell
+        before = namespace_ids(shell.user_ns)
+        started = time.monotonic()
+        error: BaseException | None = None
+        with captured(shell) as entries:
+            guard = Interruptible(timeout_ms / 1000)
+            try:
+                with guard:
+                    result = await run_cell(shell, code)
+                error = result.error_before_exec or result.error_in_exec
+            except KeyboardInterrupt as exc:  # landed in the shell's machinery, not the code
+                error = exc
+        elapsed = time.monotonic() - started
+        if guard.stopped:
+            raise TurnAborted("interrupted")
+        images = Images(supports_images)
+        body = entries_text(entries, images)
+        tail = []
+        if error is not None:
+            tail.append("Error:\n" + short_traceback(error, HIDDEN_FILES))
+        names = names_summary(before, namespace_ids(shell.user_ns))
+        if names:
+            tail.append(names)
+        head = _status(error, guard, timeout_ms, elapsed)
+        content = answer_content(head, body, "\n".join(tail), images)
+        return ToolOutput(content, success=error is None)

@@ -1,0 +1,365 @@
+"""The ``%%agent`` cell magic and the ``%agent`` line magic (load with ``%load_ext``).
+
+``%load_ext`` runs in every kernel that loads the extension, so this module imports only
+what registering the magics needs: the settings, the session, the widgets and the tools
+load with the first ``%%agent`` or ``%agent`` (see ``tests/test_layering.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from functools import cached_property, partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Enum, List, Unicode
+
+from agent_magics.errors import UserError
+from agent_magics.jupyter.kernel.cell_log import CellLog
+from agent_magics.jupyter.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
+from agent_magics.jupyter.ui.sticky import StickySettings
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+
+if TYPE_CHECKING:
+    from agent_magics.agent.session import Session
+    from agent_magics.config import SessionConfig
+    from agent_magics.jupyter.kernel.notebook_context import NotebookContext
+    from agent_magics.jupyter.kernel.tools import KernelTools
+    from agent_magics.jupyter.ui.approver import HeadlessMode
+    from agent_magics.jupyter.ui.controller import ConfigSource, Controller
+    from agent_magics.jupyter.ui.line_commands import LineCommands
+    from agent_magics.jupyter.ui.runner import TurnView
+    from agent_magics.jupyter.ui.trust_question import ProjectTrust
+    from agent_magics.jupyter.ui.waiting import BackgroundNote
+    from agent_magics.teaching.guard import PolicyGuard
+
+CELL_LINE = re.compile(r"^%%agent(\s|$)")
+SETTINGS_ASK = "the settings (%config, AGENT_MAGICS_*, a config file, -c or a resume) ask"
+"""Who chose settings a teacher's policy refuses, when it was not the cell's options."""
+PROVIDERS = ["auto", "responses", "chat", "replay"]
+"""``SessionConfig.provider``'s values, written out so that ``%load_ext`` need not build
+the settings model (a test checks that the two agree)."""
+
+
+@magics_class
+class AgentMagics(Magics):
+    """``%%agent``: a coding agent in the cell. Settings: ``%config AgentMagics``."""
+
+    model = Unicode(None, allow_none=True, help="Model name.").tag(config=True)
+    base_url = Unicode(None, allow_none=True, help="Model server URL (.../v1).").tag(config=True)
+    provider = Unicode(None, allow_none=True, help="responses, chat or replay.").tag(config=True)
+    approval_policy = Unicode(
+        None, allow_none=True, help="untrusted, on-failure, on-request or never."
+    ).tag(config=True)
+    sandbox = Unicode(
+        None, allow_none=True, help="read-only, workspace-write or danger-full-access."
+    ).tag(config=True)
+    overrides = List(Unicode(), help="key=value settings, as -c, for every session.").tag(
+        config=True
+    )
+    background = Bool(
+        False,
+        help="Let %%agent cells return at once while their turns go on (Run All does not "
+        "wait); they always do on ipykernel < 7.4, where a busy cell gets no clicks.",
+    ).tag(config=True)
+    headless = Enum(
+        ["auto", "always", "never"],
+        "auto",
+        help="Headless mode: auto = when the run cannot take input (nbclient, papermill).",
+    ).tag(config=True)
+    headless_approval = Enum(
+        ["deny", "approve"],
+        None,
+        allow_none=True,
+        help="What a headless run answers when a call needs approval (default: deny).",
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.cell_log = CellLog(shell)  # records cells from now on, for the first turn
+        self.sticky = StickySettings(self.build_config)
+        self.recording: str | None = None  # %agent recording: played when no model is set
+
+    # The parts a turn needs, built when the first %%agent or %agent uses them.
+
+    @cached_property
+    def kernel_tools(self) -> KernelTools:
+        from agent_magics.jupyter.kernel.tools import KernelTools
+
+        return KernelTools(self.shell, lambda: self.policy.seen.solution_cells)
+
+    @cached_property
+    def notebook(self) -> NotebookContext:
+        from agent_magics.jupyter.kernel.withheld_cells import GradedNotebookContext
+
+        return GradedNotebookContext(self.cell_log, lambda: self.policy.seen.solution_cells)
+
+    @cached_property
+    def agent(self) -> Controller:
+        from agent_magics.jupyter.kernel.jupyter_secrets import register
+        from agent_magics.jupyter.ui.controller import Controller
+
+        register(self.shell)  # the kernel's signing key: scrubbed, its file hidden
+        kernel = getattr(self.shell, "kernel", None)
+        controller = Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
+        controller.offers = lambda name: self.policy.seen.offers(name)
+        return controller
+
+    @cached_property
+    def policy(self) -> PolicyGuard:
+        """The teacher's policy this kernel is held to: read first here (the first
+        ``%%agent`` or ``%agent``), again at every turn, and never loosened."""
+        from agent_magics.jupyter.kernel.notebook_context import notebook_file
+        from agent_magics.teaching.guard import PolicyGuard
+
+        return PolicyGuard(partial(notebook_file, self.shell))
+
+    @cached_property
+    def trust(self) -> ProjectTrust:
+        from agent_magics.jupyter.ui.trust_question import ProjectTrust
+
+        return ProjectTrust()
+
+    @cached_property
+    def background_note(self) -> BackgroundNote:
+        from agent_magics.jupyter.ui.waiting import BackgroundNote
+
+        return BackgroundNote()
+
+    @property
+    def _kernel(self) -> Any:
+        return getattr(self.shell, "kernel", None)
+
+    @cached_property
+    def commands(self) -> LineCommands:
+        from agent_magics.jupyter.ui.line_commands import LineCommands
+
+        return LineCommands(self)
+
+    def kill_processes(self) -> None:
+        """Kill the processes the turns started (at exit); none if no turn ran."""
+        if "agent" in self.__dict__:
+            self.agent.kill_processes()
+
+    @property
+    def session(self) -> Session | None:
+        return self.agent.session if "agent" in self.__dict__ else None
+
+    # -- settings --------------------------------------------------------------------------
+
+    def _trait_options(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "provider": self.provider,
+            "approval_policy": self.approval_policy,
+            "sandbox_mode": self.sandbox,
+        }
+
+    def build_config(self, sticky: dict[str, Any], overrides: list[str]) -> SessionConfig:
+        from agent_magics.agent.providers import named_for_its_recording
+        from agent_magics.config import load_config
+
+        options = {k: v for k, v in self._trait_options().items() if v} | sticky
+        if self.recording is not None:
+            options["offline_recording"] = self.recording
+        config = load_config(options=options, overrides=[*self.overrides, *overrides])
+        return named_for_its_recording(config)
+
+    def _configure(
+        self, args: argparse.Namespace
+    ) -> tuple[SessionConfig, Callable[[], SessionConfig]] | None:
+        """The cell's settings and how to build them again, or None when they are bad
+        (said in the cell, or raised when the cell waits for its turn)."""
+        given = {
+            "model": args.model,
+            "base_url": args.base_url,
+            "provider": args.provider,
+            "approval_policy": args.approval_policy,
+            "sandbox_mode": args.sandbox,
+            "cwd": str(Path(args.cd).expanduser().resolve()) if args.cd else None,
+        }
+        try:
+            config, rebuild = self.sticky.for_cell(given, args.config, args.new)
+            self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))  # before a card shows
+        except UserError as exc:
+            if args._awaited:  # the cell fails, so a headless run or Run All stops here
+                raise self._failed(str(exc)) from None
+            print(f"agent: {exc}", file=sys.stderr)
+            return None
+        if args.new:
+            self.agent.end_session()
+        self.sticky.keep()
+        return config, rebuild
+
+    @staticmethod
+    def _cell_keys(args: argparse.Namespace) -> frozenset[str]:
+        """The approval and sandbox fields the cell's own options set: a refusal under a
+        teacher's policy then says that the cell asked."""
+        keys = {"approval_policy": args.approval_policy, "sandbox_mode": args.sandbox}
+        return frozenset(k for k, v in keys.items() if v)
+
+    def _bound(
+        self, source: ConfigSource, cell: frozenset[str], view: TurnView
+    ) -> Callable[[], Awaitable[SessionConfig]]:
+        """``source`` held to the teacher's policy as it reads when the turn starts (a
+        turn before it may have rewritten the notebook), its header saying the policy."""
+        from agent_magics.config import SessionConfig
+        from agent_magics.teaching.bounds import summary
+
+        async def settings() -> SessionConfig:
+            config = source if isinstance(source, SessionConfig) else await source()
+            bound = self.policy.bind(config, SETTINGS_ASK, cell)
+            if (line := summary(self.policy.seen)) is not None:
+                view.note(line)
+            return bound
+
+        return settings
+
+    @staticmethod
+    def _failed(message: str) -> Exception:
+        """What a cell that waits for its turn raises when the turn cannot start, as
+        when it fails (see :meth:`.ui.controller.Controller.wait`)."""
+        from agent_magics.jupyter.ui.runner import AgentTurnFailed
+
+        return AgentTurnFailed(message)
+
+    def headless_now(self) -> bool:
+        if self.headless != "auto":
+            return bool(self.headless == "always")
+        from agent_magics.jupyter.ui.headless import request_allows_stdin
+
+        return request_allows_stdin(self.shell) is False
+
+    def headless_mode(self) -> HeadlessMode:
+        mode = self.headless_approval or os.environ.get("AGENT_MAGICS_HEADLESS_APPROVAL") or "deny"
+        return "approve" if mode == "approve" else "deny"
+
+    # -- the cell magic --------------------------------------------------------------------
+
+    @plain_manual
+    @magic_arguments(name="%agent")  # IPython puts a % before it: the usage reads %%agent
+    @argument("-m", "--model", help="model name")
+    @argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
+    @argument("--provider", choices=PROVIDERS, help="wire protocol")
+    @argument("-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy])
+    @argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
+    @argument("-C", "--cd", help="work in this folder")
+    @argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting (VALUE read as TOML); repeatable",
+    )
+    @argument("--new", action="store_true", help="start a fresh session (forget options too)")
+    @argument(
+        "--background",
+        action="store_true",
+        help="return at once, the turn going on (Run All does not wait for it)",
+    )
+    @argument("--block", action="store_true", help="wait for the turn (the default where it can)")
+    @argument("--_awaited", action="store_true", help=argparse.SUPPRESS)
+    @cell_magic("agent")  # type: ignore[arg-type]  # IPython types the marker loosely
+    @manual(CELL_MANUAL)
+    def agent_cell(self, line: str, cell: str) -> Any:
+        args = parse_argstring(self.agent_cell, line)
+        if args.block and args.background:
+            print(
+                "agent: --block and --background contradict each other; give one.", file=sys.stderr
+            )
+            return None
+        task = self._start(args, cell)
+        return self.agent.wait(task) if args._awaited else None
+
+    def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[str | None] | None:
+        prompt = cell.strip()
+        if not prompt:
+            empty = "the cell is empty; write the prompt below the %%agent line."
+            if args._awaited:
+                raise self._failed(empty[0].upper() + empty[1:])
+            print(f"agent: {empty}")
+            return None
+        configured = self._configure(args)
+        if configured is None:
+            return None
+        config, rebuild = configured
+        headless = self.headless_mode() if self.headless_now() else None
+        project = self.trust.pending(config.cwd)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            from agent_magics.jupyter.ui.terminal import run_in_terminal
+
+            if project is not None:
+                config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
+            config = self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))
+            run_in_terminal(self.agent, config, prompt, headless)
+            return None
+        source, note = self.trust.settle_in_cell(
+            project, headless is not None, loop, config, rebuild
+        )
+        view, approver = self.agent.make_view(loop, headless, awaited=args._awaited)
+        if note is not None:
+            view.note(note)
+        if not args._awaited:
+            if headless:
+                view.note("Headless, but this cell could not wait: the turn runs on its own.")
+            elif said := self.background_note.take(self._kernel, args, self.background):
+                view.note(said)
+        bound = self._bound(source, self._cell_keys(args), view)
+        return self.agent.schedule(loop, bound, prompt, view, approver, not args._awaited)
+
+    # -- the input transformer (awaited cells) ---------------------------------------------
+
+    def transform(self, lines: list[str]) -> list[str]:
+        """Rewrite a ``%%agent`` cell into an awaited call, so that it stays busy until
+        its turn ends and Run All waits: in headless runs, and on ipykernel >= 7.4 unless
+        the cell asks for the background (older kernels give a busy cell no clicks)."""
+        if not lines or not CELL_LINE.match(lines[0]):
+            return lines
+        line = lines[0].rstrip("\n")[len("%%agent") :].strip()
+        if self._kernel is None:
+            return lines
+        from agent_magics.jupyter.ui.runner import can_block
+        from agent_magics.jupyter.ui.waiting import awaited_call, in_background
+
+        try:
+            args = parse_argstring(self.agent_cell, line)
+        except Exception:
+            return lines  # the magic itself reports the error
+        if args.block and args.background:
+            return lines  # the magic itself reports the contradiction
+        waits = not in_background(args, self.background) and can_block(self._kernel)
+        return awaited_call(line, lines[1:]) if self.headless_now() or waits else lines
+
+    # -- the line magic --------------------------------------------------------------------
+
+    @line_magic("agent")  # type: ignore[arg-type]
+    @manual(LINE_MANUAL)
+    def agent_line(self, line: str) -> None:
+        self.commands.run(line)
+
+    def current_config(self) -> SessionConfig | None:
+        """The settings of the session, or those the next cell would start with."""
+        if self.session is not None:
+            return self.session.config
+        from agent_magics.teaching.bounds import PolicyRefused
+
+        try:
+            config = self.sticky.config()
+        except UserError as exc:
+            print(f"agent: {exc}", file=sys.stderr)
+            return None
+        try:
+            return self.policy.bind(config)
+        except PolicyRefused:  # shown as it is: %agent status says the policy beside it
+            return config

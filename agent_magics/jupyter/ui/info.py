@@ -1,0 +1,90 @@
+"""Texts of the ``%agent`` line commands (status, tools): functions of the settings (and,
+for the sandbox line, of the mechanism this machine offers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_magics.agent.providers import resolve_provider
+from agent_magics.config import SessionConfig
+from agent_magics.errors import ConfigError
+from agent_magics.events import Usage
+from agent_magics.transcript.calls import one_line
+
+
+def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> str:
+    """What ``%agent status`` prints."""
+    return "\n".join(
+        [
+            f"model:           {model_text(config)}",
+            f"approval policy: {config.approval_policy.value}",
+            f"sandbox:         {config.sandbox_mode.value} ({sandbox_text(config)})",
+            f"cwd:             {config.cwd}",
+            f"tokens used:     {usage.total_tokens:,} ({usage.input_tokens:,} in, "
+            f"{usage.output_tokens:,} out)",
+            f"turn:            {turn}",
+            f"mode:            {mode}",
+        ]
+    )
+
+
+def sandbox_text(config: SessionConfig) -> str:
+    """What confines commands: the mechanism at work, or why none does (every command
+    then asks), or nothing under danger-full-access."""
+    from agent_magics.protocol.approval import SandboxMode
+    from agent_magics.tools.sandbox.platform import probe
+
+    if config.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
+        return "commands are not confined"
+    mechanism = probe()
+    if mechanism.kind is None:
+        return f"no mechanism works here, so every command asks first: {mechanism.detail}"
+    return f"commands confined by {mechanism.detail}"
+
+
+def model_text(config: SessionConfig) -> str:
+    """The model a turn would talk to and how, or the sentence saying there is none."""
+    try:
+        provider = resolve_provider(config)
+    except ConfigError as exc:
+        return f"none. {exc}"
+    if provider == "replay" and config.provider == "auto":
+        return f"none configured, so offline: the recording {config.offline_recording}"
+    if provider == "replay":
+        where = config.replay_path or "the demo recording shipped with the package"
+        return f"{config.model} (replay of {where}, offline)"
+    return f"{config.model} ({provider} at {config.base_url})"
+
+
+def recording_text(config: SessionConfig, shown: str | None) -> str:
+    """What ``%agent recording`` says: whether the turns will play the recording
+    (no model configured) or talk to a live model."""
+    if shown is None:
+        return "agent: no recording is set; %agent recording PATH sets one."
+    try:
+        provider = resolve_provider(config)
+    except ConfigError as exc:
+        return f"agent: {exc}"
+    if provider == "replay" and config.provider == "auto":
+        if not Path(str(config.offline_recording)).is_file():
+            return (
+                f"agent: no model is configured and there is no recording at {shown}; set "
+                "OPENAI_API_KEY (or OPENAI_BASE_URL) and restart the kernel to use a live model."
+            )
+        return (
+            f"agent: no model is configured, so the agent plays the recording {shown}: the "
+            "model's answers were recorded, the tools run here for real. To use a live model, "
+            "set OPENAI_API_KEY (or OPENAI_BASE_URL and AGENT_MAGICS_MODEL) and restart the kernel."
+        )
+    return f"agent: a model is configured, so {shown} is not played: {model_text(config)}."
+
+
+def tools_text(specs: list[dict[str, Any]]) -> str:
+    """One line per tool the model is offered: name and the first line of its description."""
+    lines = []
+    for spec in specs:
+        name = str(spec.get("name") or spec.get("type") or "?")
+        about = one_line(str(spec.get("description") or ""), 100)
+        lines.append(f"{name:<20} {about}".rstrip())
+    return "\n".join(lines) or "(no tools)"

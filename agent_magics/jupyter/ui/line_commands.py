@@ -1,0 +1,222 @@
+"""The ``%agent`` line commands of one :class:`~agent_magics.jupyter.magics.AgentMagics`."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+
+from agent_magics.agent.session import Session
+from agent_magics.errors import UserError
+from agent_magics.events import Usage
+from agent_magics.jupyter.kernel.functions import functions_text, tool_command
+from agent_magics.jupyter.ui import info, mcp_command
+from agent_magics.jupyter.ui.runner import can_block
+from agent_magics.teaching.bounds import summary
+from agent_magics.transcript.history import history_text
+
+if TYPE_CHECKING:
+    from agent_magics.jupyter.magics import AgentMagics
+
+COMMANDS = (
+    "reset",
+    "status",
+    "tools",
+    "tool",
+    "history",
+    "context",
+    "mcp",
+    "cancel",
+    "sessions",
+    "resume",
+    "trust",
+    "recording",
+    "export",
+    "undo",
+    "help",
+)
+
+
+class LineCommands:
+    """``%agent WORD ...``: one method per word, reading and changing the magics' state."""
+
+    def __init__(self, magics: AgentMagics) -> None:
+        self.m = magics
+
+    def run(self, line: str) -> None:
+        word, _, rest = line.strip().partition(" ")
+        word = word or "help"
+        if word not in COMMANDS:
+            raise UsageError(f"Unknown %agent command {word!r}; try: {', '.join(COMMANDS)}.")
+        if word == "mcp":
+            self._cmd_mcp(rest)
+            return
+        if word == "undo":
+            self._cmd_undo(rest)
+            return
+        if word == "tool":
+            print(tool_command(getattr(self.m.shell, "user_ns", {}), rest))
+            return
+        if word in ("sessions", "resume"):
+            self._cmd_saved(word, rest.strip())
+            return
+        if word == "export":
+            self._cmd_export(rest)
+            return
+        if word == "history":
+            self._cmd_history(rest)
+            return
+        if word == "recording":
+            self._cmd_recording(rest.strip())
+            return
+        getattr(self, f"_cmd_{word}")()
+
+    def _cmd_help(self) -> None:
+        print(self.m.agent_cell.__doc__)
+
+    def _cmd_trust(self) -> None:
+        config = self.m.current_config()
+        if config is not None:
+            print(self.m.trust.trust_here(config.cwd))
+
+    def _cmd_reset(self) -> None:
+        self.m.agent.end_session()
+        print("agent: the conversation was reset.")
+
+    def _cmd_undo(self, rest: str) -> None:
+        from agent_magics.jupyter.ui.undo_command import undo_command
+
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        undo_command(self.m.agent, rest, loop, ask=not self.m.headless_now())
+
+    def _cmd_recording(self, rest: str) -> None:
+        if rest:
+            self.m.recording = str(Path(rest).expanduser().resolve())
+        config = self.m.current_config()
+        if config is not None:
+            print(info.recording_text(config, rest or self.m.recording))
+
+    def _cmd_cancel(self) -> None:
+        stopped = self.m.agent.cancel()
+        print("agent: the turn was stopped." if stopped else "agent: no turn is running.")
+
+    def _cmd_status(self) -> None:
+        config = self.m.current_config()
+        if config is None:
+            return
+        usage = self.m.session.usage if self.m.session is not None else Usage()
+        busy = self.m.agent.busy
+        turn = f"running ({busy} in progress or queued)" if busy else "idle"
+        if self.m.headless_now():
+            mode = "headless (each turn runs to its end in its cell)"
+        elif self.m.background:
+            mode = "background (the cell returns at once; AgentMagics.background is set)"
+        elif can_block(getattr(self.m.shell, "kernel", None)):
+            mode = "wait (the cell stays busy until the turn ends; --background to not)"
+        else:
+            mode = "background (the cell returns at once: this kernel gives a busy cell no clicks)"
+        print(info.status_text(config, usage, turn, mode))
+        if (policy := summary(self.m.policy.seen)) is not None:
+            print(f"policy:          {policy}")
+
+    def _cmd_tools(self) -> None:
+        if self.m.session is not None:
+            if not self.m.agent.busy:
+                self.m.session.refresh_tools()  # as the next turn offers them
+            print(info.tools_text(self.m.session.registry.wire_specs()))
+        else:
+            config = self.m.current_config()
+            if config is None:
+                return
+            offers = self.m.policy.seen.offers
+            session = Session(config, extra_tools=self.m.kernel_tools, offers=offers)
+            print(info.tools_text(session.registry.wire_specs()))
+        if functions_text():
+            print(f"\n{functions_text()}")
+
+    def _cmd_mcp(self, rest: str) -> None:
+        try:
+            words = shlex.split(rest)
+        except ValueError as exc:
+            raise UsageError(f"%agent mcp: {exc}.") from None
+        sub = words[0] if words else "list"
+        if sub == "help":
+            print(mcp_command.__doc__)
+        elif sub == "list":
+            self._mcp_list()
+        elif sub not in mcp_command.SUBCOMMANDS:
+            known = ", ".join(mcp_command.SUBCOMMANDS)
+            raise UsageError(f"Unknown %agent mcp command {sub!r}; try: {known}.")
+        elif len(words) < 2:
+            raise UsageError(f"%agent mcp {sub} needs a server name.")
+        else:
+            try:
+                self._mcp_change(sub, words[1:])
+            except UserError as exc:
+                print(f"agent: {exc}", file=sys.stderr)
+
+    def _mcp_list(self) -> None:
+        if self.m.session is not None:
+            print(mcp_command.list_text(self.m.session.mcp_statuses()))
+            return
+        config = self.m.current_config()
+        if config is not None:
+            print(mcp_command.configured_text(config.mcp_servers))
+
+    def _mcp_change(self, sub: str, words: list[str]) -> None:
+        change = self.m.sticky.change_mcp(sub, words)
+        session = self.m.session
+        if session is None:
+            print(f"agent: {change.done}; it starts with the next turn.")
+            return
+        session.reconfigure(change.config)  # a new engine waits for the next turn
+        self.m.agent.change_mcp(session, change.restart, change.done)
+
+    def _cmd_context(self) -> None:
+        config = self.m.current_config()
+        if config is not None:
+            new = self.m.session is None or not self.m.session.history
+            print(self.m.notebook.peek(config.cwd, new) or "agent: nothing new to tell the model.")
+
+    def _cmd_export(self, rest: str) -> None:
+        from agent_magics.transcript.export import export_session
+
+        config = self.m.current_config()
+        if config is None:
+            return
+        try:
+            print(export_session(shlex.split(rest), config, self.m.session))
+        except (UserError, ValueError) as exc:
+            print(f"agent: {exc}", file=sys.stderr)
+
+    def _cmd_saved(self, word: str, ref: str) -> None:
+        config = self.m.current_config()
+        if config is None:
+            return
+        if word == "sessions":
+            print(self.m.agent.files.table(config))
+            return
+        try:
+            current = self.m.session.thread_id if self.m.session is not None else None
+            settings, notes = self.m.agent.files.resume(config, ref, current)
+        except UserError as exc:
+            print(f"agent: {exc}", file=sys.stderr)
+            return
+        self.m.agent.end_session()  # keeps the resume waiting for the next cell
+        self.m.sticky.resumed(settings)  # the cell's own options still win
+        print("\n".join(f"agent: {note}" for note in notes))
+
+    def _cmd_history(self, rest: str) -> None:
+        if rest.strip() not in ("", "--raw"):
+            raise UsageError("usage: %agent history [--raw]")
+        session = self.m.session
+        items = [i.wire() for i in session.history] if session is not None else []
+        redact = session.redact.text if session is not None else str
+        print(history_text(items, raw=rest.strip() == "--raw", redact=redact))

@@ -1,0 +1,220 @@
+"""One turn as data: what ``%%agent`` leaves in the namespace as ``_agent``.
+
+:class:`TurnRecorder` listens to a session's events during one turn and folds them into
+a :class:`TurnRecord`: the final text, every tool call with its parsed arguments, output
+and status, the files the turn changed, the tokens it used and how it ended. The files
+are read from the calls that succeeded: the ``A``/``M``/``D`` lines of apply_patch's
+summary and the ``path`` of edit_notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agent_magics.events import (
+    ApprovalDecided,
+    AssistantMessage,
+    Event,
+    ToolCallFinished,
+    ToolCallProposed,
+    ToolCallStarted,
+    TurnAbortedEvent,
+    TurnFailed,
+    TurnFinished,
+    Usage,
+)
+from agent_magics.protocol.approval import ReviewDecision
+
+TurnStatus = Literal["done", "failed", "aborted"]
+CallStatus = Literal["completed", "failed", "denied", "aborted"]
+REPR_TEXT_CHARS = 200
+"""How much of the final text and of each call's output ``repr`` shows."""
+_PATCH_SUMMARY = "Success. Updated the following files:"
+_PATCH_LINE = re.compile(r"^[AMD] (.+)$")
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One tool call: ``arguments`` parsed from JSON (the raw text if it was not JSON);
+    ``output`` is the text the model read; ``status`` is ``completed``, ``failed``,
+    ``denied`` (a person said no) or ``aborted`` (the turn stopped before it ended);
+    ``started`` and ``ended`` are when it ran, in :func:`time.monotonic` seconds (``None``
+    when it did not), so calls run side by side show as overlapping spans."""
+
+    tool: str
+    arguments: Any
+    output: str
+    status: CallStatus
+    call_id: str = field(default="", repr=False)
+    started: float | None = field(default=None, repr=False)
+    ended: float | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """The last ``%%agent`` turn: ``text`` (the final answer, or the last message before
+    a failure or a stop), ``calls``, ``files`` (paths as the tools named them),
+    ``usage`` (tokens), ``status`` (``done``, ``failed``, ``aborted``) and ``error`` (why
+    it failed or stopped)."""
+
+    text: str
+    calls: tuple[CallRecord, ...] = ()
+    files: tuple[str, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    status: TurnStatus = "done"
+    error: str | None = None
+    prompt: str = ""
+
+    def __repr__(self) -> str:
+        u = self.usage
+        n = len(self.calls)
+        head = (
+            f"<agent turn: {self.status} · {n} call{'' if n == 1 else 's'} · "
+            f"{u.total_tokens:,} tokens ({u.input_tokens:,} in, {u.output_tokens:,} out)>"
+        )
+        lines = [head]
+        if self.error:
+            lines.append(f"error: {self.error}")
+        lines.append(f"text: {_clip(self.text)!r}")
+        for i, call in enumerate(self.calls, 1):
+            args = json.dumps(call.arguments, ensure_ascii=False, default=str)
+            said = _clip(call.output)
+            lines.append(f"  {i}. {call.tool} {_clip(args)} -> {call.status}: {said!r}")
+        if self.files:
+            lines.append("files: " + ", ".join(self.files))
+        return "\n".join(lines)
+
+
+def _clip(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= REPR_TEXT_CHARS else one[: REPR_TEXT_CHARS - 1] + "…"
+
+
+def usage_since(before: Usage, after: Usage) -> Usage:
+    """The tokens counted between two readings of a session's total."""
+    return Usage(
+        after.input_tokens - before.input_tokens,
+        after.cached_input_tokens - before.cached_input_tokens,
+        after.output_tokens - before.output_tokens,
+        after.reasoning_output_tokens - before.reasoning_output_tokens,
+        after.total_tokens - before.total_tokens,
+    )
+
+
+def output_text(output: Any) -> str:
+    """A tool output's text (images as ``[image]``)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        parts = []
+        for item in output:
+            if isinstance(item, dict):
+                parts.append(str(item.get("text") or f"[{str(item.get('type', '?'))[6:]}]"))
+        return "\n".join(parts)
+    return str(output)
+
+
+def changed_files(tool: str, arguments: Any, output: str) -> list[str]:
+    """The files a successful call changed, as it names them."""
+    if tool == "apply_patch":
+        text = _inner_output(output)
+        if _PATCH_SUMMARY not in text:
+            return []
+        summary = text.split(_PATCH_SUMMARY, 1)[1].splitlines()
+        found = (_PATCH_LINE.match(line) for line in summary)
+        return [m.group(1) for m in found if m]
+    if tool == "edit_notebook" and isinstance(arguments, dict):
+        path = arguments.get("path")
+        return [path] if isinstance(path, str) else []
+    return []
+
+
+class TurnRecorder:
+    """An event sink for one turn; :meth:`result` gives the record so far."""
+
+    def __init__(self, prompt: str = "") -> None:
+        self.prompt = prompt
+        self._calls: dict[str, dict[str, Any]] = {}
+        self._text = ""
+        self._end: TurnStatus | None = None
+        self._error: str | None = None
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ToolCallProposed):
+            self._calls[event.call_id] = {
+                "tool": event.tool_name,
+                "arguments": _parsed(event.arguments),
+                "output": "",
+                "status": "aborted",
+            }
+        elif isinstance(event, ToolCallStarted) and event.call_id in self._calls:
+            self._calls[event.call_id]["started"] = time.monotonic()
+        elif isinstance(event, ApprovalDecided) and event.call_id in self._calls:
+            if event.decision in (ReviewDecision.DENIED, ReviewDecision.ABORT):
+                self._calls[event.call_id]["status"] = "denied"
+        elif isinstance(event, ToolCallFinished) and event.call_id in self._calls:
+            call = self._calls[event.call_id]
+            call["output"] = output_text(event.output)
+            call["ended"] = time.monotonic()
+            if call["status"] != "denied":
+                call["status"] = "completed" if event.success else "failed"
+        elif isinstance(event, AssistantMessage):
+            self._text = event.text
+        elif isinstance(event, TurnFinished):
+            self._text, self._end = event.final_text, "done"
+        elif isinstance(event, TurnFailed):
+            self._end, self._error = "failed", event.message
+        elif isinstance(event, TurnAbortedEvent):
+            self._end, self._error = "aborted", event.reason
+
+    def fail(self, message: str) -> None:
+        """The turn ended with an error that no event reported."""
+        if self._end is None:
+            self._end, self._error = "failed", message
+
+    def result(self, usage: Usage | None = None) -> TurnRecord:
+        calls = tuple(
+            CallRecord(
+                c["tool"],
+                c["arguments"],
+                c["output"],
+                c["status"],
+                call_id,
+                c.get("started"),
+                c.get("ended") if c.get("started") is not None else None,
+            )
+            for call_id, c in self._calls.items()
+        )
+        files: list[str] = []
+        for call in calls:
+            if call.status == "completed":
+                for path in changed_files(call.tool, call.arguments, call.output):
+                    if path not in files:
+                        files.append(path)
+        return TurnRecord(
+            text=self._text,
+            calls=calls,
+            files=tuple(files),
+            usage=usage or Usage(),
+            status=self._end or "failed",
+            error=self._error,
+            prompt=self.prompt,
+        )
+
+
+def _inner_output(output: str) -> str:
+    """The text of an output the freeform tools wrap as ``{"output": ..., "metadata": ...}``."""
+    value = _parsed(output) if output.startswith("{") else None
+    inner = value.get("output") if isinstance(value, dict) else None
+    return inner if isinstance(inner, str) else output
+
+
+def _parsed(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (json.JSONDecodeError, RecursionError):
+        return arguments
