@@ -2,7 +2,7 @@
 
 ``%load_ext`` runs in every kernel that loads the extension, so this module imports only
 what registering the magics needs: the settings, the session, the widgets and the tools
-load with the first ``%%agent`` or ``%agent`` (see ``tests/test_layering.py``).
+load with the first ``%%agent`` or ``%agent`` (see ``tests/project/test_layering.py``).
 """
 
 from __future__ import annotations

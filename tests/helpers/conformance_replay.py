@@ -1,6 +1,6 @@
 """Replaying a recorded Codex case through ``agent-magics exec`` in this process.
 
-The end-to-end pass (tests/test_conformance.py) starts one ``python -m agent_magics exec``
+The end-to-end pass (tests/tools/test_conformance.py) starts one ``python -m agent_magics exec``
 per case; most of its time is that interpreter starting. This runs the same command line
 through :func:`agent_magics.terminal.cli.main` inside the test process instead, against the same
 conformance mock server, with the workspace, home and environment the harness gives the

@@ -7,3 +7,5 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "tests" / "conformance"
 """Recorded Codex outputs and the harness that compares against them (see its README)."""
+MCP_SERVERS = ROOT / "tests" / "mcp_servers"
+"""The small MCP servers the tests start."""

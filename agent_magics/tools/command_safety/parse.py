@@ -4,7 +4,7 @@
   strings with literal content) joined by ``&&``, ``||``, ``;``, ``|`` or newlines gives
   its commands, each word as bash passes it; anything else gives None. These are the
   scripts whose tree-sitter-bash tree Codex accepts as "word only", less those that bash
-  would split differently (tests/test_shell_differential.py runs both on generated
+  would split differently (tests/tools/test_shell_differential.py runs both on generated
   scripts).
 * :func:`parse_heredoc_command`: a script that is one command fed by a here-document
   (``python3 <<'PY' ... PY``) gives that command's words, Codex's "complex parsing".

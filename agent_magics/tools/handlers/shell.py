@@ -13,7 +13,7 @@ escalation fields come after the tool's own (pydantic orders inherited fields fr
 last base to the first): ``class ExecCommandArgs(EscalationArgs, _ExecFields)`` has
 ``cmd`` .. ``login``, then ``sandbox_permissions`` .. ``prefix_rule``. The order is
 model-visible: a JSON array fills the fields in it, and the first invalid field is the one
-reported; ``tests/test_shell_tools.py`` pins it.
+reported; ``tests/tools/test_shell_tools.py`` pins it.
 """
 
 from __future__ import annotations

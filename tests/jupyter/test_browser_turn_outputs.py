@@ -1,0 +1,102 @@
+"""What a person sees in JupyterLab (headless Chromium) of a turn's outputs: Run All
+stops at a %%agent cell whose turn could not run, and a plot turn saved by a headless
+run shows its figure, once, when the notebook is opened.
+
+Skipped without Debian's chromium or the ``browser`` extra (see tests/helpers/browser.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.helpers.browser import Lab, require_browser
+from tests.jupyter.test_browser import keep_screenshot
+from tests.jupyter.test_saved_figures import PLOT
+
+pytestmark = pytest.mark.slow
+
+require_browser()
+
+NO_LOGIN = "-c allow_login_shell=false"
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    server = Lab(tmp_path, "perCommTarget")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    page.goto(f"{lab.url}/lab/tree/{name}")
+    page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+
+
+def test_run_all_stops_at_a_turn_that_could_not_run(lab: Lab, browser: Any, tmp_path: Path) -> None:
+    with socket.socket() as s:  # a 127.0.0.1 port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opts = f"--base-url http://127.0.0.1:{port}/v1 {NO_LOGIN} -c request_max_retries=0"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext agent_magics"),
+        nbformat.v4.new_code_cell(f"%%agent {opts} -c stream_max_retries=0\nwrite it"),
+        nbformat.v4.new_code_cell("print('ran after ' + 'the turn')"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, lab.notebooks / "stops.ipynb")
+    page = browser.new_page()
+    try:
+        open_notebook(page, lab, "stops.ipynb")
+        page.locator(".jp-Notebook .jp-Cell").first.click()
+        page.keyboard.press("Escape")
+        page.get_by_text("Run", exact=True).first.click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        error = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        )
+        error.get_by_text("AgentTurnFailed: Could not reach the model server").wait_for(
+            timeout=60_000
+        )
+        page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=30_000)
+        assert page.get_by_text("ran after the turn").count() == 0
+        keep_screenshot(page, tmp_path / "run-all-stops.png")
+    finally:
+        page.close()
+
+
+def test_a_saved_plot_turn_shows_its_figure_once(
+    lab: Lab, browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "matplotlib"))
+    turns = [[function_call("run_python", {"code": PLOT}, "c1")], [message("Plotted.")]]
+    with ScriptedResponsesServer(turns) as server:  # type: ignore[arg-type]
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            nbformat.v4.new_code_cell("%load_ext agent_magics"),
+            nbformat.v4.new_code_cell(f"%%agent --base-url {server.base_url} -a never\nplot"),
+        ]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        resources = {"metadata": {"path": str(lab.notebooks)}}
+        NotebookClient(nb, timeout=120, resources=resources).execute()
+    nbformat.write(nb, lab.notebooks / "plot.ipynb")  # unsigned: opened untrusted
+    page = browser.new_page()
+    try:
+        open_notebook(page, lab, "plot.ipynb")
+        page.get_by_text("Plotted.").wait_for(timeout=30_000)
+        page.get_by_text("output image 1: shown below the transcript").wait_for(timeout=30_000)
+        images = page.locator(".jp-OutputArea img")
+        assert images.count() == 1
+        assert images.first.evaluate("img => img.naturalWidth") > 100  # decoded and drawn
+        keep_screenshot(page, tmp_path / "saved-figure.png")
+    finally:
+        page.close()
