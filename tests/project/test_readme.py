@@ -148,7 +148,8 @@ def test_the_two_commands_come_first_and_the_demo_runs(tmp_path: Path) -> None:
     assert first.kind == "top"
     assert first.body.splitlines() == [
         "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/agent-magics demo",
-        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest",
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' "
+        "&& .venv/bin/python -m pytest -n auto",
     ]
     assert README.read_text().split("```")[0].count("\n") < 5  # nothing to read before them
     demo = first.body.splitlines()[0].rsplit("&& ", 1)[1]
