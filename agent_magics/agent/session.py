@@ -8,13 +8,13 @@ Everything a front end needs to show arrives as events (:mod:`agent_magics.event
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_magics.agent.command_setup import sandbox_notices, start_shell_snapshot
 from agent_magics.agent.instructions import BASE_INSTRUCTIONS
 from agent_magics.agent.redaction import SessionRedactor
 from agent_magics.agent.sampling import sample
@@ -28,8 +28,6 @@ from agent_magics.events import (
     EventSink,
     ModuleShadowed,
     RetryScheduled,
-    SandboxUnavailable,
-    SandboxWeakness,
     TurnAbortedEvent,
     TurnDiff,
     TurnFinished,
@@ -50,11 +48,7 @@ from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 from agent_magics.tools.stopping import running_calls
 from agent_magics.tools.unified_exec import close_tool_processes, kill_tool_processes
-from agent_magics.tools.unified_exec.snapshot import (
-    close_shell_snapshot,
-    startup_notice,
-    sync_shell_snapshot,
-)
+from agent_magics.tools.unified_exec.snapshot import close_shell_snapshot
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
@@ -308,35 +302,14 @@ class Session:
             self._emit(ModuleShadowed(path, module, path in shown))
 
     def _sync_shell_snapshot(self) -> None:
-        """Read the login profile once, in the background (``shell_snapshot`` setting)."""
-        c = self.config
-        sync_shell_snapshot(
-            self.services,
-            enabled=c.shell_snapshot and c.shell_type != "disabled",
-            shell=self.shell.path,
-            shell_kind=self.shell.kind,
-            cwd=c.cwd,
-            redact=self.redact.text,
-            approval=c.approval_policy,
-            sandbox=c.sandbox_mode,
-        )
+        start_shell_snapshot(self.services, self.config, self.shell, self.redact.text)
 
     def _check_sandbox(self, turn: TurnContext) -> None:
-        """Say once per session when no sandbox works here (commands then need approval),
-        or what the one that works cannot hold."""
-        if self._sandbox_checked:
-            return
-        self._sandbox_checked = True
-        from agent_magics.tools.sandbox.platform import unavailable_notice, weakness_notices
-
-        notice = unavailable_notice(turn.sandbox_mode)
-        if notice is not None:
-            logging.getLogger("agent_magics").warning(notice)
-            self._emit(SandboxUnavailable(notice))
-        startup = startup_notice(turn.cwd, turn.approval_policy, turn.sandbox_mode)
-        for weakness in [*weakness_notices(turn.sandbox_mode), *filter(None, [startup])]:
-            logging.getLogger("agent_magics").warning(weakness)
-            self._emit(SandboxWeakness(weakness))
+        """Say once per session what the sandbox cannot do here (:func:`sandbox_notices`)."""
+        if not self._sandbox_checked:
+            self._sandbox_checked = True
+            for event in sandbox_notices(turn):
+                self._emit(event)
 
     async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
         for call in calls:
