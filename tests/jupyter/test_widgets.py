@@ -17,9 +17,10 @@ from PIL import Image
 
 from agent_magics import Session, SessionConfig
 from agent_magics.jupyter.ui.approver import WidgetApprover, headless_approver
+from agent_magics.jupyter.ui.cards import TextView, ToolCard, image_widget
 from agent_magics.jupyter.ui.runner import turn_outcome
 from agent_magics.jupyter.ui.throttle import loop_scheduler
-from agent_magics.jupyter.ui.widgets import TextView, ToolCard, TranscriptView, image_widget
+from agent_magics.jupyter.ui.widgets import TranscriptView
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.unified_exec import manager_for

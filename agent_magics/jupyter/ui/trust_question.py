@@ -19,8 +19,8 @@ from IPython.display import display
 
 from agent_magics.config import SessionConfig
 from agent_magics.errors import UserError
+from agent_magics.jupyter.ui.cards import CARD_LAYOUT
 from agent_magics.jupyter.ui.controller import ConfigSource
-from agent_magics.jupyter.ui.widgets import CARD_LAYOUT
 from agent_magics.trust import ProjectConfig, project_config, trust_project, user_config_file
 
 TRUST, NOT_NOW = "Trust", "Not now"
