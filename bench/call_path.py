@@ -19,6 +19,17 @@ module made by code of another module (a callback or closure the handler handed 
 not counting the router's call of ``handle``. A *denial check* is a call of a function
 named ``*denied`` / ``*denial`` (``looks_sandbox_denied``, ``is_sandbox_denial``, ...),
 the ones a check nests inside it not counted again.
+
+A second, coarser count reads the same trace as a person following the call would: a
+*hop* is a module change that is not half of a trip into a helper, where a trip into a
+helper is a call from module A into module B that returns to A without control having
+left B meanwhile (B's function called no other module of the package: a predicate, a
+dataclass, a formatter). Those trips are dropped from the sequence of modules, runs of
+the same module merged, and the remaining changes counted: *hops*. *Hops inside the
+handler* are those made while the handler's ``handle`` runs (its first call to its
+final return), with the modules they visit, and *visits to the handler's module* how
+often the hops inside ``handle`` come back to it (the handler as a hub: each visit is
+one more place a reader must follow the call back into).
 """
 
 from __future__ import annotations
@@ -79,15 +90,45 @@ class Trace:
     _live: list[FrameType] = field(default_factory=list)  # keeps ids in _seen unique
     _in_check: list[FrameType] = field(default_factory=list)
     _dispatched: bool = False
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (call|return, module)
+    _handle: FrameType | None = None
+    handle_span: tuple[int, int] = (0, 0)  # indices into steps while ``handle`` runs
 
-    def _move(self, module: str | None) -> None:
+    def _move(self, module: str | None, kind: str) -> None:
         if module is None or module == self._current:
             return
         if self._current is not None:
             self.changes += 1
         self._current = module
+        self.steps.append((kind, module))
         if module not in self.modules:
             self.modules.append(module)
+
+    def hops(self, span: tuple[int, int] | None = None) -> tuple[int, list[str]]:
+        """Module changes with trips into helpers dropped (see the module docstring)."""
+        kept = self.hop_path(span)
+        return max(len(kept) - 1, 0), list(dict.fromkeys(kept))
+
+    def hop_path(self, span: tuple[int, int] | None = None) -> list[str]:
+        """The modules control passes through, trips into helpers dropped."""
+        steps = self.steps[span[0] : span[1]] if span else self.steps
+        kept: list[str] = []
+        i = 0
+        while i < len(steps):
+            kind, module = steps[i]
+            if (
+                kind == "call"
+                and i + 1 < len(steps)
+                and steps[i + 1][0] == "return"
+                and kept
+                and steps[i + 1][1] == kept[-1]
+            ):
+                i += 2  # a trip into a helper and back
+                continue
+            if not kept or kept[-1] != module:
+                kept.append(module)
+            i += 1
+        return kept
 
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
@@ -100,19 +141,24 @@ class Trace:
             if here == self.handler_module and _module(frame.f_back) != here:
                 if self._dispatched:
                     self.reentries += 1
+                else:
+                    self._handle = frame
+                    self.handle_span = (len(self.steps), len(self.steps))
                 self._dispatched = True
             if module is not None and _is_check(frame):
                 if not self._in_check:
                     self.checks += 1
                 self._in_check.append(frame)
-            self._move(module)
+            self._move(module, "call")
         elif event == "return":
             code = frame.f_code.co_code
             if 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == YIELD:
                 return  # a coroutine suspended at an await
             if self._in_check and self._in_check[-1] is frame:
                 self._in_check.pop()
-            self._move(_module(frame.f_back))
+            self._move(_module(frame.f_back), "return")
+            if frame is self._handle:
+                self.handle_span = (self.handle_span[0], len(self.steps))
 
 
 def _item(call_id: str, name: str, args: dict[str, Any] | str) -> dict[str, Any]:
@@ -193,6 +239,14 @@ async def main() -> None:
                     print(f"    {module}")
                 print(f"  re-entries into {trace.handler_module}: {trace.reentries}")
                 print(f"  sandbox-denial checks run: {trace.checks}")
+                hops, visited = trace.hops()
+                print(f"  hops (helper trips dropped), dispatch to output: {hops}")
+                print(f"    among {len(visited)} modules")
+                hops, visited = trace.hops(trace.handle_span)
+                print(f"  hops inside the handler's handle: {hops} among {len(visited)} modules")
+                path = trace.hop_path(trace.handle_span)
+                back = path[1:].count(trace.handler_module)
+                print(f"    of which back into {trace.handler_module}: {back}")
                 print(f"  output: {output!r}"[:200])
         finally:
             await close_tool_processes(services)
