@@ -16,26 +16,17 @@ import pytest
 
 from agent_magics import Session, SessionConfig
 from agent_magics.errors import ConnectionFailed, ModelError
-from agent_magics.models._sse import EVENT_TOO_LARGE, MAX_EVENT_BYTES
+from agent_magics.models._sse import EVENT_TOO_LARGE
 from agent_magics.models.http import ERROR_DETAIL_CHARS
-from agent_magics.testing import encode_sse, message
+from agent_magics.testing import message
+from tests.helpers.bad_streams import DEEP, deep_event, oversize_event, responses_raw
 from tests.helpers.chat_fault_server import delta, encode_chat
 from tests.helpers.fault_run import FaultRun
 from tests.helpers.fault_server import Answer, ok
 
 PROTOCOLS = [pytest.param("responses", id="responses"), pytest.param("chat", id="chat")]
-DEEP = 5000  # far past Python's recursion limit
 FAILED = "The model's answer failed: "
 PLAN_STRUCT = "expected struct UpdatePlanArgs"
-
-
-def responses_raw(items: list[Any], extra: list[dict[str, Any]] | None = None) -> bytes:
-    """A Responses stream whose ``output_item.done`` events carry ``items`` untouched."""
-    response = {"id": "resp_raw", "object": "response", "status": "completed", "output": []}
-    events = [{"type": "response.created", "response": response}, *(extra or [])]
-    events += [{"type": "response.output_item.done", "item": item} for item in items]
-    events.append({"type": "response.completed", "response": response})
-    return encode_sse(iter(events))
 
 
 def chat_call(name: Any, arguments: Any, call_id: str = "c1") -> bytes:
@@ -155,13 +146,6 @@ async def test_malformed_item_ends_the_turn_with_one_sentence(
     r.assert_clean()
 
 
-def deep_event(protocol: str) -> bytes:
-    nested = "[" * DEEP + "]" * DEEP
-    if protocol == "chat":
-        return f'data: {{"choices": [{{"index": 0, "delta": {{"x": {nested}}}}}]}}\n\n'.encode()
-    return f'data: {{"type": "response.in_progress", "x": {nested}}}\n\n'.encode()
-
-
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_deeply_nested_event_ends_the_turn_with_one_sentence(
     fault_run: Callable[..., FaultRun], protocol: str
@@ -244,13 +228,6 @@ async def test_odd_responses_shapes_are_read_as_absent_fields(
 
 
 # -- nothing freezes or eats memory -------------------------------------------------------
-
-
-def oversize_event(protocol: str) -> bytes:
-    text = b"x" * (MAX_EVENT_BYTES + (1 << 20))
-    if protocol == "chat":
-        return b'data: {"choices": [{"index": 0, "delta": {"content": "' + text + b'"}}]}\n\n'
-    return b'data: {"type": "response.output_text.delta", "delta": "' + text + b'"}\n\n'
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -10,65 +10,20 @@ the ``rm`` that ran was not on the screen. The session's exports show the same t
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import select
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.text.visible import visible
-from agent_magics.tools.sandbox.platform import MECHANISM_ENV
+from tests.helpers.exec_cli import WAIT_S, answer_each_question, cli_env, exec_argv
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
-from tests.text.test_visible import read_back
+from tests.helpers.visible_text import read_back
 
 pytestmark = pytest.mark.slow
-
-KEY = "sk-dummy-Q7v9Z2k4W8"
-END_OF_QUESTION = b"[n] deny  [q] abort turn: "
-WAIT_S = 120  # a bound against a hang only: the question comes in well under a second
-
-
-def cli_env(arena: Arena, mechanism: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    return env | {"HOME": str(arena.home), "OPENAI_API_KEY": KEY, MECHANISM_ENV: mechanism}
-
-
-def answer_at_a_terminal(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, bytes]:
-    """Run ``argv`` with a PTY as stdin, answer ``y`` to the first question on stderr;
-    the exit status and all of stderr."""
-    master, slave = pty.openpty()
-    err = b""
-    with subprocess.Popen(
-        argv, env=env, cwd=cwd, stdin=slave, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    ) as proc:
-        os.close(slave)
-        assert proc.stderr is not None
-        try:
-            while END_OF_QUESTION not in err:
-                ready, _, _ = select.select([proc.stderr], [], [], WAIT_S)
-                chunk = os.read(proc.stderr.fileno(), 65536) if ready else b""
-                assert chunk, f"no question came: {err.decode(errors='replace')}"
-                err += chunk
-            os.write(master, b"y\n")
-            err += proc.stderr.read()
-            code = proc.wait(timeout=WAIT_S)
-        finally:
-            os.close(master)
-            if proc.poll() is None:
-                proc.kill()
-    return code, err
-
-
-def exec_argv(server: ScriptedResponsesServer, ws: Path, policy: str) -> list[str]:
-    argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
-    argv += ["--base-url", server.base_url, "-m", "m", "-C", str(ws), "-a", policy]
-    return [*argv, "-c", "allow_login_shell=false", "tidy up"]
 
 
 def shown_command(stderr: str, question: str) -> str:
@@ -84,10 +39,10 @@ def ask_and_approve(
     script: list[Any] = [[function_call("exec_command", {"cmd": cmd}, "c1")], [message("done")]]
     with ScriptedResponsesServer(script) as server:
         env = cli_env(arena, mechanism)
-        code, err = answer_at_a_terminal(exec_argv(server, arena.ws, policy), env, arena.ws)
-    stderr = err.decode()
+        argv = exec_argv(server, arena.ws, policy)
+        code, stderr = answer_each_question(argv, env, arena.ws, ["y"])
     assert code == 0, stderr
-    assert b"\x1b" not in err  # stderr is a pipe: not even our colours
+    assert "\x1b" not in stderr  # stderr is a pipe: not even our colours
     return stderr, server
 
 

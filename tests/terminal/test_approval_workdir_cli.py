@@ -10,54 +10,17 @@ so a yes for one folder never runs the command in another unasked.
 
 from __future__ import annotations
 
-import os
-import pty
-import select
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.helpers.exec_cli import END_OF_QUESTION, answer_each_question, cli_env, exec_argv
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
-from tests.terminal.test_approval_text_cli import END_OF_QUESTION, WAIT_S, cli_env, exec_argv
 
 pytestmark = pytest.mark.slow
 
 ESCALATED = {"sandbox_permissions": "require_escalated"}
-
-
-def answer_each_question(
-    argv: list[str], env: dict[str, str], cwd: Path, letters: list[str]
-) -> tuple[int, str]:
-    """Run ``argv`` with a PTY as stdin and answer its questions on stderr with
-    ``letters`` in turn (a question beyond them fails the test); exit status, stderr."""
-    master, slave = pty.openpty()
-    err, asked = b"", 0
-    with subprocess.Popen(
-        argv, env=env, cwd=cwd, stdin=slave, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    ) as proc:
-        os.close(slave)
-        assert proc.stderr is not None
-        try:
-            while True:
-                ready, _, _ = select.select([proc.stderr], [], [], WAIT_S)
-                assert ready, f"no progress: {err.decode(errors='replace')}"
-                chunk = os.read(proc.stderr.fileno(), 65536)
-                if not chunk:
-                    break
-                err += chunk
-                while err.count(END_OF_QUESTION) > asked:
-                    assert asked < len(letters), f"one question too many: {err.decode()}"
-                    os.write(master, letters[asked].encode() + b"\n")
-                    asked += 1
-            code = proc.wait(timeout=WAIT_S)
-        finally:
-            os.close(master)
-            if proc.poll() is None:
-                proc.kill()
-    return code, err.decode()
 
 
 def run_turn(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, message
+from tests.helpers.bad_streams import deep_event, oversize_event, responses_raw
 from tests.helpers.fault_server import Answer, FaultServer
-from tests.models.test_bad_input import deep_event, oversize_event, responses_raw
 
 EXIT_USER_ERROR = 1
 

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
+from tests.helpers.exec_cli import WAIT_S, answer_each_question, cli_env, exec_argv
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, require_mechanism
-from tests.terminal.test_approval_text_cli import WAIT_S, cli_env, exec_argv
-from tests.terminal.test_approval_workdir_cli import answer_each_question
 
 pytestmark = pytest.mark.slow
 

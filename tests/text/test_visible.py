@@ -28,14 +28,7 @@ from agent_magics.transcript.model import ToolBlock, Transcript
 from agent_magics.transcript.saved import fold
 from agent_magics.transcript.terminal import Style
 from agent_magics.transcript.turn_diff import turn_diff_html, turn_diff_markdown
-
-ESCAPED = re.compile(r"\\x([0-9a-f]{2})|<U\+([0-9A-F]{4,6})>")
-
-
-def read_back(shown: str) -> str:
-    """The text :func:`visible` was given: every escape it wrote, read back."""
-    return ESCAPED.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), shown)
-
+from tests.helpers.visible_text import read_back
 
 # Trojan Source (CVE-2021-42574): reads as a comparison with a string, compares with
 # "user<RLO> <LRI>" and runs the rest.
