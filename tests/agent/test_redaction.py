@@ -26,22 +26,13 @@ from agent_magics.mcp.config import McpServerConfig
 from agent_magics.models.secret import MIN_PIECE, REDACTED, Scrubber
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.context import ToolOutput
+from tests.helpers.leaks import leaked
 from tests.helpers.paths import MCP_SERVERS
 
 KEY = "sk-proj-Zq8Xw3Lp9Vr2Tn6Yb4Hm7Kc5Jd1Fg0Ws"
 GITHUB_TOKEN = "ghp_Uy6Rt5Ee4Ww3Qq2Aa1Ss0Dd9Ff8Gg7Hh"
 SERVER_TOKEN = "tok-Mn3Bv5Cx7Zl9Kj2Hg4"  # shorter than pieces: matched whole
 ENVIRON_SERVER = MCP_SERVERS / "environ_server.py"
-PIECE = 8  # no run of this many characters of a secret may get out
-
-
-def pieces(secret: str, size: int = PIECE) -> list[str]:
-    return [secret[i : i + size] for i in range(len(secret) - size + 1)]
-
-
-def leaked(text: str, *secrets: str) -> list[str]:
-    """The pieces of the secrets found in ``text``."""
-    return [p for s in secrets for p in pieces(s) if p in text]
 
 
 def run_exec(

@@ -22,22 +22,16 @@ from agent_magics.config import SessionConfig
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.helpers.leaks import leaked
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
 
 SERVER_TOKEN = "jps" + secrets.token_hex(24)
 OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)
 COOKIE_SECRET = "c" + secrets.token_hex(20)
-PIECE = 8  # no run of this many characters of a secret may get out
 WEAKNESS = "Sandboxed commands can read Jupyter's runtime folder"
 HUB_TOKENS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN")
 LAYOUTS = ["named", "default"]
 """``named``: ``JUPYTER_RUNTIME_DIR``; ``default``: ``$HOME/.local/share/jupyter/runtime``."""
-
-
-def leaked(text: str, *found: str) -> list[str]:
-    return [
-        s[i : i + PIECE] for s in found for i in range(len(s) - PIECE + 1) if s[i:][:PIECE] in text
-    ]
 
 
 def fill_runtime_folder(folder: Path) -> None:

@@ -29,8 +29,8 @@ from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox import SandboxSpec, mount_points
 from agent_magics.tools.sandbox.bwrap import wrap
 from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
+from tests.helpers.leaks import leaked
 from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism
-from tests.jupyter.test_jupyter_secrets import leaked
 
 pytestmark = pytest.mark.slow  # real kernels and sandboxes
 

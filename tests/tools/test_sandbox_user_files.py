@@ -23,8 +23,8 @@ import pytest
 
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import custom_tool_call, function_call
+from tests.helpers.leaks import leaked
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
-from tests.jupyter.test_jupyter_secrets import leaked
 
 pytestmark = pytest.mark.slow  # real sandboxes and CLI runs
 
