@@ -15,9 +15,9 @@ from agent_magics.testing import (
     function_call,
     message,
 )
+from tests.helpers.cards import asking, kept, question, read
 from tests.helpers.kernels import Kernel, agent_cell
 from tests.helpers.paths import MCP_SERVERS
-from tests.jupyter.test_kernel_card_truth import asking, kept, question, read
 
 pytestmark = pytest.mark.slow
 

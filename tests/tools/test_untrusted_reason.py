@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from agent_magics.testing import function_call, message
+from tests.helpers.cards import run_turn
 from tests.helpers.kernels import Kernel
-from tests.jupyter.test_kernel_card_truth import run_turn
 
 pytestmark = pytest.mark.slow
 
