@@ -5,11 +5,12 @@ the machine's. What they are built from lives in tests/helpers/."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,23 @@ def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
     working in ``kernel.ws``."""
     with loaded_kernel(request.param, tmp_path) as k:
         yield k
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """One browser test at a time across pytest-xdist's workers: JupyterLab and Chromium
+    on both cores at once starve each other. The lock is a file in the folder the workers
+    share, held for one test's setup, call and teardown (so also while a module's lab or
+    Chromium starts or stops), never between tests: a worker waiting for its next test
+    while holding it would stall the other worker's browser test, and the run with it."""
+    if "browser" not in getattr(item, "fixturenames", ()) or not os.environ.get(
+        "PYTEST_XDIST_WORKER"
+    ):
+        return (yield)
+    shared = item.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
+    with open(shared / "browser.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return (yield)
 
 
 @pytest.fixture(scope="module")
