@@ -18,40 +18,20 @@ import asyncio
 import sys
 from typing import TextIO
 
-from agent_magics.events import (
-    ApprovalDecided,
-    Event,
-    McpServerFailed,
-    McpServerReady,
-    ModuleShadowed,
-    RetryScheduled,
-    ToolCallFinished,
-    ToolCallProposed,
-    TurnDiff,
-)
+from agent_magics.events import Event
 from agent_magics.protocol.approval import ApprovalRequest, Approver, ReviewDecision
 from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
-from agent_magics.tools.approval.shadowing import planted_warning
-from agent_magics.transcript.model import ToolBlock, Transcript
+from agent_magics.transcript.model import Transcript
 from agent_magics.transcript.terminal import (
     BOLD,
-    DIM,
-    GREEN,
-    MAGENTA,
-    RED,
     Style,
-    call_command,
-    call_patch,
-    call_workdir,
+    TerminalLines,
     command_line,
-    command_result,
     diff_lines,
     indent,
     patch_files,
     plural,
-    span,
-    trim_lines,
 )
 
 QUESTION_FALLBACK = "Allow this call?"
@@ -59,7 +39,6 @@ COMMAND_QUESTION = "Run this command?"
 PATCH_QUESTION = "Apply this patch?"
 UNSANDBOXED = " (it would run without the sandbox)"
 ANSWERS = {"y": "approved", "a": "approved_for_session", "q": "abort"}
-MAX_ARGUMENTS_SHOWN = 200  # characters of a tool call's arguments in its report line
 NO_ONE_TO_ASK = (
     "nobody can answer approval questions here (stdin is not a terminal), so every call "
     "that needs one is denied; to let such calls run, pass `-a never` (they then run "
@@ -160,17 +139,18 @@ class TerminalConsole:
     """Follows a turn on stderr and answers its approval questions.
 
     ``interactive``: a person types the answers on stdin; otherwise every question is
-    denied, and the first denial says once why and how to let such calls run. Commands
-    are shown as a shell needs them with their output trimmed to a head and a tail; a
-    patch is shown once, as a diff, when it is proposed.
+    denied, and the first denial says once why and how to let such calls run. Each event
+    is folded into the turn's one transcript model, and the lines are what
+    :class:`~agent_magics.transcript.terminal.TerminalLines` reads from the block it
+    changed: what the cards show, in a terminal's form.
     """
 
     def __init__(self, *, interactive: bool, style: Style | None = None) -> None:
         self.interactive = interactive
         self.style = style if style is not None else Style(stderr_is_tty())
-        self.denied = 0
-        self._explained = False
-        self.state = Transcript()  # the turn so far: each call's decision and waits
+        self.state = Transcript()  # the turn so far
+        note = "" if interactive else NO_ONE_TO_ASK
+        self.lines = TerminalLines(self.style, interactive=interactive, first_denial=note)
         self._ask = stdin_approver(self.style, show_patch=False)
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
@@ -180,87 +160,11 @@ class TerminalConsole:
 
     def summary(self) -> str | None:
         """The closing line's count of denied calls (``None``: none was denied)."""
-        if not self.denied:
+        if not self.lines.denied:
             return None
         why = "" if self.interactive else ": nobody could approve them here"
-        return f"{plural(self.denied, 'tool call')} denied{why}."
+        return f"{plural(self.lines.denied, 'tool call')} denied{why}."
 
     def report(self, event: Event) -> None:
         """Lines on stderr for each event a terminal user follows a turn by."""
-        s = self.style
-        self.state.apply(event)
-        if isinstance(event, ToolCallProposed):
-            emit(self._proposed(event))
-        elif isinstance(event, ApprovalDecided):
-            emit(self._decided(event))
-        elif isinstance(event, ToolCallFinished):
-            block = self.state.tool(event.call_id)
-            if block is None or block.decision is not ReviewDecision.DENIED:
-                emit(self._finished(event, block))
-        elif isinstance(event, RetryScheduled):
-            say(f"retry {event.attempt} in {event.delay_s:.1f}s: {event.reason}")
-        elif isinstance(event, McpServerFailed):
-            log = f" (log: {event.log_path})" if event.log_path else ""
-            say(f"mcp server {event.server} failed: {event.reason}{log}")
-        elif isinstance(event, McpServerReady):
-            say(f"mcp server {event.server} ready: {', '.join(event.tools)}")
-        elif isinstance(event, TurnDiff):
-            changed = ", ".join(f"{f.path} ({f.status})" for f in event.files)
-            emit([s("files changed: ", MAGENTA) + visible(changed)])
-        elif isinstance(event, ModuleShadowed):
-            text = planted_warning(event.path, event.module, event.undoable)
-            emit([s("warning: ", RED) + text])
-
-    def _proposed(self, event: ToolCallProposed) -> list[str]:
-        s = self.style
-        command = call_command(event.tool_name, event.arguments)
-        if command is not None:
-            lines = visible(command).splitlines() or [""]
-            first = s("exec", MAGENTA) + " " + s(lines[0], BOLD)
-            rest = [" " * 5 + s(line, BOLD) for line in lines[1:]]
-            where = call_workdir(event.tool_name, event.arguments)
-            return [first, *rest, *([f"  in {visible(where)}"] if where else [])]
-        patch = call_patch(event.tool_name, event.arguments, event.kind)
-        if patch is not None:
-            head = s("apply_patch", MAGENTA) + " " + visible(patch_files(patch))
-            return [head, *diff_lines(patch, s)]
-        args = event.arguments
-        if len(args) > MAX_ARGUMENTS_SHOWN:
-            args = args[:MAX_ARGUMENTS_SHOWN] + "…"
-        return [s("tool", MAGENTA) + " " + visible(f"{event.tool_name} {args}")]
-
-    def _decided(self, event: ApprovalDecided) -> list[str]:
-        s = self.style
-        if event.decision is not ReviewDecision.DENIED:
-            how = " (remembered for the session)" if event.cached else ""
-            return [f"  approval {event.decision.value}{how}"]
-        self.denied += 1
-        lines = [s("  approval denied", RED)]
-        if not self.interactive and not self._explained:
-            self._explained = True
-            lines[0] += ": " + NO_ONE_TO_ASK
-        return lines
-
-    def _finished(self, event: ToolCallFinished, block: ToolBlock | None) -> list[str]:
-        s = self.style
-        # a person's wait is not run time (a policy's answer, without a person, is no wait)
-        waited = block.waited_s if block is not None and self.interactive else 0.0
-        took = f"in {max(0.0, event.duration_s - waited):.2f}s"
-        if waited:
-            took += f" (after waiting {span(waited)} for you)"
-        run = command_result(event.tool_name, event.output)
-        if run is not None:
-            body = [s(("  " + line).rstrip(), DIM) for line in trim_lines(run.output)]
-            colon = ":" if body else ""
-            if run.session_id is not None:
-                return [s(f"  still running as session {run.session_id}{colon}", DIM), *body]
-            if run.exit_code in (0, None) and event.success:
-                return [s(f"  succeeded {took}{colon}", GREEN), *body]
-            code = "" if run.exit_code is None else f" {run.exit_code}"
-            return [s(f"  exited{code} {took}{colon}", RED), *body]
-        if event.success:
-            done = "applied" if event.tool_name == "apply_patch" else "ok"
-            return [s(f"  {done} {took}", GREEN)]
-        text = event.output if isinstance(event.output, str) else ""
-        body = [s("  " + line, DIM) for line in trim_lines(text)]
-        return [s(f"  failed {took}" + (":" if body else ""), RED), *body]
+        emit(self.lines.lines(self.state.apply(event)))

@@ -3,13 +3,14 @@
 Every view reads this one model: the live cards, the static transcript of headless
 runs, and a saved session read back (:mod:`.saved` turns its lines into the same
 events), which the exports, ``%agent history`` render. :meth:`Transcript.apply` returns
-the block an event changed, so a view redraws only that block.
+the block an event changed, so a view redraws only that block (the blocks themselves
+are in :mod:`.blocks`; their names are also this module's).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from agent_magics.events import (
     ApprovalDecided,
@@ -17,7 +18,6 @@ from agent_magics.events import (
     AssistantMessage,
     CellPlaced,
     Event,
-    FileDiff,
     ImageViewed,
     McpServerFailed,
     McpServerReady,
@@ -39,94 +39,34 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.tools.approval.shadowing import planted_warning
+from agent_magics.transcript.blocks import (
+    OPEN_STATUSES,
+    Block,
+    DiffBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    ToolStatus,
+    TurnStatus,
+    output_parts,
+    output_text,
+)
 from agent_magics.transcript.terminal import command_result
 
-ToolStatus = Literal[
-    "queued", "running", "waiting", "done", "failed", "denied", "aborted", "stopped"
+__all__ = [
+    "OPEN_STATUSES",
+    "Block",
+    "DiffBlock",
+    "NoticeBlock",
+    "TextBlock",
+    "ToolBlock",
+    "ToolStatus",
+    "Transcript",
+    "output_parts",
+    "server_notice",
 ]
-TurnStatus = Literal["starting", "queued", "running", "waiting", "done", "failed", "aborted"]
-NoticeKind = Literal["reasoning", "retry", "info", "error", "context", "item"]
-"""``context``: a message sent beside the prompt; ``item``: a saved item of a kind no
-view draws (its ``text`` is the type). Both come only from a saved session."""
-
-OPEN_STATUSES = ("queued", "running", "waiting")
-
-
-@dataclass
-class TextBlock:
-    """Assistant text, streamed in as deltas; ``done`` once the message is complete."""
-
-    text: str = ""
-    done: bool = False
-
-
-@dataclass
-class ToolBlock:
-    """One tool call and everything known about it so far."""
-
-    call_id: str
-    tool_name: str
-    arguments: str
-    kind: str = "function"
-    status: ToolStatus = "queued"
-    request: ApprovalRequest | None = None
-    decision: ReviewDecision | None = None
-    remembered: bool = False
-    decided_by_policy: bool = False
-    live_output: str = ""
-    output: str | None = None
-    images: list[str] = field(default_factory=list)
-    plan: PlanUpdated | None = None
-    image: ImageViewed | None = None
-    duration_s: float | None = None
-    success: bool | None = None  # the tool's own answer (a command may still exit 1)
-    waited_s: float = 0.0  # of ``duration_s``, the time its questions waited for a person
-    cell_place: str | None = None  # an edit_notebook call's cell, as a person finds it
-    server: str | None = None  # an MCP tool's server and own name
-    mcp_tool: str | None = None
-
-    @property
-    def label(self) -> str:
-        """``server · tool`` for an MCP tool, else the tool's name."""
-        if self.server is not None and self.mcp_tool is not None:
-            return f"{self.server} · {self.mcp_tool}"
-        return self.tool_name
-
-
-@dataclass
-class NoticeBlock:
-    """A line between blocks: a reasoning summary, a retry, a note."""
-
-    kind: NoticeKind
-    text: str
-
-
-@dataclass
-class DiffBlock:
-    """The files the turn changed, one unified diff each (:mod:`.turn_diff` draws it)."""
-
-    files: tuple[FileDiff, ...]
-
-
-Block = TextBlock | ToolBlock | NoticeBlock | DiffBlock
-
-
-def output_parts(output: Any) -> tuple[str, list[str]]:
-    """The text and image URLs of a tool output (a string or a list of content items)."""
-    if isinstance(output, str):
-        return output, []
-    texts: list[str] = []
-    images: list[str] = []
-    for item in output if isinstance(output, list) else []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "input_text":
-            texts.append(str(item.get("text", "")))
-        elif item.get("type") == "input_image" and item.get("image_url"):
-            images.append(str(item["image_url"]))
-    return "\n".join(texts), images
 
 
 def server_notice(
@@ -135,7 +75,7 @@ def server_notice(
     """A line about the session's machinery: no sandbox here or what it cannot hold, an
     MCP server up or down."""
     if isinstance(event, (SandboxUnavailable, SandboxWeakness)):
-        return NoticeBlock("error", event.message)
+        return NoticeBlock("error", event.message, logged=True)
     if isinstance(event, McpServerFailed):
         log = f" Its log: {event.log_path}" if event.log_path else ""
         return NoticeBlock(
@@ -165,6 +105,7 @@ class Transcript:
     number: int = 0  # the turn's number in its session, its prompt and when it started
     prompt: str | None = None
     started: str | None = None
+    final_text: str | None = None  # the model's final answer, once the turn finished
     undone: list[str] = field(default_factory=list)  # the files an undo put back
     undone_cells: list[str] = field(default_factory=list)  # and the open notebook's cells
     _tools: dict[str, ToolBlock] = field(default_factory=dict)
@@ -228,7 +169,7 @@ class Transcript:
             text = planted_warning(event.path, event.module, event.undoable)
             return self._add(NoticeBlock("error", text))
         if isinstance(event, TurnFinished):
-            self.status, self.usage = "done", event.usage
+            self.status, self.usage, self.final_text = "done", event.usage, event.final_text
             return None
         if isinstance(event, TurnFailed):
             # a turn that failed before any token was counted gets no "Tokens: 0" line
@@ -255,7 +196,7 @@ class Transcript:
         if tool is None:
             return None
         if isinstance(event, ToolCallStarted):
-            tool.status = "running"
+            tool.status, tool.started = "running", time.monotonic()
         elif isinstance(event, ApprovalRequested):
             tool.status, tool.request, tool.decision = "waiting", event.request, None
         elif isinstance(event, ApprovalDecided):
@@ -270,6 +211,7 @@ class Transcript:
             tool.cell_place = event.place
         elif isinstance(event, ToolCallFinished):
             tool.output, tool.images = output_parts(event.output)
+            tool.raw_output, tool.ended = output_text(event.output), time.monotonic()
             tool.duration_s, tool.success = event.duration_s, event.success
             if event.stopped:
                 tool.status = "stopped"
@@ -279,6 +221,7 @@ class Transcript:
 
     def _decide(self, tool: ToolBlock, event: ApprovalDecided) -> None:
         tool.decision, tool.remembered = event.decision, event.cached
+        tool.answers += 1
         tool.waited_s += event.waited_s
         tool.decided_by_policy = self.policy_note is not None and not event.cached
         if event.decision is ReviewDecision.DENIED:

@@ -1,6 +1,8 @@
-"""Text for the terminal front end: commands as a shell needs them, diffs, trimmed output.
+"""Text for the terminal front end: commands as a shell needs them, diffs, trimmed output,
+and :class:`TerminalLines`, the lines a terminal follows a turn by, read from the blocks of
+the one transcript model (:mod:`.model`).
 
-Pure functions, no terminal access: :mod:`agent_magics.terminal.console` prints what they return.
+No terminal access: :mod:`agent_magics.terminal.console` prints what they return.
 Every function takes text that is already terminal-safe (see :mod:`agent_magics.text.inert`)
 or makes it so: a command's output loses its escape sequences, a patch shows them written
 out (:func:`~agent_magics.text.visible.visible`); colours are added last, and only when a
@@ -16,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
 from agent_magics.tools.command_safety.parse import extract_shell_script
+from agent_magics.transcript.blocks import Block, DiffBlock, NoticeBlock, ToolBlock
 
 COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
 OUTPUT_TOOLS = (*COMMAND_TOOLS, "write_stdin")
@@ -27,6 +31,7 @@ OUTPUT_LINES = 20  # lines of a command's output shown: codex exec's
 OUTPUT_HEAD_LINES = OUTPUT_LINES // 2
 OUTPUT_TAIL_LINES = OUTPUT_LINES - OUTPUT_HEAD_LINES
 OUTPUT_LINE_CHARS = 400  # a longer output line is cut, with "…"
+MAX_ARGUMENTS_SHOWN = 200  # characters of a tool call's arguments in its report line
 
 BOLD, DIM, RED, GREEN, MAGENTA, CYAN = "1", "2", "31", "32", "35", "36"
 _EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
@@ -187,3 +192,108 @@ def run_and_wait(duration_s: float, waited_s: float, ran: bool = True) -> str:
         return run if ran else ""
     wait = f"after waiting {span(waited_s)} for you"
     return f"{run}, {wait}" if ran else wait
+
+
+@dataclass
+class _Shown:
+    """What the terminal has printed of one call: a log only adds lines."""
+
+    answers: int = 0
+    finished: bool = False
+
+
+class TerminalLines:
+    """The lines a terminal prints as a turn goes, from the blocks the events changed.
+
+    A call: its command (or patch, or tool and arguments) when proposed, a line for each
+    approval answer, then how it ended with a head and tail of its output (a denied call
+    ends with its denial). The files the turn changed; retries, MCP servers and warnings.
+    A sandbox notice is also logged as a warning, which the terminal shows: not again.
+    ``interactive``: a person answers, so the time waiting for them is not run time;
+    ``first_denial`` is said once, after the first denial.
+    """
+
+    def __init__(self, style: Style, *, interactive: bool, first_denial: str = "") -> None:
+        self.style, self.interactive, self.first_denial = style, interactive, first_denial
+        self.denied = 0
+        self._shown: dict[int, _Shown] = {}  # by block: two calls may share an id
+
+    def lines(self, block: Block | None) -> list[str]:
+        """What is new in ``block`` since it was last given."""
+        if isinstance(block, ToolBlock):
+            return self._tool(block)
+        if isinstance(block, DiffBlock):
+            changed = ", ".join(f"{f.path} ({f.status})" for f in block.files)
+            return [self.style("files changed: ", MAGENTA) + visible(changed)]
+        if isinstance(block, NoticeBlock) and not block.logged:
+            text = terminal_safe(block.text)
+            if block.kind == "error":
+                return [self.style("warning: ", RED) + text]
+            return [text] if block.kind in ("retry", "info") else []
+        return []  # the answer's text goes to stdout at the end; reasoning is not shown
+
+    def _tool(self, block: ToolBlock) -> list[str]:
+        shown = self._shown.get(id(block))
+        lines = []
+        if shown is None:
+            shown = self._shown[id(block)] = _Shown()
+            lines += self._proposed(block)
+        if block.answers > shown.answers:
+            shown.answers = block.answers
+            lines += self._answered(block)
+        if block.raw_output is not None and not shown.finished:
+            shown.finished = True
+            if block.decision is not ReviewDecision.DENIED:
+                lines += self._finished(block)
+        return lines
+
+    def _proposed(self, block: ToolBlock) -> list[str]:
+        s = self.style
+        command = call_command(block.tool_name, block.arguments)
+        if command is not None:
+            lines = visible(command).splitlines() or [""]
+            first = s("exec", MAGENTA) + " " + s(lines[0], BOLD)
+            rest = [" " * 5 + s(line, BOLD) for line in lines[1:]]
+            where = call_workdir(block.tool_name, block.arguments)
+            return [first, *rest, *([f"  in {visible(where)}"] if where else [])]
+        patch = call_patch(block.tool_name, block.arguments, block.kind)
+        if patch is not None:
+            head = s("apply_patch", MAGENTA) + " " + visible(patch_files(patch))
+            return [head, *diff_lines(patch, s)]
+        args = block.arguments
+        if len(args) > MAX_ARGUMENTS_SHOWN:
+            args = args[:MAX_ARGUMENTS_SHOWN] + "…"
+        return [s("tool", MAGENTA) + " " + visible(f"{block.tool_name} {args}")]
+
+    def _answered(self, block: ToolBlock) -> list[str]:
+        if block.decision is None:
+            return []
+        if block.decision is not ReviewDecision.DENIED:
+            how = " (remembered for the session)" if block.remembered else ""
+            return [f"  approval {block.decision.value}{how}"]
+        self.denied += 1
+        line = self.style("  approval denied", RED)
+        return [line + (f": {self.first_denial}" if self.first_denial and self.denied == 1 else "")]
+
+    def _finished(self, block: ToolBlock) -> list[str]:
+        s = self.style
+        # a person's wait is not run time (a policy's answer, without a person, is no wait)
+        waited = block.waited_s if self.interactive else 0.0
+        took = f"in {max(0.0, (block.duration_s or 0.0) - waited):.2f}s"
+        if waited:
+            took += f" (after waiting {span(waited)} for you)"
+        run = command_result(block.tool_name, block.raw_output)
+        if run is not None:
+            body = [s(("  " + line).rstrip(), DIM) for line in trim_lines(run.output)]
+            colon = ":" if body else ""
+            if run.session_id is not None:
+                return [s(f"  still running as session {run.session_id}{colon}", DIM), *body]
+            if run.exit_code in (0, None) and block.success:
+                return [s(f"  succeeded {took}{colon}", GREEN), *body]
+            code = "" if run.exit_code is None else f" {run.exit_code}"
+            return [s(f"  exited{code} {took}{colon}", RED), *body]
+        if block.success:
+            done = "applied" if block.tool_name == "apply_patch" else "ok"
+            return [s(f"  {done} {took}", GREEN)]
+        body = [s("  " + line, DIM) for line in trim_lines(block.output or "")]
+        return [s(f"  failed {took}" + (":" if body else ""), RED), *body]
