@@ -1,33 +1,24 @@
 """One turn as data: what ``%%agent`` leaves in the namespace as ``_agent``.
 
-:class:`TurnRecorder` listens to a session's events during one turn and folds them into
-a :class:`TurnRecord`: the final text, every tool call with its parsed arguments, output
-and status, the files the turn changed, the tokens it used and how it ended. The files
-are read from the calls that succeeded: the ``A``/``M``/``D`` lines of apply_patch's
-summary and the ``path`` of edit_notebook.
+:class:`TurnRecorder` folds a session's events during one turn into the turn's one
+transcript model (:class:`~agent_magics.transcript.model.Transcript`, what the cards
+draw), and :meth:`TurnRecorder.result` reads a :class:`TurnRecord` from it: the final
+text, every tool call with its parsed arguments, output and status, the files the turn
+changed, the tokens it used and how it ended. The files are read from the calls that
+succeeded: the ``A``/``M``/``D`` lines of apply_patch's summary and the ``path`` of
+edit_notebook.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agent_magics.events import (
-    ApprovalDecided,
-    AssistantMessage,
-    Event,
-    ToolCallFinished,
-    ToolCallProposed,
-    ToolCallStarted,
-    TurnAbortedEvent,
-    TurnFailed,
-    TurnFinished,
-    Usage,
-)
+from agent_magics.events import Event, Usage
 from agent_magics.protocol.approval import ReviewDecision
+from agent_magics.transcript.model import TextBlock, ToolBlock, Transcript
 
 TurnStatus = Literal["done", "failed", "aborted"]
 CallStatus = Literal["completed", "failed", "denied", "aborted"]
@@ -105,19 +96,6 @@ def usage_since(before: Usage, after: Usage) -> Usage:
     )
 
 
-def output_text(output: Any) -> str:
-    """A tool output's text (images as ``[image]``)."""
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        parts = []
-        for item in output:
-            if isinstance(item, dict):
-                parts.append(str(item.get("text") or f"[{str(item.get('type', '?'))[6:]}]"))
-        return "\n".join(parts)
-    return str(output)
-
-
 def changed_files(tool: str, arguments: Any, output: str) -> list[str]:
     """The files a successful call changed, as it names them."""
     if tool == "apply_patch":
@@ -138,72 +116,70 @@ class TurnRecorder:
 
     def __init__(self, prompt: str = "") -> None:
         self.prompt = prompt
-        self._calls: dict[str, dict[str, Any]] = {}
-        self._text = ""
-        self._end: TurnStatus | None = None
-        self._error: str | None = None
+        self.transcript = Transcript()
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, ToolCallProposed):
-            self._calls[event.call_id] = {
-                "tool": event.tool_name,
-                "arguments": _parsed(event.arguments),
-                "output": "",
-                "status": "aborted",
-            }
-        elif isinstance(event, ToolCallStarted) and event.call_id in self._calls:
-            self._calls[event.call_id]["started"] = time.monotonic()
-        elif isinstance(event, ApprovalDecided) and event.call_id in self._calls:
-            if event.decision in (ReviewDecision.DENIED, ReviewDecision.ABORT):
-                self._calls[event.call_id]["status"] = "denied"
-        elif isinstance(event, ToolCallFinished) and event.call_id in self._calls:
-            call = self._calls[event.call_id]
-            call["output"] = output_text(event.output)
-            call["ended"] = time.monotonic()
-            if call["status"] != "denied":
-                call["status"] = "completed" if event.success else "failed"
-        elif isinstance(event, AssistantMessage):
-            self._text = event.text
-        elif isinstance(event, TurnFinished):
-            self._text, self._end = event.final_text, "done"
-        elif isinstance(event, TurnFailed):
-            self._end, self._error = "failed", event.message
-        elif isinstance(event, TurnAbortedEvent):
-            self._end, self._error = "aborted", event.reason
+        self.transcript.apply(event)
 
     def fail(self, message: str) -> None:
         """The turn ended with an error that no event reported."""
-        if self._end is None:
-            self._end, self._error = "failed", message
+        if _ending(self.transcript) is None:
+            self.transcript.fail(message)
 
     def result(self, usage: Usage | None = None) -> TurnRecord:
-        calls = tuple(
-            CallRecord(
-                c["tool"],
-                c["arguments"],
-                c["output"],
-                c["status"],
-                call_id,
-                c.get("started"),
-                c.get("ended") if c.get("started") is not None else None,
-            )
-            for call_id, c in self._calls.items()
-        )
+        t = self.transcript
+        # one record per call id, the last proposed under it, where the id first came
+        calls = tuple(call_record(b) for b in {b.call_id: b for b in t.tools}.values())
         files: list[str] = []
         for call in calls:
             if call.status == "completed":
                 for path in changed_files(call.tool, call.arguments, call.output):
                     if path not in files:
                         files.append(path)
+        end = _ending(t)
         return TurnRecord(
-            text=self._text,
+            text=t.final_text if t.final_text is not None else _last_message(t),
             calls=calls,
             files=tuple(files),
             usage=usage or Usage(),
-            status=self._end or "failed",
-            error=self._error,
+            status=end or "failed",
+            error=t.message if end in ("failed", "aborted") else None,
             prompt=self.prompt,
         )
+
+
+def call_record(block: ToolBlock) -> CallRecord:
+    """A call as ``_agent`` shows it: denied (a person said no or stopped the turn there),
+    completed or failed as the tool answered, aborted when it never ended."""
+    status: CallStatus
+    if block.decision in (ReviewDecision.DENIED, ReviewDecision.ABORT):
+        status = "denied"
+    elif block.success is not None:
+        status = "completed" if block.success else "failed"
+    else:
+        status = "aborted"
+    return CallRecord(
+        block.tool_name,
+        block.parsed_arguments,
+        block.raw_output or "",
+        status,
+        block.call_id,
+        block.started,
+        block.ended if block.started is not None else None,
+    )
+
+
+def _ending(t: Transcript) -> TurnStatus | None:
+    """How the turn ended (``None``: no event said it ended)."""
+    if t.status == "done" or t.status == "failed" or t.status == "aborted":
+        return t.status
+    return None
+
+
+def _last_message(t: Transcript) -> str:
+    """The last complete message of the model (what it said before a failure or a stop)."""
+    done = [b.text for b in t.blocks if isinstance(b, TextBlock) and b.done]
+    return done[-1] if done else ""
 
 
 def _inner_output(output: str) -> str:
