@@ -68,6 +68,13 @@ def kernel_params() -> list[Any]:
 
 
 KERNEL_PYTHONS = kernel_params()
+STOP_DEADLINE = 10.0  # seconds for a stop to end a turn; far above what a working stop takes
+PLOT = (  # run_python code that draws one matplotlib figure (the saved-figure tests)
+    "import matplotlib.pyplot as plt\n"
+    "plt.plot(range(50), [x * x for x in range(50)])\n"
+    "plt.title('squares')\n"
+    "None"
+)
 NO_LOGIN = "-c allow_login_shell=false"  # keep login-profile noise out of command output
 
 
@@ -189,6 +196,23 @@ class Kernel:
         result = reply["content"]["user_expressions"]["v"]
         assert result["status"] == "ok", result
         return eval(result["data"]["text/plain"])
+
+    def execute_reply(self, msg_id: str) -> dict[str, Any] | None:
+        """The cell ``msg_id``'s ``execute_reply``, once it came (``None`` before); shell
+        replies to other requests read meanwhile are dropped."""
+        while True:
+            try:
+                reply: dict[str, Any] = self.kc.get_shell_msg(timeout=0.01)
+            except queue.Empty:
+                return None
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
+
+    def ipykernel_version(self) -> tuple[int, ...]:
+        """The kernel's ipykernel as (major, minor): from 7.4 a cell can wait for its turn
+        while its buttons still take clicks."""
+        text = self.value("__import__('ipykernel').__version__")
+        return tuple(int(p) for p in text.split(".")[:2])
 
     # -- widgets -------------------------------------------------------------------------
 

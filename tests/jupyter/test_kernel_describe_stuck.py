@@ -14,8 +14,7 @@ import pytest
 
 from agent_magics.jupyter.kernel.describe import NOT_CALLED
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
-from tests.jupyter.test_kernel_stop import DEADLINE, reply_of, version_of
+from tests.helpers.kernels import STOP_DEADLINE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +85,7 @@ def test_a_repr_or_len_that_never_returns_is_not_called(kernel: Kernel) -> None:
 
 @pytest.mark.parametrize("waits", [False, True], ids=["background", "waiting"])
 def test_stop_ends_a_turn_whose_code_holds_the_loop(kernel: Kernel, waits: bool) -> None:
-    if waits and version_of(kernel) < (7, 4):
+    if waits and kernel.ipykernel_version() < (7, 4):
         pytest.skip("a cell waits for its turn on ipykernel 7.4 or newer")
     assert "error" not in [m["msg_type"] for m in kernel.run(SPIN)]
     script: list[Turn] = [[function_call("spin", {}, "c1")], [message("next turn ok")]]
@@ -94,12 +93,12 @@ def test_stop_ends_a_turn_whose_code_holds_the_loop(kernel: Kernel, waits: bool)
         options = "-a untrusted" + ("" if waits else " --background")
         msg_id = kernel.execute(agent_cell(server.base_url, options, "spin"))
         kernel.wait_for(lambda: (kernel.ws / "spinning").exists())
-        reply = None if waits else kernel.wait_for(lambda: reply_of(kernel, msg_id))
+        reply = None if waits else kernel.wait_for(lambda: kernel.execute_reply(msg_id))
         if waits:
             assert not kernel.idle(msg_id)  # the cell awaits the turn
         kernel.km.interrupt_kernel()  # once
-        kernel.wait_for(lambda: kernel.shows("Turn interrupted."), DEADLINE)
-        reply = reply or kernel.wait_for(lambda: reply_of(kernel, msg_id), DEADLINE)
+        kernel.wait_for(lambda: kernel.shows("Turn interrupted."), STOP_DEADLINE)
+        reply = reply or kernel.wait_for(lambda: kernel.execute_reply(msg_id), STOP_DEADLINE)
         assert reply["content"]["status"] == "ok", reply["content"]
         assert not [m for m in kernel.log if m["msg_type"] == "error"]
         kernel.run("%%agent\nare you still there?")  # the session goes on

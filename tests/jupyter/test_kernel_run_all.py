@@ -38,8 +38,7 @@ def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
 
 
 def waits(kernel: Kernel) -> bool:
-    version = kernel.value("__import__('ipykernel').__version__")
-    return tuple(int(p) for p in version.split(".")[:2]) >= (7, 4)
+    return kernel.ipykernel_version() >= (7, 4)
 
 
 def note_for(kernel: Kernel) -> str:

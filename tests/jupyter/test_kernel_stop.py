@@ -18,16 +18,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import STOP_DEADLINE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
-DEADLINE = 10.0  # seconds; far above what a working stop takes
 APPROVED = "-a untrusted"  # the command waits for a click on Approve
 PRINTED = ("first-printed-line", "second-printed-line")
 SLEEPER = (
@@ -59,22 +57,6 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def reply_of(kernel: Kernel, msg_id: str) -> dict[str, Any] | None:
-    """The cell's ``execute_reply``, once it came (``None`` before)."""
-    while True:
-        try:
-            reply = kernel.kc.get_shell_msg(timeout=0.01)
-        except Exception:
-            return None
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply
-
-
-def version_of(kernel: Kernel) -> tuple[int, ...]:
-    text = kernel.value("__import__('ipykernel').__version__")
-    return tuple(int(p) for p in text.split(".")[:2])
-
-
 def stop_while_sleeping(kernel: Kernel, options: str, tool: str) -> None:
     call = (
         function_call("exec_command", {"cmd": SLEEPER, "yield_time_ms": 30_000}, "c1")
@@ -98,22 +80,22 @@ def stop_while_sleeping(kernel: Kernel, options: str, tool: str) -> None:
         if waiting:
             assert not kernel.idle(msg_id)  # the cell awaits the turn
         else:
-            reply = kernel.wait_for(lambda: reply_of(kernel, msg_id))
+            reply = kernel.wait_for(lambda: kernel.execute_reply(msg_id))
         kernel.km.interrupt_kernel()
         clicked = time.monotonic()
-        while group_alive(pgid) and time.monotonic() - clicked < DEADLINE:
+        while group_alive(pgid) and time.monotonic() - clicked < STOP_DEADLINE:
             time.sleep(0.01)
         killed = time.monotonic() - clicked
         assert not group_alive(pgid), "the command outlived the stop button"
-        reply = reply or kernel.wait_for(lambda: reply_of(kernel, msg_id), DEADLINE)
+        reply = reply or kernel.wait_for(lambda: kernel.execute_reply(msg_id), STOP_DEADLINE)
         ended = time.monotonic() - clicked  # the busy cell's reply (background: before)
-        kernel.wait_for(lambda: kernel.shows("Turn interrupted."), DEADLINE)
+        kernel.wait_for(lambda: kernel.shows("Turn interrupted."), STOP_DEADLINE)
         shown = time.monotonic() - clicked
         print(
             f"\n{tool} {options}: no live process {killed:.3f} s, reply {ended:.3f} s, "
             f"'Turn interrupted.' shown {shown:.3f} s after the click"
         )
-        kernel.wait_for(lambda: not group_exists(pgid), DEADLINE)  # zombies reaped too
+        kernel.wait_for(lambda: not group_exists(pgid), STOP_DEADLINE)  # zombies reaped too
         assert reply["content"]["status"] == "ok", reply["content"]
         assert not [m for m in kernel.log if m["msg_type"] == "error"]
         kernel.run("%%agent\nare you still there?")  # the session goes on
@@ -131,6 +113,6 @@ def test_stop_button_in_background_mode(kernel: Kernel, tool: str) -> None:
 @pytest.mark.parametrize("tool", ["exec_command", "shell"])
 @pytest.mark.parametrize("approval", [APPROVED, "-a never"])
 def test_stop_button_in_a_waiting_cell(kernel: Kernel, tool: str, approval: str) -> None:
-    if version_of(kernel) < (7, 4):
+    if kernel.ipykernel_version() < (7, 4):
         pytest.skip("a cell waits for its turn on ipykernel 7.4 or newer")
     stop_while_sleeping(kernel, f"{approval} -s danger-full-access", tool)

@@ -20,16 +20,9 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import KERNEL_PYTHONS, agent_cell, write_kernelspec
+from tests.helpers.kernels import KERNEL_PYTHONS, PLOT, agent_cell, write_kernelspec
 
 pytestmark = pytest.mark.slow
-
-PLOT = (
-    "import matplotlib.pyplot as plt\n"
-    "plt.plot(range(50), [x * x for x in range(50)])\n"
-    "plt.title('squares')\n"
-    "None"
-)
 
 
 @pytest.mark.parametrize("python", KERNEL_PYTHONS)
