@@ -42,6 +42,11 @@ def write_notebook(path: Path) -> None:
     nbf.write(nb, str(path))
 
 
+INSERT = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
+          "new_source": "y = x + 1"}  # fmt: skip
+"""edit_notebook's arguments: a code cell below cell ``one`` of :func:`write_notebook`."""
+
+
 @dataclass
 class Recorder:
     events: list[Event]
@@ -179,8 +184,7 @@ def turns_done(kernel: Kernel) -> int:
 
 
 def read_and_insert(n: int, source: str) -> list[Turn]:
-    insert = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
-              "new_source": source}  # fmt: skip
+    insert = dict(INSERT, new_source=source)
     return [
         [function_call("read_notebook", {"path": "a.ipynb"}, f"r{n}")],
         [function_call("edit_notebook", insert, f"e{n}")],

@@ -22,12 +22,12 @@ from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.notebook.document import SESSION_ENV
 from tests.helpers.jupyter_server import (
+    INSERT,
     Server,
     server_fixture,  # noqa: F401 (the ``server`` fixture)
     write_notebook,
 )
 from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
-from tests.jupyter.test_live_notebook import INSERT
 
 pytestmark = pytest.mark.slow
 

@@ -39,6 +39,7 @@ from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE, arguments_html
 from agent_magics.transcript.markdown import tool_markdown
 from agent_magics.transcript.model import ToolBlock
 from tests.helpers.jupyter_server import (
+    INSERT,
     Recorder,
     Server,
     call,
@@ -123,8 +124,6 @@ def test_the_card_shows_the_proposed_cell_with_a_copy_button() -> None:
 
 
 URL = SERVER_URL_ENV
-INSERT = {"path": "a.ipynb", "cell_id": "one", "edit_mode": "insert", "cell_type": "code",
-          "new_source": "y = x + 1"}  # fmt: skip
 
 
 @pytest.mark.parametrize("front_end", ["headless", "vscode", "no-collaboration-extra"])

@@ -32,13 +32,13 @@ from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.notebook.document import SESSION_ENV, close_live_notebooks
 from tests.helpers.browser import free_port
 from tests.helpers.jupyter_server import (
+    INSERT,
     Recorder,
     Server,
     call,
     server_fixture,  # noqa: F401 (the ``server`` fixture)
     write_notebook,
 )
-from tests.jupyter.test_live_notebook import INSERT
 
 pytestmark = pytest.mark.slow
 
