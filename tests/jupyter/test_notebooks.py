@@ -14,6 +14,7 @@ from nbclient import NotebookClient
 
 from notebooks.recordings.record import own_home
 from tests.helpers.kernels import KERNEL_PYTHONS, write_kernelspec
+from tests.helpers.notebooks import agent_cells, markdown_outputs
 from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -52,18 +53,6 @@ def execute(
         monkeypatch.setenv("HOME", str(home))
         NotebookClient(nb, kernel_name=kernel, timeout=120, resources=resources).execute()
     return nb
-
-
-def markdown_outputs(cell: Any) -> list[str]:
-    return [
-        o["data"]["text/markdown"]
-        for o in cell.get("outputs", [])
-        if o.get("output_type") == "display_data" and "text/markdown" in o.get("data", {})
-    ]
-
-
-def agent_cells(nb: Any) -> list[Any]:
-    return [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%agent")]
 
 
 def output_text(output: Any) -> str:

@@ -33,8 +33,8 @@ from nbclient import NotebookClient
 from agent_magics.tools.sandbox import landlock
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
 from tests.helpers.kernels import write_kernelspec
+from tests.helpers.notebooks import agent_cells, markdown_outputs
 from tests.helpers.paths import ROOT
-from tests.jupyter.test_notebooks import agent_cells, markdown_outputs
 
 pytestmark = pytest.mark.slow
 
