@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,25 @@ def shell_invocation(
     return ToolInvocation(
         CALL_ID, handler.name, FunctionPayload(json.dumps(args)), context, services
     )
+
+
+async def run_shell_tool(
+    handler: ToolHandler, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
+) -> str:
+    """What the model reads of a shell tool's call (see :func:`shell_invocation`); a
+    refusal as ``ERROR <its text>``."""
+    try:
+        out = await handler.handle(shell_invocation(handler, args, services, cwd, **turn))
+        return str(out.content)
+    except RespondToModel as exc:
+        return f"ERROR {exc.message}"
+
+
+def session_of(text: str) -> int:
+    """The session id of a command still running, from exec_command's answer."""
+    found = re.search(r"Process running with session ID (\d+)", text)
+    assert found, text
+    return int(found.group(1))
 
 
 def alive(pid: int) -> bool:

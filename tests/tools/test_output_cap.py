@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_magics.tools.context import SessionServices
+from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from agent_magics.tools.truncate import (
     TruncationPolicy,
     formatted_truncate_text,
@@ -17,6 +18,7 @@ from agent_magics.tools.truncate import (
 )
 from agent_magics.tools.unified_exec.buffer import OUTPUT_CAPACITY, Collected, HeadTailBuffer
 from agent_magics.tools.unified_exec.format import model_output, output_policy, unified_response
+from tests.helpers.tools import run_shell_tool, session_of
 
 # -- split_string on bytes is the character walk Codex does -------------------------------
 
@@ -168,11 +170,10 @@ async def test_a_poll_over_one_mib_says_how_much_it_dropped(
     services: SessionServices, tmp_path: Path
 ) -> None:
     """The output arrives in a later write_stdin poll: the same cap and marker apply."""
-    from tests.tools.test_unified_exec import EXEC, STDIN, run, session_of
-
     start = {"cmd": "sleep 0.5; seq 1 200000", "yield_time_ms": 250, "login": False}
-    sid = session_of(await run(EXEC, start, services, tmp_path))
-    text = await run(STDIN, {"session_id": sid, "yield_time_ms": 10_000}, services, tmp_path)
+    sid = session_of(await run_shell_tool(ExecCommandHandler(), start, services, tmp_path))
+    poll = {"session_id": sid, "yield_time_ms": 10_000}
+    text = await run_shell_tool(WriteStdinHandler(), poll, services, tmp_path)
     dropped = 1_288_895 - OUTPUT_CAPACITY  # seq 1 200000 writes 1,288,895 bytes
     assert "\nOriginal token count: 322224\nOutput:\n" in text
     assert (

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from agent_magics.errors import RespondToModel
 from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision
 from agent_magics.tools.context import SessionServices
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from agent_magics.tools.unified_exec import ProcessManager, manager_for
 from agent_magics.tools.unified_exec.buffer import HeadTailBuffer
 from agent_magics.tools.unified_exec.collect import clamp_yield, poll_wait_ms
-from tests.helpers.tools import alive, gone, shell_invocation
+from tests.helpers.tools import alive, gone, session_of
+from tests.helpers.tools import run_shell_tool as run
 
 pytestmark = pytest.mark.slow  # real PTY sessions and processes
 
@@ -25,24 +25,8 @@ EXEC = ExecCommandHandler()
 STDIN = WriteStdinHandler()
 
 
-async def run(
-    handler: Any, args: dict[str, Any], services: SessionServices, cwd: Path, **turn: Any
-) -> str:
-    try:
-        out = await handler.handle(shell_invocation(handler, args, services, cwd, **turn))
-        return str(out.content)
-    except RespondToModel as exc:
-        return f"ERROR {exc.message}"
-
-
 def body(text: str) -> str:
     return text.split("\nOutput:\n", 1)[1]
-
-
-def session_of(text: str) -> int:
-    found = re.search(r"Process running with session ID (\d+)", text)
-    assert found, text
-    return int(found.group(1))
 
 
 async def read_until(
