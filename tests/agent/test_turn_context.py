@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics import Session, SessionConfig
+from agent_magics import Session
 from agent_magics.agent.instructions import environment_update, told_environment
 from agent_magics.errors import UserError
 from agent_magics.protocol.items import Message
@@ -18,20 +18,9 @@ from agent_magics.store.recorder import SessionRecorder
 from agent_magics.store.resume import continue_in, load_resume
 from agent_magics.testing import ScriptedResponsesServer, function_call
 from tests.helpers.fault_server import Answer, FaultServer, ok, status
+from tests.helpers.sessions import config_for
 
-KEY = "sk-turn-context-secret-24680"
 PLAN = {"plan": [{"step": "look", "status": "in_progress"}]}
-
-
-def config(tmp_path: Path, base_url: str, **extra: Any) -> SessionConfig:
-    settings: dict[str, Any] = {
-        "model": "m",
-        "base_url": base_url,
-        "cwd": tmp_path,
-        "api_key": KEY,
-        "shell_type": "disabled",
-    } | extra
-    return SessionConfig(**settings)
 
 
 def user_texts(request: dict[str, Any]) -> list[str]:
@@ -53,7 +42,7 @@ def wire(session: Session) -> list[dict[str, Any]]:
 async def test_a_turn_refused_before_any_answer_is_not_sent_again(tmp_path: Path) -> None:
     server = FaultServer([status(401, "bad key"), ok("hello there")])
     try:
-        session = Session(config(tmp_path, server.base_url))
+        session = Session(config_for(tmp_path, server.base_url))
         with pytest.raises(UserError, match="HTTP 401"):
             await session.run_turn("say hello")
         assert session.history == []
@@ -70,7 +59,7 @@ async def test_a_turn_refused_before_any_answer_is_not_sent_again(tmp_path: Path
 async def test_a_later_failed_turn_leaves_the_conversation_as_it_was(tmp_path: Path) -> None:
     server = FaultServer([ok("one"), status(401), ok("two")])
     try:
-        session = Session(config(tmp_path, server.base_url))
+        session = Session(config_for(tmp_path, server.base_url))
         await session.run_turn("first")
         before = wire(session)
         with pytest.raises(UserError):
@@ -98,7 +87,7 @@ async def test_a_turn_that_failed_after_the_model_answered_keeps_its_work(
         ]
     )
     try:
-        session = Session(config(tmp_path, server.base_url))
+        session = Session(config_for(tmp_path, server.base_url))
         with pytest.raises(UserError):
             await session.run_turn("plan it")
         kinds = [i["type"] for i in wire(session)]
@@ -118,7 +107,7 @@ async def test_a_turn_that_failed_after_the_model_answered_keeps_its_work(
 async def test_the_session_file_agrees_with_memory_after_a_failed_turn(tmp_path: Path) -> None:
     server = FaultServer([ok("one"), status(401), ok("two")])
     try:
-        session = Session(config(tmp_path, server.base_url))
+        session = Session(config_for(tmp_path, server.base_url))
         recorder = SessionRecorder(session, tmp_path / "s")
         await session.run_turn("first")
         with pytest.raises(UserError):
@@ -152,17 +141,17 @@ def env(**fields: str) -> str:
 
 async def test_a_policy_change_sends_codexs_environment_update(tmp_path: Path) -> None:
     with ScriptedResponsesServer() as server:
-        session = Session(config(tmp_path, server.base_url))
+        session = Session(config_for(tmp_path, server.base_url))
         shell = session.shell.kind
         await session.run_turn("one")
-        untrusted = config(tmp_path, server.base_url, approval_policy="untrusted")
+        untrusted = config_for(tmp_path, server.base_url, approval_policy="untrusted")
         assert session.reconfigure(untrusted)
         await session.run_turn("two")
         await session.run_turn("three")
         other = tmp_path / "sub"
         other.mkdir()
         changed = {"sandbox_mode": "read-only", "approval_policy": "untrusted"}
-        assert session.reconfigure(config(other, server.base_url, **changed))
+        assert session.reconfigure(config_for(other, server.base_url, **changed))
         await session.run_turn("four")
         await session.aclose()
     second, third, fourth = (user_texts(r) for r in server.requests[1:])
@@ -177,12 +166,12 @@ async def test_a_resumed_session_hears_of_the_policy_it_runs_with_now(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     with ScriptedResponsesServer() as server:
-        session = Session(config(tmp_path, server.base_url))
+        session = Session(config_for(tmp_path, server.base_url))
         recorder = SessionRecorder(session, tmp_path / "s")
         await session.run_turn("one")
         await session.aclose()
         recorder.close()
-        again = Session(config(tmp_path, server.base_url, approval_policy="never"))
+        again = Session(config_for(tmp_path, server.base_url, approval_policy="never"))
         continue_in(again, load_resume(tmp_path / "s", session.thread_id))
         await again.run_turn("two")
         await again.aclose()

@@ -18,7 +18,7 @@ from agent_magics.testing import (
     message,
 )
 from tests.helpers.kernels import Kernel, agent_cell
-from tests.store.test_turn_changes import PATCH, REVERTED
+from tests.helpers.undo import PATCH, REVERTED, write_start_files
 
 pytestmark = pytest.mark.slow
 
@@ -33,10 +33,7 @@ def script() -> list[Turn]:
 
 
 def prepare(ws: Path) -> dict[str, tuple[bytes, int]]:
-    (ws / "keep.py").write_text("a = 1\nb = 2\n")
-    (ws / "keep.py").chmod(0o755)
-    (ws / "gone.txt").write_text("bye\n")
-    (ws / "cmd.txt").write_text("one\n")
+    write_start_files(ws)
     return files(ws)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics import ReviewDecision, Session, SessionConfig
+from agent_magics import ReviewDecision, Session
 from agent_magics.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -26,12 +26,12 @@ from agent_magics.mcp.config import McpServerConfig
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
 from tests.helpers.paths import MCP_SERVERS
 from tests.helpers.sandbox import RecordingApprover
+from tests.helpers.sessions import session_for
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 
 SILENT = MCP_SERVERS / "silent_server.py"
 DEMO = MCP_SERVERS / "demo_server.py"
-KEY = "sk-mcp-session-0123456789"
 REJECTED = 'err: "user rejected MCP tool call"'
 
 
@@ -54,17 +54,14 @@ class Harness:
     def session(self, script: list[Turn]) -> Session:
         self.model = ScriptedResponsesServer(script).start()
         settings: dict[str, Any] = {
-            "model": "m",
-            "base_url": self.model.base_url,
-            "api_key": KEY,
-            "cwd": self.tmp_path,
-            "shell_type": "disabled",
             "approval_policy": "on-request",
             "sandbox_mode": "danger-full-access",
             "log_dir": self.tmp_path / "logs",
             "mcp_servers": self.servers,
         } | self.extra
-        self._session = Session(SessionConfig(**settings), approver=self.approver)
+        self._session = session_for(
+            self.tmp_path, self.model.base_url, approver=self.approver, **settings
+        )
         self._session.subscribe(self.events.append)
         return self._session
 

@@ -9,20 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_magics.agent.session import Session
-from agent_magics.config import SessionConfig
 from agent_magics.models.pool import shared_client, tls_context
 from agent_magics.testing import ScriptedResponsesServer, message
-
-KEY = "sk-pool-test-key-1234567890"
-
-
-def _session(tmp_path: Path, base_url: str) -> Session:
-    return Session(
-        SessionConfig(
-            model="m", base_url=base_url, cwd=tmp_path, api_key=KEY, shell_type="disabled"
-        )
-    )
+from tests.helpers.sessions import session_for
 
 
 def test_plain_http_gets_a_context_that_trusts_no_one() -> None:
@@ -53,7 +42,7 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
 
     async def two_sessions(base_url: str) -> None:
         for expected in ("one", "two"):
-            session = _session(tmp_path, base_url)
+            session = session_for(tmp_path, base_url)
             try:
                 assert (await session.run_turn("hi")).final_text == expected
             finally:
@@ -96,7 +85,7 @@ def test_a_turn_goes_through_the_http_proxy_it_is_given(
     scripted server, can answer (it gets the request in absolute form)."""
     with ScriptedResponsesServer([[message("via the proxy")]]) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.base_url.rsplit("/", 1)[0])
-        session = _session(tmp_path, "http://model.invalid/v1")
+        session = session_for(tmp_path, "http://model.invalid/v1")
 
         async def turn() -> str:
             try:

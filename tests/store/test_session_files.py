@@ -21,7 +21,7 @@ from agent_magics.store.log import SessionInUse, SessionLog
 from agent_magics.store.resume import load_resume
 from agent_magics.store.signing import digest, session_key
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, message
-from tests.store.test_turn_changes import make_session
+from tests.helpers.sessions import writing_session
 
 DEVELOPER = {
     "type": "message",
@@ -117,7 +117,7 @@ async def test_links_planted_in_the_undo_folder_are_never_followed(tmp_path: Pat
     patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n*** End Patch\n"
     script = [[custom_tool_call("apply_patch", patch, "c1")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url)
         undo = ws / ".agent_magics" / "sessions" / f"{session.thread_id}.undo"
         undo.mkdir(parents=True)
         (undo / "turn-1").symlink_to(outside)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent_magics import Session, SessionConfig
+from agent_magics import Session
 from agent_magics.events import Event, FileDiff, TurnDiff
 from agent_magics.store import scan
 from agent_magics.store.diff import ABSENT, FileState, file_diff
@@ -24,45 +23,16 @@ from agent_magics.testing import (
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import DiffBlock, Transcript
 from agent_magics.transcript.turn_diff import turn_diff_html
+from tests.helpers.sessions import writing_session
+from tests.helpers.undo import PATCH, REVERTED, write_start_files
 
 KEY = "sk-turn-diff-secret-123456789"
-PATCH = """\
-*** Begin Patch
-*** Update File: keep.py
-@@
- a = 1
--b = 2
-+b = 3
-*** Add File: new.txt
-+hello
-*** Delete File: gone.txt
-*** End Patch
-"""
-REVERTED = (
-    "The user reverted the changes of your last turn to: cmd.txt, gone.txt, keep.py, new.txt."
-)
-
-
-def make_session(cwd: Path, base_url: str, **extra: Any) -> Session:
-    settings: dict[str, Any] = {
-        "model": "m",
-        "base_url": base_url,
-        "cwd": cwd,
-        "api_key": KEY,
-        "shell_type": "unified_exec",
-        "approval_policy": "never",
-        "sandbox_mode": "workspace-write",
-    } | extra
-    return Session(SessionConfig(**settings))
 
 
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "keep.py").write_text("a = 1\nb = 2\n")
-    (ws / "keep.py").chmod(0o755)
-    (ws / "gone.txt").write_text("bye\n")
-    (ws / "cmd.txt").write_text("one\n")
+    write_start_files(ws)
     (ws / "same.txt").write_text("untouched\n")
     (ws / "node_modules").mkdir()
     (ws / "node_modules" / "dep.js").write_text("x\n")
@@ -91,7 +61,7 @@ def snapshot(ws: Path) -> dict[str, tuple[bytes, int]]:
 
 
 async def run_changing_turn(ws: Path, server: ScriptedResponsesServer) -> tuple[Session, TurnDiff]:
-    session = make_session(ws, server.base_url)
+    session = writing_session(ws, server.base_url, api_key=KEY)
     events: list[Event] = []
     session.subscribe(events.append)
     await session.run_turn("change things")
@@ -189,7 +159,7 @@ async def test_undo_cannot_write_outside_the_working_folder_through_a_swapped_sy
     patch = "*** Begin Patch\n*** Update File: sub/a.py\n@@\n-old\n+new\n*** End Patch\n"
     script: list[Turn] = [[custom_tool_call("apply_patch", patch, "c1")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url, api_key=KEY)
         await session.run_turn("edit")
         await session.aclose()
     outside = tmp_path / "outside"
@@ -213,7 +183,7 @@ async def test_originals_stay_on_disk_in_a_private_folder_without_the_secrets(
     script: list[Turn] = [[custom_tool_call("apply_patch", patch, "c1")], [message("ok")]]
     events: list[Event] = []
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url, api_key=KEY)
         session.subscribe(events.append)
         await session.run_turn("edit")
         await session.aclose()
@@ -242,7 +212,7 @@ async def test_a_turn_that_changes_nothing_emits_no_diff_and_has_nothing_to_undo
         [message("ok")],
     ]
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url, api_key=KEY)
         events: list[Event] = []
         session.subscribe(events.append)
         await session.run_turn("look")
@@ -355,7 +325,7 @@ async def test_a_file_a_command_changed_before_a_patch_keeps_its_original_from_t
     ]
     events: list[Event] = []
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url, api_key=KEY)
         session.subscribe(events.append)
         await session.run_turn("edit")
         await session.aclose()
