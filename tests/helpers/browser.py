@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -34,6 +35,17 @@ def require_browser() -> Any:
 
 
 KERNEL_SETTINGS = "@jupyterlab/apputils-extension/kernels-settings.jupyterlab-settings"
+NEWS_SETTINGS = "@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+SCREENSHOTS_ENV = "AGENT_MAGICS_SCREENSHOTS"
+SHUT_DOWN = """async () => {
+  const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || "";
+  const kernels = await (await fetch("/api/kernels")).json();
+  for (const k of kernels) {
+    await fetch(`/api/kernels/${k.id}`, {method: "DELETE", headers: {"X-XSRFToken": xsrf}});
+  }
+  return (await (await fetch("/api/kernels")).json()).length;
+}"""
+"""Shut every kernel down through the server's API, as the page itself would."""
 
 
 def free_port() -> int:
@@ -101,6 +113,36 @@ class Lab:
 
     def close(self) -> None:
         stop_server(self.process, self.log)
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def python_notebook(*sources: str) -> Any:
+    """A notebook of these code cells for JupyterLab's ``python3`` kernel."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    return nb
+
+
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    """Open ``name`` in the page and wait until its kernel is idle."""
+    page.goto(f"{lab.url}/lab/tree/{name}")
+    page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+
+
+def keep_screenshot(page: Any, shot: Path) -> None:
+    """Save the whole page to ``shot``, and a copy to ``$AGENT_MAGICS_SCREENSHOTS`` when
+    that is set (to look at what the test saw)."""
+    page.screenshot(path=str(shot), full_page=True)
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(folder) / shot.name)
 
 
 def _listening_port(runtime: Path, chosen: int) -> int:

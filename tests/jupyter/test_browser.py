@@ -7,8 +7,6 @@ clicks may arrive on another thread) and without.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,13 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.browser import Lab, require_browser
+from tests.helpers.browser import (
+    Lab,
+    keep_screenshot,
+    open_notebook,
+    python_notebook,
+    require_browser,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -31,19 +35,8 @@ require_browser()
     ]
 )
 def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
-    server = Lab(tmp_path, request.param)
-    try:
+    with Lab(tmp_path, request.param) as server:
         yield server
-    finally:
-        server.close()
-
-
-def keep_screenshot(page: Any, shot: Path) -> None:
-    page.screenshot(path=str(shot), full_page=True)
-    folder = os.environ.get("AGENT_MAGICS_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(folder) / shot.name)
 
 
 def assert_spaced(element: Any) -> None:
@@ -72,17 +65,14 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(
     assert lab.setting(kernels, "commsOverSubshells") == lab.comms_over_subshells
     with ScriptedResponsesServer(script) as server:
         opts = f"--base-url {server.base_url} -a untrusted -c allow_login_shell=false"
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [
-            nbformat.v4.new_code_cell("%load_ext agent_magics"),
-            nbformat.v4.new_code_cell(f"%%agent {opts}\nmake a marker"),
-        ]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nb = python_notebook(
+            "%load_ext agent_magics",
+            f"%%agent {opts}\nmake a marker",
+        )
         nbformat.write(nb, lab.notebooks / "approve.ipynb")
         page = browser.new_page()
         try:
-            page.goto(f"{lab.url}/lab/tree/approve.ipynb")
-            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+            open_notebook(page, lab, "approve.ipynb")
             page.locator(".jp-Notebook .jp-Cell").first.click()
             page.keyboard.press("Shift+Enter")
             page.keyboard.press("Shift+Enter")
@@ -125,18 +115,15 @@ def test_run_all_waits_for_the_turn_in_jupyterlab(lab: Lab, browser: Any, tmp_pa
     script = [[function_call("exec_command", wrote, "c1")], [message("Wrote it.")]]
     with ScriptedResponsesServer(script) as server:
         opts = f"--base-url {server.base_url} -a never -c allow_login_shell=false"
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [
-            nbformat.v4.new_code_cell("%load_ext agent_magics"),
-            nbformat.v4.new_code_cell(f"%%agent {opts}\nwrite it"),
-            nbformat.v4.new_code_cell("print('read:', open('result.txt').read())"),
-        ]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nb = python_notebook(
+            "%load_ext agent_magics",
+            f"%%agent {opts}\nwrite it",
+            "print('read:', open('result.txt').read())",
+        )
         nbformat.write(nb, lab.notebooks / "runall.ipynb")
         page = browser.new_page()
         try:
-            page.goto(f"{lab.url}/lab/tree/runall.ipynb")
-            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+            open_notebook(page, lab, "runall.ipynb")
             page.locator(".jp-Notebook .jp-Cell").first.click()
             page.keyboard.press("Escape")
             page.get_by_text("Run", exact=True).first.click()

@@ -20,25 +20,21 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.browser import Lab, require_browser
+from tests.helpers.browser import SCREENSHOTS_ENV, Lab, open_notebook, require_browser
 
 pytestmark = pytest.mark.slow
 require_browser()
 pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
 pytest.importorskip("pycrdt", reason="pip install -e '.[browser]'")
 
-SCREENSHOTS_ENV = "AGENT_MAGICS_SCREENSHOTS"
 TYPED = "  # typed by hand, not saved"
 NEW_CELL = "y = x + 1\nprint(y)"
 
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    server = Lab(tmp_path, "perCommTarget")
-    try:
+    with Lab(tmp_path, "perCommTarget") as server:
         yield server
-    finally:
-        server.close()
 
 
 def cell_texts(page: Any) -> list[str]:
@@ -71,8 +67,7 @@ def test_the_agent_inserts_a_cell_beside_the_persons_unsaved_edit(
         )
         page = context.new_page()
         try:
-            page.goto(f"{lab.url}/lab/tree/live.ipynb")
-            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+            open_notebook(page, lab, "live.ipynb")
             keep = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".cm-content")
             keep.click()
             page.keyboard.press("End")

@@ -28,17 +28,15 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.helpers.browser import Lab, require_browser
+from tests.helpers.browser import NEWS_SETTINGS, SCREENSHOTS_ENV, SHUT_DOWN, Lab, require_browser
 from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.slow
 require_browser()
 pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
 
-from tests.jupyter.test_browser_transcript import NEWS_SETTINGS, SHUT_DOWN  # noqa: E402
 
 NOTEBOOKS = ROOT / "notebooks"
-SCREENSHOTS_ENV = "AGENT_MAGICS_SCREENSHOTS"
 RUN_LIMIT_S = 600
 """How long one notebook may take from Run All to its last cell, approvals included."""
 NOT_SET = (

@@ -5,8 +5,6 @@ error. Needs what :mod:`tests.jupyter.test_browser` needs (skipped the same way)
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,15 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.browser import Lab, require_browser
+from tests.helpers.browser import (
+    NEWS_SETTINGS,
+    SHUT_DOWN,
+    Lab,
+    keep_screenshot,
+    open_notebook,
+    python_notebook,
+    require_browser,
+)
 
 pytestmark = pytest.mark.slow
 require_browser()
@@ -23,7 +29,6 @@ require_browser()
 COMMAND = "echo ran > marker.txt; echo ran-it"
 ANSWER = "The marker is there, and this answer stays."
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-NEWS_SETTINGS = "@jupyterlab/apputils-extension/notification.jupyterlab-settings"
 
 
 @pytest.fixture
@@ -42,42 +47,19 @@ def saved_outputs(path: Path) -> list[dict[str, Any]]:
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
-SHUT_DOWN = """async () => {
-  const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || "";
-  const kernels = await (await fetch("/api/kernels")).json();
-  for (const k of kernels) {
-    await fetch(`/api/kernels/${k.id}`, {method: "DELETE", headers: {"X-XSRFToken": xsrf}});
-  }
-  return (await (await fetch("/api/kernels")).json()).length;
-}"""
-"""Shut every kernel down through the server's API, as the page itself would."""
-
-
-def keep_screenshot(page: Any, tmp_path: Path, name: str) -> None:
-    shot = tmp_path / name
-    page.screenshot(path=str(shot), full_page=True)
-    folder = os.environ.get("AGENT_MAGICS_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(folder) / name)
-
-
 def test_a_reloaded_notebook_shows_the_transcript(lab: Lab, browser: Any, tmp_path: Path) -> None:
     script = [[function_call("exec_command", {"cmd": COMMAND}, "c1")], [message(ANSWER)]]
     path = lab.notebooks / "saved.ipynb"
     with ScriptedResponsesServer(script) as server:
         opts = f"--base-url {server.base_url} -a untrusted -c allow_login_shell=false"
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [
-            nbformat.v4.new_code_cell("%load_ext agent_magics"),
-            nbformat.v4.new_code_cell(f"%%agent {opts}\nmake a marker"),
-        ]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nb = python_notebook(
+            "%load_ext agent_magics",
+            f"%%agent {opts}\nmake a marker",
+        )
         nbformat.write(nb, path)
         page = browser.new_page(viewport={"width": 1100, "height": 800})
         try:
-            page.goto(f"{lab.url}/lab/tree/saved.ipynb")
-            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+            open_notebook(page, lab, "saved.ipynb")
             page.locator(".jp-Notebook .jp-Cell").first.click()
             page.keyboard.press("Shift+Enter")
             page.keyboard.press("Shift+Enter")
@@ -102,6 +84,6 @@ def test_a_reloaded_notebook_shows_the_transcript(lab: Lab, browser: Any, tmp_pa
             assert cell.get_by_text("Approved by you").is_visible()
             assert page.get_by_text("Error displaying widget").count() == 0
             assert page.get_by_text("model not found").count() == 0
-            keep_screenshot(page, tmp_path, "saved-transcript.png")
+            keep_screenshot(page, tmp_path / "saved-transcript.png")
         finally:
             page.close()

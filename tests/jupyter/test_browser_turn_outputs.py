@@ -16,29 +16,24 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.browser import Lab, require_browser
-from tests.jupyter.test_browser import keep_screenshot
-from tests.jupyter.test_saved_figures import PLOT
+from tests.helpers.browser import (
+    Lab,
+    keep_screenshot,
+    open_notebook,
+    python_notebook,
+    require_browser,
+)
+from tests.helpers.kernels import NO_LOGIN, PLOT
 
 pytestmark = pytest.mark.slow
 
 require_browser()
 
-NO_LOGIN = "-c allow_login_shell=false"
-
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    server = Lab(tmp_path, "perCommTarget")
-    try:
+    with Lab(tmp_path, "perCommTarget") as server:
         yield server
-    finally:
-        server.close()
-
-
-def open_notebook(page: Any, lab: Lab, name: str) -> None:
-    page.goto(f"{lab.url}/lab/tree/{name}")
-    page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
 
 
 def test_run_all_stops_at_a_turn_that_could_not_run(lab: Lab, browser: Any, tmp_path: Path) -> None:
@@ -46,13 +41,11 @@ def test_run_all_stops_at_a_turn_that_could_not_run(lab: Lab, browser: Any, tmp_
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     opts = f"--base-url http://127.0.0.1:{port}/v1 {NO_LOGIN} -c request_max_retries=0"
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext agent_magics"),
-        nbformat.v4.new_code_cell(f"%%agent {opts} -c stream_max_retries=0\nwrite it"),
-        nbformat.v4.new_code_cell("print('ran after ' + 'the turn')"),
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb = python_notebook(
+        "%load_ext agent_magics",
+        f"%%agent {opts} -c stream_max_retries=0\nwrite it",
+        "print('ran after ' + 'the turn')",
+    )
     nbformat.write(nb, lab.notebooks / "stops.ipynb")
     page = browser.new_page()
     try:
@@ -80,12 +73,10 @@ def test_a_saved_plot_turn_shows_its_figure_once(
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "matplotlib"))
     turns = [[function_call("run_python", {"code": PLOT}, "c1")], [message("Plotted.")]]
     with ScriptedResponsesServer(turns) as server:  # type: ignore[arg-type]
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [
-            nbformat.v4.new_code_cell("%load_ext agent_magics"),
-            nbformat.v4.new_code_cell(f"%%agent --base-url {server.base_url} -a never\nplot"),
-        ]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nb = python_notebook(
+            "%load_ext agent_magics",
+            f"%%agent --base-url {server.base_url} -a never\nplot",
+        )
         resources = {"metadata": {"path": str(lab.notebooks)}}
         NotebookClient(nb, timeout=120, resources=resources).execute()
     nbformat.write(nb, lab.notebooks / "plot.ipynb")  # unsigned: opened untrusted
