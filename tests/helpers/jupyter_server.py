@@ -11,10 +11,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nbformat
 import pytest
@@ -90,6 +90,65 @@ def runtime_info(runtime: Path) -> dict[str, Any] | None:
         except ValueError:
             return None
     return None
+
+
+class StartedServer:
+    """A Jupyter server process a test starts in ``project`` (its log in
+    ``tmp_path/server.log``, its runtime folder ``tmp_path/runtime``), the sessions it
+    opens for notebooks, and its end. A subclass builds the command line and says when
+    the server is up; ``url`` ends with ``/``."""
+
+    url: str
+    token: str
+
+    def __init__(self, tmp_path: Path, project: Path) -> None:
+        self.tmp_path, self.project, self.runtime = tmp_path, project, tmp_path / "runtime"
+
+    def launch(
+        self, argv: list[str], env: dict[str, str], up: Callable[[], str | None], within: float
+    ) -> None:
+        """Start ``argv`` and wait until ``up`` gives the server's URL (a server that ends
+        or takes longer than ``within`` seconds fails the test with its log)."""
+        self.log = (self.tmp_path / "server.log").open("w")
+        self.process = subprocess.Popen(
+            argv, env=env, cwd=self.project, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + within
+        while (url := up()) is None:
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.close()
+                raise RuntimeError((self.tmp_path / "server.log").read_text())
+            time.sleep(0.2)
+        self.url = url
+
+    def start_kernel(self, notebook: str) -> Path:
+        """A session for ``notebook``, as JupyterLab opens it; its kernel's connection file."""
+        body = {"path": notebook, "name": notebook, "type": "notebook",
+                "kernel": {"name": "python3"}}  # fmt: skip
+        request = urllib.request.Request(
+            f"{self.url}api/sessions",
+            json.dumps(body).encode(),
+            {"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            kernel_id = json.loads(answer.read())["kernel"]["id"]
+        return self.runtime / f"kernel-{kernel_id}.json"
+
+    def close(self) -> None:
+        stop_server(self.process, self.log)
+
+
+Started = TypeVar("Started", bound=StartedServer)
+
+
+def serve_until_done(server: Started, monkeypatch: pytest.MonkeyPatch) -> Iterator[Started]:
+    """For a fixture: ``server``, found by the kernels it starts through
+    ``JUPYTER_RUNTIME_DIR``, stopped after the test."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server.runtime))
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 class Server:

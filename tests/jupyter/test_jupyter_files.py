@@ -16,9 +16,7 @@ write the files as the server does, from the test, while a turn's command waits.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -34,10 +32,16 @@ from agent_magics.events import Event, TurnDiff
 from agent_magics.store.undo import plan_undo, undo_last_turn
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
-from tests.helpers.browser import free_port, stop_server
-from tests.helpers.jupyter_server import ServerKernel, runtime_info, turns_done
+from tests.helpers.browser import free_port
+from tests.helpers.jupyter_server import (
+    ServerKernel,
+    StartedServer,
+    runtime_info,
+    serve_until_done,
+    turns_done,
+)
 from tests.helpers.kernels import agent_cell
-from tests.store.test_turn_changes import make_session
+from tests.helpers.sessions import writing_session
 
 STORE = ".jupyter_ystore.db"
 # Ends once the collaboration store was written after it started (the scan before it);
@@ -66,14 +70,13 @@ def wait_call(call_id: str, cmd: str) -> Any:
 # -- the person's setup: jupyter server with jupyter-collaboration in the project ---------
 
 
-class ProjectServer:
+class ProjectServer(StartedServer):
     """``jupyter server`` started in ``project`` (its root and its working folder, as
     ``cd project; jupyter lab`` does) on 127.0.0.1 with a token."""
 
     def __init__(self, tmp_path: Path, project: Path) -> None:
         pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
-        self.project = project
-        self.runtime = tmp_path / "runtime"
+        super().__init__(tmp_path, project)
         self.token = "project-test-token"
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
                    JUPYTER_CONFIG_DIR=str(tmp_path / "config"))  # fmt: skip
@@ -81,44 +84,18 @@ class ProjectServer:
                 "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={free_port()}",
                 f"--IdentityProvider.token={self.token}",
                 f"--ServerApp.root_dir={project}"]  # fmt: skip
-        self.log = (tmp_path / "server.log").open("w")
-        self.process = subprocess.Popen(
-            argv, env=env, cwd=project, stdout=self.log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 60
-        while (info := self._info()) is None or not self._answers(info):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.close()
-                raise RuntimeError((tmp_path / "server.log").read_text())
-            time.sleep(0.2)
-        self.url = f"http://127.0.0.1:{info['port']}"
+        self.launch(argv, env, self._up, within=60)
 
-    def _info(self) -> dict[str, Any] | None:
-        return runtime_info(self.runtime)
-
-    def _answers(self, info: dict[str, Any]) -> bool:
+    def _up(self) -> str | None:
+        info = runtime_info(self.runtime)
+        if info is None:
+            return None
+        url = f"http://127.0.0.1:{info['port']}/"
         try:
-            url = f"http://127.0.0.1:{info['port']}/api/status?token={self.token}"
-            urllib.request.urlopen(url, timeout=5).close()
+            urllib.request.urlopen(f"{url}api/status?token={self.token}", timeout=5).close()
         except OSError:
-            return False
-        return True
-
-    def start_kernel(self, notebook: str) -> Path:
-        """A session for ``notebook``, as JupyterLab opens it; its kernel's connection file."""
-        body = {"path": notebook, "name": notebook, "type": "notebook",
-                "kernel": {"name": "python3"}}  # fmt: skip
-        request = urllib.request.Request(
-            f"{self.url}/api/sessions",
-            json.dumps(body).encode(),
-            {"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            kernel_id = json.loads(answer.read())["kernel"]["id"]
-        return self.runtime / f"kernel-{kernel_id}.json"
-
-    def close(self) -> None:
-        stop_server(self.process, self.log)
+            return None
+        return url
 
 
 class Typist:
@@ -172,12 +149,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project
     nb.cells = [nbf.v4.new_code_cell("import pandas", id="first")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbf.write(nb, folder / "analysis.ipynb")
-    server = ProjectServer(tmp_path, folder)
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server.runtime))
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from serve_until_done(ProjectServer(tmp_path, folder), monkeypatch)
 
 
 @pytest.mark.slow
@@ -283,7 +255,7 @@ async def test_jupyters_files_written_during_a_turn_are_not_its_changes(
     script: list[Turn] = [[custom_tool_call("apply_patch", PATCH, "c1")]] if patches else []
     script += [[wait_call("c2", WAIT_FOR_SERVER)], [say("done")]]
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url)
         events: list[Event] = []
         session.subscribe(events.append)
         serving = serve_while_the_command_runs(ws)
@@ -318,7 +290,7 @@ async def test_a_file_of_a_name_close_to_jupyters_is_still_a_change(tmp_path: Pa
     cmd = f"echo new > ystore.db; cp {STORE} {STORE}.bak; echo n > checkpoints.txt"
     script: list[Turn] = [[wait_call("c1", cmd)], [say("done")]]
     with ScriptedResponsesServer(script) as server:
-        session = make_session(ws, server.base_url)
+        session = writing_session(ws, server.base_url)
         events: list[Event] = []
         session.subscribe(events.append)
         await session.run_turn("go")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -33,11 +32,13 @@ from agent_magics.jupyter.kernel.live_notebook import PARENT_PID_ENV, find_serve
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN
-from tests.helpers.browser import free_port, stop_server
+from tests.helpers.browser import free_port
 from tests.helpers.jupyter_server import (
     ServerKernel,
+    StartedServer,
     live_sources,
     read_and_insert,
+    serve_until_done,
     turns_done,
     write_notebook,
 )
@@ -109,11 +110,13 @@ def _hub_version() -> str:
     return version("jupyterhub")
 
 
-class SingleUser:
+class SingleUser(StartedServer):
     """``jupyterhub-singleuser`` in ``project`` with a spawner's environment."""
 
+    token = API_TOKEN
+
     def __init__(self, tmp_path: Path, project: Path, hub: StandInHub) -> None:
-        self.project, self.runtime = project, tmp_path / "runtime"
+        super().__init__(tmp_path, project)
         port = free_port()
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
                    JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
@@ -131,21 +134,11 @@ class SingleUser:
         # test waits less for a token the hub revokes to be refused (see status_becomes)
         argv = [sys.executable, "-m", "jupyterhub.singleuser", "--allow-root",
                 "--HubOAuth.cache_max_age=1"]  # fmt: skip
-        self.log = (tmp_path / "server.log").open("w")
-        self.process = subprocess.Popen(
-            argv, env=env, cwd=project, stdout=self.log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 90
-        while (server := find_server({PARENT_PID_ENV: str(self.process.pid)}, str(self.runtime),
-                                     None)) is None or not self._answers(server.url):  # fmt: skip
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.close()
-                raise RuntimeError((tmp_path / "server.log").read_text())
-            time.sleep(0.2)
-        self.url = server.url
+        self.launch(argv, env, self._up, within=90)
 
-    def _answers(self, url: str) -> bool:
-        return _status(url) == 200
+    def _up(self) -> str | None:
+        server = find_server({PARENT_PID_ENV: str(self.process.pid)}, str(self.runtime), None)
+        return str(server.url) if server is not None and _status(server.url) == 200 else None
 
     def status_becomes(self, status: int) -> None:
         """Wait until the server answers the token with ``status`` (once the hub's
@@ -154,22 +147,6 @@ class SingleUser:
         while _status(self.url) != status:
             assert time.monotonic() < deadline, f"the server never answered {status}"
             time.sleep(0.2)
-
-    def start_kernel(self, notebook: str) -> Path:
-        """A session for ``notebook``, as JupyterLab opens it; its kernel's connection file."""
-        body = {"path": notebook, "name": notebook, "type": "notebook",
-                "kernel": {"name": "python3"}}  # fmt: skip
-        request = urllib.request.Request(
-            f"{self.url}api/sessions",
-            json.dumps(body).encode(),
-            {"Authorization": f"token {API_TOKEN}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            kernel_id = json.loads(answer.read())["kernel"]["id"]
-        return self.runtime / f"kernel-{kernel_id}.json"
-
-    def close(self) -> None:
-        stop_server(self.process, self.log)
 
 
 def _status(url: str) -> int:
@@ -200,11 +177,9 @@ def singleuser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sing
         hub.close()
         raise
     server.hub = hub  # type: ignore[attr-defined]
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server.runtime))
     try:
-        yield server
+        yield from serve_until_done(server, monkeypatch)
     finally:
-        server.close()
         hub.close()
 
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,11 +35,13 @@ from agent_magics.testing import message as say
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
 from agent_magics.tools.notebook.document import SESSION_ENV
-from tests.helpers.browser import free_port, stop_server
+from tests.helpers.browser import free_port
 from tests.helpers.jupyter_server import (
     ServerKernel,
+    StartedServer,
     live_sources,
     read_and_insert,
+    serve_until_done,
     turns_done,
     write_notebook,
 )
@@ -101,54 +101,32 @@ async def test_a_notebook_read_from_its_file_says_why_once(
 # -- a real server under a prefix, its kernel, and turns in it ----------------------------
 
 
-class PrefixServer:
+class PrefixServer(StartedServer):
     """``jupyter server`` with jupyter-collaboration started in ``project`` under
     :data:`PREFIX` on 127.0.0.1 with :data:`TOKEN`."""
 
+    token = TOKEN
+
     def __init__(self, tmp_path: Path, project: Path) -> None:
         pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
-        self.project, self.runtime = project, tmp_path / "runtime"
+        super().__init__(tmp_path, project)
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
                    JUPYTER_CONFIG_DIR=str(tmp_path / "config"))  # fmt: skip
         argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
                 "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={free_port()}",
                 f"--ServerApp.base_url={PREFIX}", f"--IdentityProvider.token={TOKEN}",
                 f"--ServerApp.root_dir={project}"]  # fmt: skip
-        self.log = (tmp_path / "server.log").open("w")
-        self.process = subprocess.Popen(
-            argv, env=env, cwd=project, stdout=self.log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 60
-        while (server := find_server({PARENT_PID_ENV: str(self.process.pid)}, str(self.runtime),
-                                     None)) is None or not self._answers(server.url):  # fmt: skip
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.close()
-                raise RuntimeError((tmp_path / "server.log").read_text())
-            time.sleep(0.2)
-        self.url = server.url  # ends with the prefix and /
+        self.launch(argv, env, self._up, within=60)  # its url ends with the prefix and /
 
-    def _answers(self, url: str) -> bool:
+    def _up(self) -> str | None:
+        server = find_server({PARENT_PID_ENV: str(self.process.pid)}, str(self.runtime), None)
+        if server is None:
+            return None
         try:
-            urllib.request.urlopen(f"{url}api/status?token={TOKEN}", timeout=5).close()
+            urllib.request.urlopen(f"{server.url}api/status?token={TOKEN}", timeout=5).close()
         except OSError:
-            return False
-        return True
-
-    def start_kernel(self, notebook: str) -> Path:
-        """A session for ``notebook``, as JupyterLab opens it; its kernel's connection file."""
-        body = {"path": notebook, "name": notebook, "type": "notebook",
-                "kernel": {"name": "python3"}}  # fmt: skip
-        request = urllib.request.Request(
-            f"{self.url}api/sessions",
-            json.dumps(body).encode(),
-            {"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            kernel_id = json.loads(answer.read())["kernel"]["id"]
-        return self.runtime / f"kernel-{kernel_id}.json"
-
-    def close(self) -> None:
-        stop_server(self.process, self.log)
+            return None
+        return str(server.url)
 
 
 @pytest.fixture
@@ -156,12 +134,7 @@ def prefixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Prefix
     folder = tmp_path / "project"
     folder.mkdir()
     write_notebook(folder / "a.ipynb")
-    server = PrefixServer(tmp_path, folder)
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(server.runtime))
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from serve_until_done(PrefixServer(tmp_path, folder), monkeypatch)
 
 
 @pytest.mark.slow
