@@ -135,6 +135,14 @@ def open_notebook(page: Any, lab: Lab, name: str) -> None:
     page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
 
 
+def run_all(page: Any) -> None:
+    """Run > Run All Cells from JupyterLab's menu, as a person does."""
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.keyboard.press("Escape")
+    page.get_by_text("Run", exact=True).first.click()
+    page.get_by_text("Run All Cells", exact=True).click()
+
+
 def keep_screenshot(page: Any, shot: Path) -> None:
     """Save the whole page to ``shot``, and a copy to ``$AGENT_MAGICS_SCREENSHOTS`` when
     that is set (to look at what the test saw)."""

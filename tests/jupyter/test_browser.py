@@ -21,6 +21,7 @@ from tests.helpers.browser import (
     open_notebook,
     python_notebook,
     require_browser,
+    run_all,
 )
 
 pytestmark = pytest.mark.slow
@@ -124,10 +125,7 @@ def test_run_all_waits_for_the_turn_in_jupyterlab(lab: Lab, browser: Any, tmp_pa
         page = browser.new_page()
         try:
             open_notebook(page, lab, "runall.ipynb")
-            page.locator(".jp-Notebook .jp-Cell").first.click()
-            page.keyboard.press("Escape")
-            page.get_by_text("Run", exact=True).first.click()
-            page.get_by_text("Run All Cells", exact=True).click()
+            run_all(page)
             page.get_by_text("read: 42").wait_for(timeout=60_000)
             assert page.get_by_text("FileNotFoundError").count() == 0
             keep_screenshot(page, tmp_path / "run-all.png")

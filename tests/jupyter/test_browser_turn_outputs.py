@@ -22,6 +22,7 @@ from tests.helpers.browser import (
     open_notebook,
     python_notebook,
     require_browser,
+    run_all,
 )
 from tests.helpers.kernels import NO_LOGIN, PLOT
 
@@ -50,10 +51,7 @@ def test_run_all_stops_at_a_turn_that_could_not_run(lab: Lab, browser: Any, tmp_
     page = browser.new_page()
     try:
         open_notebook(page, lab, "stops.ipynb")
-        page.locator(".jp-Notebook .jp-Cell").first.click()
-        page.keyboard.press("Escape")
-        page.get_by_text("Run", exact=True).first.click()
-        page.get_by_text("Run All Cells", exact=True).click()
+        run_all(page)
         error = page.locator(
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
         )
