@@ -34,12 +34,18 @@ def shown_command(stderr: str, question: str) -> str:
 
 
 def ask_and_approve(
-    arena: Arena, mechanism: str, policy: str, cmd: str
+    arena: Arena, mechanism: str, policy: str, cmd: str, tool: str = "exec_command"
 ) -> tuple[str, ScriptedResponsesServer]:
-    script: list[Any] = [[function_call("exec_command", {"cmd": cmd}, "c1")], [message("done")]]
+    """Run ``cmd`` through ``tool`` and approve every question. (``shell_command`` judges
+    a sandbox denial once the command has ended; ``exec_command`` only within its first
+    150 ms, as Codex does, which a loaded machine can miss.)"""
+    args = {"cmd": cmd} if tool == "exec_command" else {"command": cmd}
+    script: list[Any] = [[function_call(tool, args, "c1")], [message("done")]]
     with ScriptedResponsesServer(script) as server:
         env = cli_env(arena, mechanism)
         argv = exec_argv(server, arena.ws, policy)
+        if tool != "exec_command":
+            argv[-1:-1] = ["-c", f"shell_type={tool}"]
         code, stderr = answer_each_question(argv, env, arena.ws, ["y"])
     assert code == 0, stderr
     assert "\x1b" not in stderr  # stderr is a pipe: not even our colours
@@ -49,12 +55,16 @@ def ask_and_approve(
 @pytest.mark.parametrize("mechanism", LINUX_MECHANISMS)
 def test_the_question_shows_the_escape_that_hid_rm(arena: Arena, mechanism: str) -> None:
     require_mechanism(mechanism)
-    precious = arena.ws / "precious.txt"
+    # in a folder of the workspace: Landlock grants those whole, while the workspace's
+    # top level (which holds .git) it cannot, and a denied write there is retried
+    # without the sandbox only if seen within exec_command's first 150 ms
+    precious = arena.ws / "keep" / "precious.txt"
+    precious.parent.mkdir()
     precious.write_text("keep me\n")
-    cmd = "echo hello\x1b[;rm -f precious.txt"
+    cmd = "echo hello\x1b[;rm -f keep/precious.txt"
     stderr, server = ask_and_approve(arena, mechanism, "untrusted", cmd)
     shown = shown_command(stderr, "Run this command?")
-    assert shown == r"echo hello\x1b[;rm -f precious.txt"
+    assert shown == r"echo hello\x1b[;rm -f keep/precious.txt"
     assert read_back(shown) == cmd  # what was approved, read back, is what ran
     assert f"exec {shown}\n" in stderr  # the call's own line, before the question
     assert "approval approved" in stderr
@@ -77,7 +87,7 @@ def test_the_retry_without_the_sandbox_shows_it_too(arena: Arena, mechanism: str
     require_mechanism(mechanism)
     made = arena.outside / "made.txt"
     cmd = f"echo hello\x1b[2K\r\u202e;touch {made}"
-    stderr, _server = ask_and_approve(arena, mechanism, "on-failure", cmd)
+    stderr, _server = ask_and_approve(arena, mechanism, "on-failure", cmd, "shell_command")
     shown = shown_command(stderr, "Run this command? (it would run without the sandbox)")
     assert shown == rf"echo hello\x1b[2K\x0d<U+202E>;touch {made}"
     assert read_back(shown) == cmd
