@@ -53,6 +53,29 @@ def custom_tool_call(name: str, input_text: str, call_id: str | None = None) -> 
     }
 
 
+def local_shell_call(
+    command: list[str],
+    call_id: str | None = None,
+    working_directory: str | None = None,
+    timeout_ms: int | None = None,
+) -> dict[str, Any]:
+    """A ``local_shell_call`` item, as models with a built-in local shell send one."""
+    return {
+        "type": "local_shell_call",
+        "id": f"lsh_{uuid.uuid4().hex[:8]}",
+        "call_id": call_id or f"call_{uuid.uuid4().hex[:8]}",
+        "status": "completed",
+        "action": {
+            "type": "exec",
+            "command": command,
+            "timeout_ms": timeout_ms,
+            "working_directory": working_directory,
+            "env": None,
+            "user": None,
+        },
+    }
+
+
 USAGE = {
     "input_tokens": 10,
     "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
