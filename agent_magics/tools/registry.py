@@ -59,7 +59,9 @@ class ToolRegistry:
         return name in self._tools
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._tools)
+        """The names offered to the model, in order (``in`` also knows the names only
+        accepted, such as ``local_shell``)."""
+        return iter([name for name, tool in self._tools.items() if tool.spec is not None])
 
     def specs(self) -> list[ToolSpec]:
         return [t.spec for t in self._tools.values() if t.spec is not None]
