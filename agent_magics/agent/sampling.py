@@ -33,6 +33,7 @@ from agent_magics.protocol.items import (
     AnyItem,
     CustomToolCall,
     FunctionCall,
+    LocalShellCall,
     MalformedItem,
     Message,
     Reasoning,
@@ -92,6 +93,6 @@ async def _sample_once(
 
 def _speaks(item: AnyItem) -> bool:
     """Whether ``item`` is something a turn can end on or go on from."""
-    return isinstance(item, FunctionCall | CustomToolCall) or (
+    return isinstance(item, FunctionCall | CustomToolCall | LocalShellCall) or (
         isinstance(item, Message) and item.role == "assistant"
     )

@@ -70,7 +70,8 @@ def reserialized_input(history: list[Any], tools: list[dict[str, Any]]) -> list[
     names: dict[str, str] = {}
     for item in items:
         if item.get("type") in ("function_call", "custom_tool_call", "local_shell_call"):
-            names[str(item.get("call_id"))] = str(item.get("name") or "local_shell")
+            call_id = item.get("call_id") or item.get("id")  # a local_shell_call may lack one
+            names[str(call_id)] = str(item.get("name") or "local_shell")
     for item in items:
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
             name = names.get(str(item.get("call_id")))

@@ -76,6 +76,17 @@ class CustomToolCall(_Item):
     id: str | None = None
 
 
+class LocalShellCall(_Item):
+    """A command a model with a built-in local shell asks to run. The router runs it as
+    a ``local_shell`` call of the shell tool; it is kept and sent back as it came."""
+
+    type: Literal["local_shell_call"] = "local_shell_call"
+    call_id: str | None = None
+    id: str | None = None
+    status: str | None = None
+    action: dict[str, Any]
+
+
 class FunctionCallOutput(_Item):
     type: Literal["function_call_output"] = "function_call_output"
     call_id: str
@@ -99,6 +110,7 @@ _KNOWN = {
     "reasoning",
     "function_call",
     "custom_tool_call",
+    "local_shell_call",
     "function_call_output",
     "custom_tool_call_output",
 }
@@ -116,6 +128,7 @@ ResponseItem = Annotated[
     | Annotated[Reasoning, Tag("reasoning")]
     | Annotated[FunctionCall, Tag("function_call")]
     | Annotated[CustomToolCall, Tag("custom_tool_call")]
+    | Annotated[LocalShellCall, Tag("local_shell_call")]
     | Annotated[FunctionCallOutput, Tag("function_call_output")]
     | Annotated[CustomToolCallOutput, Tag("custom_tool_call_output")]
     | Annotated[UnknownItem, Tag("unknown")],
@@ -130,6 +143,7 @@ AnyItem = (
     | Reasoning
     | FunctionCall
     | CustomToolCall
+    | LocalShellCall
     | FunctionCallOutput
     | CustomToolCallOutput
     | UnknownItem
@@ -145,6 +159,9 @@ def parse_item(data: dict[str, Any]) -> AnyItem:
 
 
 _CALL_INPUT = {"function_call": "arguments", "custom_tool_call": "input"}
+
+LOCAL_SHELL_WITHOUT_ID = "LocalShellCall without call_id or id"
+"""Codex's words for a ``local_shell_call`` that names no call id (it cannot be answered)."""
 
 
 class MalformedItem(ValueError):
@@ -188,10 +205,13 @@ def server_item(data: Any) -> AnyItem:
     rejects in its own words). What cannot be kept raises :class:`MalformedItem`: an
     item that is not an object, nests deeper than :data:`MAX_ITEM_DEPTH`, is a call
     without a ``call_id`` (its answer could not be paired), or has fields of the wrong
-    type for its kind.
+    type for its kind. A ``local_shell_call`` may be paired by its ``id`` when it has no
+    ``call_id`` (Codex pairs it so); with neither it cannot be kept.
     """
     check_item_shape(data)
     kind = data.get("type")
+    if kind == "local_shell_call" and not (data.get("call_id") or data.get("id")):
+        raise MalformedItem(f"a local_shell_call that cannot be answered: {LOCAL_SHELL_WITHOUT_ID}")
     if isinstance(kind, str) and kind in _CALL_INPUT:
         call_id = data.get("call_id")
         if not isinstance(call_id, str) or not call_id:

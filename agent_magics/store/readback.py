@@ -197,11 +197,11 @@ def answer_unfinished_calls(history: list[AnyItem]) -> list[AnyItem]:
     """``history`` where every tool call has an output (the model server refuses a call
     left unanswered) and no output is without its call."""
     wire = [item.wire() for item in history]
-    calls = {str(w.get("call_id")) for w in wire if w.get("type") in _CALLS}
-    answered = {str(w.get("call_id")) for w in wire if w.get("type") in _OUTPUTS}
+    calls = {_call_id(w) for w in wire if w.get("type") in _CALLS}
+    answered = {_call_id(w) for w in wire if w.get("type") in _OUTPUTS}
     out: list[AnyItem] = []
     for item, w in zip(history, wire, strict=True):
-        call_id = str(w.get("call_id"))
+        call_id = _call_id(w)
         if w.get("type") in _OUTPUTS and call_id not in calls:
             continue
         out.append(item)
@@ -211,7 +211,18 @@ def answer_unfinished_calls(history: list[AnyItem]) -> list[AnyItem]:
     return out
 
 
-_CALLS = ("function_call", "custom_tool_call")
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+
+
+def _call_id(wire: dict[str, Any]) -> str:
+    """The id a call and its output are paired by (a ``local_shell_call`` may have only
+    an ``id``)."""
+    found = wire.get("call_id")
+    if not found and wire.get("type") == "local_shell_call":
+        found = wire.get("id")
+    return str(found)
+
+
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 

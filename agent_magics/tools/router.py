@@ -6,6 +6,7 @@ to the model; the turn goes on.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,11 +27,14 @@ from agent_magics.tools.stopping import running_calls
 
 INCOMPATIBLE_PAYLOAD = "aborted"
 NO_NAME = "(the call names no tool)"
+LOCAL_SHELL = "local_shell"
+"""The tool a ``local_shell_call`` item runs as (the shell tool, accepted under this name)."""
 
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A call the model made: ``function_call`` or ``custom_tool_call``."""
+    """A call the model made: ``function_call``, ``custom_tool_call`` or
+    ``local_shell_call`` (a function call of ``local_shell``)."""
 
     call_id: str
     name: str
@@ -47,7 +51,8 @@ class ToolCall:
 
 
 def tool_call_from_item(item: dict[str, Any]) -> ToolCall | None:
-    """The call in a response item, or ``None`` when the item is not a tool call."""
+    """The call in a response item, or ``None`` when the item is not a tool call (a
+    message, reasoning, or a type we do not know: kept in history, answered by nothing)."""
     kind = item.get("type")
     call_id = str(item.get("call_id") or item.get("id") or "")
     name = str(item.get("name") or "")
@@ -55,7 +60,25 @@ def tool_call_from_item(item: dict[str, Any]) -> ToolCall | None:
         return ToolCall(call_id, name, FunctionPayload(str(item.get("arguments") or "")))
     if kind == "custom_tool_call":
         return ToolCall(call_id, name, CustomPayload(str(item.get("input") or "")))
+    if kind == "local_shell_call":
+        return ToolCall(call_id, LOCAL_SHELL, FunctionPayload(local_shell_arguments(item)))
     return None
+
+
+def local_shell_arguments(item: dict[str, Any]) -> str:
+    """The ``shell`` arguments of a ``local_shell_call``'s exec action, as Codex maps them:
+    its command, working directory and timeout (``env`` and ``user`` are not used, and
+    the call cannot ask to leave the sandbox). Another action gives ``{}``, which the
+    shell tool answers as arguments without a command."""
+    action = item.get("action")
+    if not isinstance(action, dict) or action.get("type") != "exec":
+        return "{}"
+    fields = {
+        "command": action.get("command"),
+        "workdir": action.get("working_directory"),
+        "timeout_ms": action.get("timeout_ms"),
+    }
+    return json.dumps({k: v for k, v in fields.items() if v is not None})
 
 
 class ToolRouter:

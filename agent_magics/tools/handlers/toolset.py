@@ -18,6 +18,7 @@ from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from agent_magics.tools.handlers.view_image import ViewImageHandler
 from agent_magics.tools.registry import ToolHandler, ToolRegistry
+from agent_magics.tools.router import LOCAL_SHELL
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager
@@ -88,7 +89,8 @@ def build_registry(
     its place (the kernel's notebook tools, which reach the open notebook, stand in for
     the plain ones a setting may have asked for). A tool ``offers`` refuses is left out:
     the model is not told of it, and a call to it is answered as to an unknown tool."""
-    handlers = _shell_handlers(config) + _resource_handlers(mcp)
+    shell = _shell_handlers(config)
+    handlers = shell + _resource_handlers(mcp)
     if config.update_plan:
         handlers.append(UpdatePlanHandler())
     if config.request_user_input:
@@ -104,4 +106,9 @@ def build_registry(
         if offers is not None and not offers(handler.name):
             continue
         registry.register(handler.name, handler, handler.spec(config))
+        if shell and handler is shell[0]:  # the command tool, not write_stdin
+            # As Codex: whichever shell tool is offered, a local_shell_call item runs as a
+            # `shell` call; accepted, never offered, under this name, and only where a
+            # shell tool is (a setting or a teacher's policy that takes it away takes this).
+            registry.register(LOCAL_SHELL, ShellHandler(), None)
     return registry
