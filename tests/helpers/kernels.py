@@ -124,14 +124,36 @@ class Kernel:
     """A started kernel, its client and every IOPub message seen so far."""
 
     def __init__(self, km: KernelManager, cwd: Path) -> None:
-        self.km = km
         self.ws = cwd  # the kernel's working folder
-        km.start_kernel(cwd=str(cwd))
-        self.kc = km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        self.km, self.kc = self._start(km, cwd)
         self.log: list[dict[str, Any]] = []
         self.states: dict[str, dict[str, Any]] = {}
+
+    @staticmethod
+    def _start(km: KernelManager, cwd: Path, attempts: int = 3) -> tuple[KernelManager, Any]:
+        """Start the kernel; its manager and a client that has seen it ready. A kernel that
+        dies before its first reply is started again by a new manager, on new ports: a
+        manager picks free ports and closes them before the kernel binds them, and under
+        ``pytest -n auto`` another worker's kernel or connection can take one in between
+        ("Address already in use"). A failed attempt's client and manager are closed, so
+        no socket of theirs is left to the collector."""
+        for attempt in range(1, attempts + 1):
+            km.start_kernel(cwd=str(cwd))
+            kc = km.client()
+            kc.start_channels()
+            try:
+                kc.wait_for_ready(timeout=60)
+                return km, kc
+            except RuntimeError:
+                kc.stop_channels()
+                died = not km.is_alive()
+                km.shutdown_kernel(now=True)
+                if not died or attempt == attempts:
+                    raise
+                km = KernelManager(
+                    kernel_name=km.kernel_name, kernel_spec_manager=km.kernel_spec_manager
+                )
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self.kc.stop_channels()
