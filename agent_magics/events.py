@@ -268,6 +268,47 @@ class TurnAbortedEvent:
     reason: str
 
 
+@dataclass(frozen=True)
+class AgentSpawned:
+    """The parent's ``spawn_agent`` call ``call_id`` started sub-agent ``agent_id`` (its
+    ``nickname``; ``depth`` 1 for a child of the main agent) on ``prompt``. The child's
+    own events follow, each wrapped in :class:`AgentEvent`."""
+
+    call_id: str
+    agent_id: str
+    nickname: str
+    depth: int
+    prompt: str
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """An event of sub-agent ``agent_id``, as that child's session emitted it (a
+    grandchild's arrives wrapped twice). A child's approval questions reach the parent's
+    approver with the call id scoped by :func:`scoped_call_id`, so the cards of several
+    agents never answer for each other."""
+
+    agent_id: str
+    event: Event
+
+
+@dataclass(frozen=True)
+class AgentStatusChanged:
+    """Sub-agent ``agent_id`` moved to ``status``, one of Codex's: ``pending_init``,
+    ``running``, ``completed`` (``final_text`` its last message), ``errored``
+    (``final_text`` the error), ``shutdown``, ``not_found``."""
+
+    agent_id: str
+    status: str
+    final_text: str | None = None
+
+
+def scoped_call_id(agent_id: str, call_id: str) -> str:
+    """The key a sub-agent's approval question is asked under: its call id alone would
+    clash with the parent's and its siblings' (models reuse ids such as ``call_1``)."""
+    return f"{agent_id}/{call_id}"
+
+
 Event = (
     SandboxUnavailable
     | SandboxWeakness
@@ -293,6 +334,9 @@ Event = (
     | TurnFinished
     | TurnFailed
     | TurnAbortedEvent
+    | AgentSpawned
+    | AgentEvent
+    | AgentStatusChanged
 )
 
 EventSink = Callable[[Event], None]
