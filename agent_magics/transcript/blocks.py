@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_magics.events import FileDiff, ImageViewed, PlanUpdated
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+
+if TYPE_CHECKING:
+    from agent_magics.transcript.model import Transcript
 
 ToolStatus = Literal[
     "queued", "running", "waiting", "done", "failed", "denied", "aborted", "stopped"
@@ -25,6 +28,8 @@ NoticeKind = Literal["reasoning", "retry", "info", "error", "context", "item"]
 view draws (its ``text`` is the type). Both come only from a saved session."""
 
 OPEN_STATUSES = ("queued", "running", "waiting")
+AGENT_LIVE = ("pending_init", "running")
+"""A sub-agent's statuses (Codex's) while it still works."""
 
 
 @dataclass
@@ -33,6 +38,28 @@ class TextBlock:
 
     text: str = ""
     done: bool = False
+
+
+@dataclass
+class AgentRun:
+    """A sub-agent a ``spawn_agent`` call started: who it is, its task, its status
+    (Codex's: ``pending_init``, ``running``, ``completed``, ``errored``, ``shutdown``,
+    ``not_found``; ``final_text`` its answer or error) and its own transcript, nested
+    in the card of the call that spawned it (a grandchild nests in the child's)."""
+
+    agent_id: str
+    nickname: str
+    depth: int
+    prompt: str
+    transcript: Transcript
+    status: str = "pending_init"
+    final_text: str | None = None
+
+    @property
+    def task_line(self) -> str:
+        """The first line of its task, as a header shows it."""
+        lines = self.prompt.strip().splitlines()
+        return lines[0] if lines else ""
 
 
 @dataclass
@@ -63,6 +90,7 @@ class ToolBlock:
     started: float | None = None  # when it began and ended to run, time.monotonic()
     ended: float | None = None
     answers: int = 0  # approval answers: a command the sandbox refused is asked again
+    agents: list[AgentRun] = field(default_factory=list)  # what a spawn_agent call started
 
     @property
     def parsed_arguments(self) -> Any:

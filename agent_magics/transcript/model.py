@@ -9,10 +9,14 @@ are in :mod:`.blocks`; their names are also this module's).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
 from agent_magics.events import (
+    AgentEvent,
+    AgentSpawned,
+    AgentStatusChanged,
     ApprovalDecided,
     ApprovalRequested,
     AssistantMessage,
@@ -43,6 +47,7 @@ from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.tools.approval.shadowing import planted_warning
 from agent_magics.transcript.blocks import (
     OPEN_STATUSES,
+    AgentRun,
     Block,
     DiffBlock,
     NoticeBlock,
@@ -57,6 +62,7 @@ from agent_magics.transcript.terminal import command_result
 
 __all__ = [
     "OPEN_STATUSES",
+    "AgentRun",
     "Block",
     "DiffBlock",
     "NoticeBlock",
@@ -109,9 +115,15 @@ class Transcript:
     undone: list[str] = field(default_factory=list)  # the files an undo put back
     undone_cells: list[str] = field(default_factory=list)  # and the open notebook's cells
     _tools: dict[str, ToolBlock] = field(default_factory=dict)
+    _agents: dict[str, tuple[AgentRun, ToolBlock]] = field(default_factory=dict)
 
     def tool(self, call_id: str) -> ToolBlock | None:
         return self._tools.get(call_id)
+
+    def agent(self, agent_id: str) -> AgentRun | None:
+        """The sub-agent this turn spawned under that id (not a grandchild)."""
+        found = self._agents.get(agent_id)
+        return found[0] if found is not None else None
 
     @property
     def tools(self) -> list[ToolBlock]:
@@ -131,7 +143,9 @@ class Transcript:
 
     def _refresh_status(self) -> None:
         if self.status in ("running", "waiting"):
-            waiting = any(t.status == "waiting" for t in self._tools.values())
+            waiting = any(t.status == "waiting" for t in self._tools.values()) or any(
+                r.transcript.status == "waiting" for r, _ in self._agents.values()
+            )
             self.status = "waiting" if waiting else "running"
 
     def apply(self, event: Event) -> Block | None:
@@ -181,7 +195,35 @@ class Transcript:
             self.status, self.message = "aborted", event.reason
             self._close_open_tools()
             return None
+        if isinstance(event, (AgentSpawned, AgentEvent, AgentStatusChanged)):
+            return self._apply_agent(event)
         return self._apply_tool(event)
+
+    def _apply_agent(self, event: AgentSpawned | AgentEvent | AgentStatusChanged) -> Block | None:
+        """A sub-agent's life, nested in the card of the call that spawned it (that card
+        is the block returned: it redraws its children)."""
+        if isinstance(event, AgentSpawned):
+            tool = self._tools.get(event.call_id)
+            if tool is None:  # no card for the call (an odd saved file): one of its own
+                tool = ToolBlock(event.call_id, "spawn_agent", "{}", status="done")
+                self._tools[event.call_id] = tool
+                self._add(tool)
+            child = Transcript(policy_note=self.policy_note, prompt=event.prompt)
+            run = AgentRun(event.agent_id, event.nickname, event.depth, event.prompt, child)
+            tool.agents.append(run)
+            self._agents[event.agent_id] = (run, tool)
+            return tool
+        found = self._agents.get(event.agent_id)
+        if found is None:
+            return None
+        run, tool = found
+        if isinstance(event, AgentEvent):
+            run.transcript.apply(child_event(event))
+        else:
+            run.status = event.status
+            if event.final_text is not None:
+                run.final_text = event.final_text
+        return tool
 
     def _apply_tool(self, event: Event) -> Block | None:
         if isinstance(event, ToolCallProposed):
@@ -239,6 +281,17 @@ class Transcript:
     def fail(self, message: str) -> None:
         """End the turn with a sentence for the person (a setting to fix, a bug)."""
         self.apply(TurnFailed(message, self.usage or Usage()))
+
+
+def child_event(event: AgentEvent) -> Event:
+    """The event a sub-agent emitted, as its own transcript folds it: a question asked
+    under the scoped id (:func:`~agent_magics.events.scoped_call_id`) belongs to the
+    child's call of the plain id."""
+    inner, prefix = event.event, f"{event.agent_id}/"
+    if isinstance(inner, ApprovalRequested) and inner.request.call_id.startswith(prefix):
+        plain = inner.request.call_id[len(prefix) :]
+        return ApprovalRequested(dataclasses.replace(inner.request, call_id=plain))
+    return inner
 
 
 def _exited_badly(event: ToolCallFinished) -> bool:

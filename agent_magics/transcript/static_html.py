@@ -22,6 +22,7 @@ from agent_magics.events import TurnAbortedEvent
 from agent_magics.text.inert import terminal_safe
 from agent_magics.transcript import calls
 from agent_magics.transcript import html as render
+from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.card_text import decision_html, note_html, output_opens, took_html
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
@@ -29,6 +30,7 @@ from agent_magics.transcript.html import PRE_STYLE, esc
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import (
     OPEN_STATUSES,
+    AgentRun,
     DiffBlock,
     NoticeBlock,
     TextBlock,
@@ -47,6 +49,7 @@ CARD_STYLE = (
 )
 """A card spaced like the live one (:data:`.widgets.TEXT_CSS`): JupyterLab's output text."""
 MUTED = "color:#6e7781"
+AGENT_STYLE = "margin-left:6px;padding-left:8px;border-left:2px solid #d0d7de"
 ROOT_STYLE = "margin:2px 0"
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
@@ -131,7 +134,20 @@ def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = N
             parts.append(note_html(policy_note))
     else:
         parts.append(output_html(block))
+    parts.extend(agent_html(run, images) for run in block.agents)
     return f'<div style="{CARD_STYLE}">{"".join(parts)}</div>'
+
+
+def agent_html(run: AgentRun, images: ImageBudget) -> str:
+    """A sub-agent as the live view shows it: its header, then its own transcript
+    (grandchildren nested in it), indented inside the card that spawned it."""
+    ending = ending_text(run)
+    note = f'<div style="color:#cf222e">{esc(ending)}</div>' if ending else ""
+    body = transcript_html(run.transcript, images=images)
+    return (
+        f'<details open class="agent-magics-subagent"><summary>{esc(agent_header(run))}'
+        f'</summary><div style="{AGENT_STYLE}">{note}{body}</div></details>'
+    )
 
 
 def transcript_html(
