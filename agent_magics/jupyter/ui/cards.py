@@ -106,6 +106,7 @@ class ToolCard:
         )
         self.stop_button.on_click(lambda _b: self.stop())
         self.stop_row = W.HBox()
+        self.agents = W.VBox()  # the sub-agents a spawn_agent call started (.agents)
         self._asked: Any = None
         self._place: str | None = None
         self._shown_image: Any = None
@@ -121,6 +122,7 @@ class ToolCard:
                 self.live,
                 self.stop_row,
                 self.output,
+                self.agents,
             ],
             layout=W.Layout(**CARD_LAYOUT),
         )

@@ -229,6 +229,8 @@ class Controller:
         if previous is not None:
             view.mark_queued()
         task = loop.create_task(self.run_turn(config, prompt, view, approver, after=previous))
+        if isinstance(view, TranscriptView):  # Abort on a sub-agent's card ends this turn
+            view.on_abort = lambda: loop.call_soon_threadsafe(task.cancel)
         task.add_done_callback(lambda _task: view.finish())  # the static transcript stays
         self.tasks.append(task)
         task.add_done_callback(self._turn_done)

@@ -15,7 +15,15 @@ from typing import Any
 
 import ipywidgets as W
 
-from agent_magics.events import Event, TextDelta, ToolOutputDelta
+from agent_magics.events import (
+    AgentEvent,
+    AgentSpawned,
+    AgentStatusChanged,
+    Event,
+    TextDelta,
+    ToolOutputDelta,
+)
+from agent_magics.jupyter.ui.agents import AgentPanel, scoped_decide, scoped_stop
 from agent_magics.jupyter.ui.cards import (
     Decide,
     DiffView,
@@ -36,6 +44,7 @@ from agent_magics.transcript.model import (
     TextBlock,
     ToolBlock,
     Transcript,
+    child_event,
 )
 from agent_magics.transcript.static_html import TranscriptDocument, settle
 
@@ -75,12 +84,16 @@ class TranscriptView:
         on_decide: Decide | None = None,
         *,
         on_stop: Stop | None = None,
+        on_abort: Callable[[], object] | None = None,
         interval: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = Transcript()
         self.on_decide = on_decide
         self.on_stop = on_stop
+        self.on_abort = on_abort  # an Abort on a sub-agent's card stops the whole turn
+        self._child_args = (schedule, interval, clock)
+        self.agents: dict[str, AgentPanel] = {}
         self.body = W.VBox()
         self.status = W.HTML()
         self.footer = W.HTML()
@@ -98,12 +111,45 @@ class TranscriptView:
 
     def __call__(self, event: Event) -> None:
         block = self.state.apply(event)
-        if block is not None:
+        if isinstance(event, (AgentSpawned, AgentEvent, AgentStatusChanged)):
+            self._agent_event(event, block)
+        elif block is not None:
             self._dirty[id(block)] = block
-        if isinstance(event, (TextDelta, ToolOutputDelta)):
+        inner = event
+        while isinstance(inner, AgentEvent):
+            inner = inner.event
+        if isinstance(inner, (TextDelta, ToolOutputDelta)):
             self.throttle.poke()
         else:
             self.throttle.now()
+
+    def _agent_event(
+        self, event: AgentSpawned | AgentEvent | AgentStatusChanged, block: Block | None
+    ) -> None:
+        """A sub-agent's panel, placed in its spawn_agent card; its own events go to the
+        child's view inside it (which nests a grandchild's the same way)."""
+        if self.closed:
+            return
+        run = self.state.agent(event.agent_id)
+        panel = self.agents.get(event.agent_id)
+        if isinstance(event, AgentSpawned) and run is not None and isinstance(block, ToolBlock):
+            card = self._view_for(block)
+            assert isinstance(card, ToolCard)
+            schedule, interval, clock = self._child_args
+            child = TranscriptView(
+                schedule,
+                scoped_decide(run.agent_id, self.on_decide, self.on_abort),
+                on_stop=scoped_stop(run.agent_id, self.on_stop),
+                on_abort=self.on_abort,
+                interval=interval,
+                clock=clock,
+            )
+            panel = self.agents[run.agent_id] = AgentPanel(run, child)
+            card.agents.children = (*card.agents.children, panel.root)
+        elif isinstance(event, AgentEvent) and panel is not None:
+            panel.view(child_event(event))
+        elif panel is not None and run is not None:
+            panel.update(run)
 
     def note(self, text: str) -> None:
         """A line of information (e.g. that a new conversation started)."""
@@ -144,6 +190,9 @@ class TranscriptView:
         the kernel until it exits."""
         self.closed = True
         self.throttle.cancel()
+        for panel in self.agents.values():
+            panel.view.close()
+        self.agents.clear()
         for view in self._views.values():
             if isinstance(view, ToolCard):
                 view.close()

@@ -1,0 +1,175 @@
+"""Sub-agents in the live transcript: a child's panel sits in the card of the spawn_agent
+call that started it, its cards answer its own question only (scoped ids, through the
+one WidgetApprover of the cell), grandchildren nest, the header follows the status, and
+the saved document nests them the same way. The events are the contract's
+(agent_magics/events.py), fed to the real view on the running loop; buttons are pressed
+with ``Button.click()``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import ipywidgets as W
+
+from agent_magics.events import (
+    AgentEvent,
+    AgentSpawned,
+    AgentStatusChanged,
+    ApprovalDecided,
+    ApprovalRequested,
+    AssistantMessage,
+    Event,
+    ToolCallFinished,
+    ToolCallProposed,
+    TurnFinished,
+    TurnStarted,
+    scoped_call_id,
+)
+from agent_magics.jupyter.ui.agents import AgentPanel
+from agent_magics.jupyter.ui.approver import WidgetApprover
+from agent_magics.jupyter.ui.throttle import loop_scheduler
+from agent_magics.jupyter.ui.widgets import TranscriptView
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.transcript.static_html import TranscriptDocument
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+def spawn(call_id: str, task: str) -> ToolCallProposed:
+    return ToolCallProposed(call_id, "spawn_agent", json.dumps({"message": task}))
+
+
+def child_asks(agent_id: str, call_id: str, cmd: str, cwd: Path) -> list[Event]:
+    """What a child emits when its command needs a person (its own plain call id)."""
+    args = json.dumps({"cmd": cmd})
+    request = ApprovalRequest(call_id, "exec_command", "exec", cwd, command=("bash", "-c", cmd))
+    return [
+        AgentEvent(agent_id, TurnStarted(f"task of {agent_id}")),
+        AgentEvent(agent_id, ToolCallProposed(call_id, "exec_command", args)),
+        AgentEvent(agent_id, ApprovalRequested(request)),
+    ]
+
+
+def panel_of(view: TranscriptView, agent_id: str) -> AgentPanel:
+    return view.agents[agent_id]
+
+
+async def test_each_childs_card_answers_its_own_question(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    approver = WidgetApprover(loop)
+    view = TranscriptView(loop_scheduler(loop), approver.decide)
+    aborted: list[int] = []
+    view.on_abort = lambda: aborted.append(1)
+    for event in (
+        TurnStarted("two helpers"),
+        spawn("call_1", "Write a.txt\nthen say done"),
+        AgentSpawned("call_1", "agent-a", "Ada", 1, "Write a.txt\nthen say done"),
+        AgentStatusChanged("agent-a", "running"),
+        spawn("call_2", "Write b.txt"),
+        AgentSpawned("call_2", "agent-b", "Bo", 1, "Write b.txt"),
+        AgentStatusChanged("agent-b", "running"),
+    ):
+        view(event)
+    # both children ask under the same plain call id, as models do
+    asks = {}
+    for agent in ("agent-a", "agent-b"):
+        for event in child_asks(agent, "call_1", f"touch /tmp/{agent}", tmp_path):
+            view(event)
+        request = ApprovalRequest(scoped_call_id(agent, "call_1"), "exec_command", "exec", tmp_path)
+        asks[agent] = loop.create_task(approver(request))
+    await until(lambda: len(approver.waiting) == 2)
+
+    # each panel sits in its spawn card, open, titled with name, status and first line
+    a, b = panel_of(view, "agent-a"), panel_of(view, "agent-b")
+    assert view.cards["call_1"].agents.children == (a.root,)
+    assert view.cards["call_2"].agents.children == (b.root,)
+    assert a.root.selected_index == 0
+    assert a.root.get_title(0) == "sub-agent Ada · running · Write a.txt"
+    assert view.state.status == "waiting"  # a child's question: the turn waits for you
+
+    a_card, b_card = a.view.cards["call_1"], b.view.cards["call_1"]
+    assert "touch /tmp/agent-b" in b_card.arguments.value
+    assert [btn.description for btn in b_card.buttons.values()][:3] == [
+        "Approve",
+        "Approve for session",
+        "Deny",
+    ]
+    b_card.buttons["Approve"].click()
+    assert await asyncio.wait_for(asks["agent-b"], 10) is ReviewDecision.APPROVED
+    assert approver.waiting == [scoped_call_id("agent-a", "call_1")]  # a's still waits
+    assert not asks["agent-a"].done()
+
+    a_card.buttons["Deny"].click()
+    assert await asyncio.wait_for(asks["agent-a"], 10) is ReviewDecision.DENIED
+    assert aborted == []
+    view(AgentEvent("agent-a", ApprovalDecided("call_1", ReviewDecision.DENIED)))
+    view(AgentEvent("agent-b", ApprovalDecided("call_1", ReviewDecision.APPROVED)))
+    view(AgentEvent("agent-b", ToolCallFinished("call_1", "exec_command", "ok", True, 0.1)))
+    view(AgentEvent("agent-b", AssistantMessage("b.txt written")))
+    view(AgentEvent("agent-b", TurnFinished("b.txt written")))
+    view(AgentStatusChanged("agent-b", "completed", "b.txt written"))
+    view(AgentStatusChanged("agent-a", "errored", "the model server failed"))
+    assert b.root.get_title(0) == "sub-agent Bo · completed · Write b.txt"
+    assert a.root.get_title(0) == "sub-agent Ada · errored · Write a.txt"
+    assert "the model server failed" in a.ending.value
+    assert b_card.decision.value and not b_card.button_row.children
+    assert view.state.status == "running"
+    view.close()
+
+
+async def test_abort_on_a_childs_card_ends_the_turn(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    approver = WidgetApprover(loop)
+    aborted: list[int] = []
+    view = TranscriptView(loop_scheduler(loop), approver.decide, on_abort=lambda: aborted.append(1))
+    view(spawn("call_1", "x"))
+    view(AgentSpawned("call_1", "agent-a", "Ada", 1, "x"))
+    for event in child_asks("agent-a", "call_9", "rm -rf /tmp/x", tmp_path):
+        view(event)
+    ask = loop.create_task(
+        approver(ApprovalRequest("agent-a/call_9", "exec_command", "exec", tmp_path))
+    )
+    await until(lambda: bool(approver.waiting))
+    view.agents["agent-a"].view.cards["call_9"].buttons["Abort turn"].click()
+    assert await asyncio.wait_for(ask, 10) is ReviewDecision.ABORT
+    assert aborted == [1]
+    view.close()
+
+
+async def test_grandchildren_nest_and_answer_under_both_ids(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    approver = WidgetApprover(loop)
+    view = TranscriptView(loop_scheduler(loop), approver.decide)
+    view(spawn("call_1", "plan it"))
+    view(AgentSpawned("call_1", "agent-a", "Ada", 1, "plan it"))
+    view(AgentEvent("agent-a", spawn("call_1", "dig")))
+    view(AgentEvent("agent-a", AgentSpawned("call_1", "agent-g", "Gus", 2, "dig")))
+    for event in child_asks("agent-g", "call_1", "ls /", tmp_path):
+        view(AgentEvent("agent-a", event))
+    scoped = scoped_call_id("agent-a", scoped_call_id("agent-g", "call_1"))
+    ask = loop.create_task(approver(ApprovalRequest(scoped, "exec_command", "exec", tmp_path)))
+    await until(lambda: bool(approver.waiting))
+    child = view.agents["agent-a"]
+    grandchild = child.view.agents["agent-g"]
+    assert child.view.cards["call_1"].agents.children == (grandchild.root,)
+    assert grandchild.root.get_title(0) == "sub-agent Gus · starting · dig"
+    grandchild.view.cards["call_1"].buttons["Approve for session"].click()
+    assert await asyncio.wait_for(ask, 10) is ReviewDecision.APPROVED_FOR_SESSION
+
+    # the saved document nests them the same way (no widgets needed to read it)
+    view(AgentEvent("agent-a", AgentEvent("agent-g", AssistantMessage("found **it**"))))
+    view(AgentStatusChanged("agent-a", "completed", "done"))
+    html = TranscriptDocument(view.state).html
+    outer = html.index("sub-agent Ada · completed · plan it")
+    inner = html.index("sub-agent Gus · starting · dig")
+    assert outer < inner < html.index("<strong>it</strong>")
+    assert html.count('<details open class="agent-magics-subagent">') == 2
+    view.close()
+    assert isinstance(child.root, W.Accordion) and child.view.closed
