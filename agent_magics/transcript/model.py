@@ -214,8 +214,9 @@ class Transcript:
             self._agents[event.agent_id] = (run, tool)
             return tool
         found = self._agents.get(event.agent_id)
-        if found is None:
-            return None
+        if found is None:  # spawned in an earlier turn, still at work: shown from here on
+            self._apply_agent(AgentSpawned(f"earlier:{event.agent_id}", event.agent_id, "", 1, ""))
+            found = self._agents[event.agent_id]
         run, tool = found
         if isinstance(event, AgentEvent):
             run.transcript.apply(child_event(event))

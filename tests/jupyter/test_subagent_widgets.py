@@ -173,3 +173,17 @@ async def test_grandchildren_nest_and_answer_under_both_ids(tmp_path: Path) -> N
     assert html.count('<details open class="agent-magics-subagent">') == 2
     view.close()
     assert isinstance(child.root, W.Accordion) and child.view.closed
+
+
+async def test_a_child_from_an_earlier_turn_still_shows(tmp_path: Path) -> None:
+    """A child spawned in an earlier cell that goes on working: its events reach this
+    cell's view, which shows it under its id (nothing of it is dropped)."""
+    loop = asyncio.get_running_loop()
+    view = TranscriptView(loop_scheduler(loop))
+    view(TurnStarted("next question"))
+    view(AgentEvent("agent-old", AssistantMessage("late news")))
+    view(AgentStatusChanged("agent-old", "completed", "late news"))
+    panel = view.agents["agent-old"]
+    assert panel.root.get_title(0) == "sub-agent agent-old · completed"
+    assert "late news" in TranscriptDocument(view.state).html
+    view.close()

@@ -132,7 +132,7 @@ class TranscriptView:
             return
         run = self.state.agent(event.agent_id)
         panel = self.agents.get(event.agent_id)
-        if isinstance(event, AgentSpawned) and run is not None and isinstance(block, ToolBlock):
+        if panel is None and run is not None and isinstance(block, ToolBlock):
             card = self._view_for(block)
             assert isinstance(card, ToolCard)
             schedule, interval, clock = self._child_args
@@ -146,9 +146,9 @@ class TranscriptView:
             )
             panel = self.agents[run.agent_id] = AgentPanel(run, child)
             card.agents.children = (*card.agents.children, panel.root)
-        elif isinstance(event, AgentEvent) and panel is not None:
+        if isinstance(event, AgentEvent) and panel is not None:
             panel.view(child_event(event))
-        elif panel is not None and run is not None:
+        elif isinstance(event, AgentStatusChanged) and panel is not None and run is not None:
             panel.update(run)
 
     def note(self, text: str) -> None:
