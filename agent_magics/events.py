@@ -156,6 +156,28 @@ class PlanUpdated:
 
 
 @dataclass(frozen=True)
+class GoalUpdated:
+    """The model created or changed the thread's goal (create_goal, update_goal)."""
+
+    call_id: str
+    objective: str
+    status: str  # active, paused, blocked, usageLimited, budgetLimited, complete
+    token_budget: int | None
+    tokens_used: int
+    seconds_used: int
+
+
+@dataclass(frozen=True)
+class WebSearched:
+    """The model server searched the web for the model (a ``web_search_call`` item):
+    what it looked for and the pages it named, one a line (``sources``)."""
+
+    call_id: str
+    query: str
+    sources: str
+
+
+@dataclass(frozen=True)
 class ImageViewed:
     """The model looked at an image (view_image); ``data_url`` is what it was sent."""
 
@@ -325,7 +347,9 @@ Event = (
     | ToolOutputDelta
     | ToolCallFinished
     | PlanUpdated
+    | GoalUpdated
     | ImageViewed
+    | WebSearched
     | CellPlaced
     | RetryScheduled
     | TurnDiff

@@ -41,6 +41,12 @@ from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, FunctionC
 from agent_magics.store.changes import ChangeTracker
 from agent_magics.store.paths import undo_folder
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
+from agent_magics.tools.goal_state import (
+    GoalState,
+    goal_state,
+    items_after_response,
+    objective_item,
+)
 from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter, build_registry
 from agent_magics.tools.notebook.cell_undo import take_cell_edits
 from agent_magics.tools.notebook.document import close_live_notebooks
@@ -252,6 +258,7 @@ class Session:
                     self.client, self.request, self._emit, self.config.stream_max_retries
                 )
                 usage = usage + step_usage
+                self.goal.response(step_usage.total_tokens)
                 answered = True
                 self.history.extend(items)
                 self._history_grew()
@@ -260,8 +267,10 @@ class Session:
                 if texts:
                     final_text = texts[-1]
                 if not calls:
+                    self._count_goal()
                     break
                 await self._run_calls(calls, turn)
+                self._count_goal()
         except (asyncio.CancelledError, TurnAborted) as exc:
             self.usage = self.usage + usage
             self._emit_changes()
@@ -334,9 +343,22 @@ class Session:
             content = history_output(self.redact.output(output), turn.truncation).content
             kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
             self.history.append(kind(call_id=call.call_id, output=content))
+            if (objective := objective_item(self.services, call.call_id)) is not None:
+                self.history.append(objective)  # Codex's goal_objective output
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
         self._history_grew()
+
+    @property
+    def goal(self) -> GoalState:
+        """The thread's goal (create_goal, update_goal) and its usage."""
+        return goal_state(self.services)
+
+    def _count_goal(self) -> None:
+        """A response's calls ran: its usage counts to the goal (and may end its budget)."""
+        if note := items_after_response(self.services):
+            self.history.extend(note)
+            self._history_grew()
 
     def _history_grew(self) -> None:
         if self.on_history is not None:

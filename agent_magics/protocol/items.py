@@ -120,6 +120,8 @@ def _tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     if kind is None and isinstance(value, dict) and "role" in value:
         return "message"
+    if kind == "function_call_output" and isinstance(value, dict) and "call_id" not in value:
+        return "unknown"  # Codex's goal_objective output, which answers no call
     return kind if isinstance(kind, str) and kind in _KNOWN else "unknown"
 
 

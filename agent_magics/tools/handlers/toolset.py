@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+from agent_magics.tools.handlers.goals import GOAL_HANDLERS
 from agent_magics.tools.handlers.grep_files import GrepFilesHandler
 from agent_magics.tools.handlers.list_dir import ListDirHandler
 from agent_magics.tools.handlers.plan import UpdatePlanHandler
@@ -99,6 +100,7 @@ def build_registry(
         handlers.append(ApplyPatchHandler(config.apply_patch_tool_type))
     handlers += _file_handlers(config)
     handlers.append(ViewImageHandler())
+    handlers += [make() for make in GOAL_HANDLERS]  # after the sub-agent tools
     handlers += _mcp_handlers(mcp)
     added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()
