@@ -297,3 +297,49 @@ class PayloadServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ConversationsServer(ScriptedResponsesServer):
+    """A scripted server for several conversations at once (a parent and its sub-agents,
+    whose requests interleave): each conversation has its own turns, picked by its own
+    task, the last user message of a request that is a key of ``scripts``. A request of
+    no known conversation, or past its script, is answered with ``final_text``.
+    ``by_conversation`` keeps every request body under its key."""
+
+    def __init__(self, scripts: dict[str, list[Turn]], final_text: str = "done") -> None:
+        super().__init__(None, final_text)
+        self.scripts = {key: list(turns) for key, turns in scripts.items()}
+        self.by_conversation: dict[str, list[dict[str, Any]]] = {k: [] for k in scripts}
+
+    def _next_items(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        with self._lock:
+            self.requests.append(body)
+            key = conversation_of(body, list(self.scripts))
+            if key is None:
+                return [message(self.final_text)]
+            seen = self.by_conversation[key]
+            seen.append(body)
+            turns = self.scripts[key]
+            turn = turns[len(seen) - 1] if len(seen) <= len(turns) else None
+        if turn is None:
+            return [message(self.final_text)]
+        return turn(body) if callable(turn) else turn
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The texts of a request's user messages, in order."""
+    texts = []
+    for item in body.get("input", []):
+        if item.get("type") == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            else:
+                texts.append("".join(c.get("text", "") for c in content or []))
+    return texts
+
+
+def conversation_of(body: dict[str, Any], keys: list[str]) -> str | None:
+    """The conversation a request belongs to: its last user message that is a key (a
+    forked child carries its parent's messages first, then its own task)."""
+    return next((text for text in reversed(user_texts(body)) if text in keys), None)

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent_magics.agent.command_setup import sandbox_notices, start_shell_snapshot
 from agent_magics.agent.instructions import BASE_INSTRUCTIONS
+from agent_magics.agent.multi_agent import multi_agent_tools
 from agent_magics.agent.redaction import SessionRedactor
 from agent_magics.agent.sampling import sample
+from agent_magics.agent.subagents import AgentNode
 from agent_magics.agent.tool_outputs import history_output, reserialized_input
 from agent_magics.agent.turn_messages import environment_changes, opening_messages
 from agent_magics.config import SessionConfig
@@ -41,15 +43,10 @@ from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, FunctionC
 from agent_magics.store.changes import ChangeTracker
 from agent_magics.store.paths import undo_folder
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
-from agent_magics.tools.goal_state import (
-    GoalState,
-    goal_state,
-    items_after_response,
-    objective_item,
-)
 from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter, build_registry
 from agent_magics.tools.notebook.cell_undo import take_cell_edits
 from agent_magics.tools.notebook.document import close_live_notebooks
+from agent_magics.tools.registry import ToolRegistry
 from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 from agent_magics.tools.stopping import running_calls
@@ -88,9 +85,10 @@ class Session:
         approver: Approver = deny_all,
         extra_tools: ExtraTools | None = None,
         offers: ToolFilter | None = None,
+        node: Callable[[Session], AgentNode] | None = None,
     ) -> None:
         self.config = config
-        self._extra_tools = extra_tools
+        self.extra_tools = extra_tools
         self.offers = offers  # a teacher's policy may keep tools from the model
         # Secrets never reach the model, a front end or a log (see agent_magics.agent.redaction).
         self.redact = SessionRedactor(lambda: self.config)
@@ -101,7 +99,8 @@ class Session:
         self.services.before_write = lambda paths: self.changes.before_write(paths)
         # The MCP SDK is imported only when a server is configured (or added later).
         self.mcp: McpManager | None = self._new_mcp() if config.mcp_servers else None
-        self.registry = build_registry(config.tools_config(), self.mcp, extra_tools, offers)
+        self.agents = node(self) if node is not None else AgentNode(self)  # sub-agents
+        self.registry = self._build_registry()
         self.router = ToolRouter(self.registry, self.services)
         self._client = client
         self.history: list[AnyItem] = []
@@ -176,10 +175,14 @@ class Session:
     def refresh_tools(self) -> None:
         """Offer the tools as they are now: the MCP servers' and the front end's extra
         tools (every turn does it first)."""
-        self.registry = build_registry(
-            self.config.tools_config(), self.mcp, self._extra_tools, self.offers
-        )
+        self.registry = self._build_registry()
         self.router.registry = self.registry
+
+    def _build_registry(self) -> ToolRegistry:
+        agents = multi_agent_tools(self.agents) if self.agents.can_spawn else ()
+        return build_registry(
+            self.config.tools_config(), self.mcp, self.extra_tools, self.offers, agents
+        )
 
     # -- model --------------------------------------------------------------------------
 
@@ -251,14 +254,13 @@ class Session:
         answered = False
         try:
             await self.sync_mcp_servers()  # settings may have changed since the last turn
-            if self._extra_tools is not None:
+            if self.extra_tools is not None:
                 self.refresh_tools()
             while True:
                 items, step_usage = await sample(
                     self.client, self.request, self._emit, self.config.stream_max_retries
                 )
                 usage = usage + step_usage
-                self.goal.response(step_usage.total_tokens)
                 answered = True
                 self.history.extend(items)
                 self._history_grew()
@@ -267,11 +269,10 @@ class Session:
                 if texts:
                     final_text = texts[-1]
                 if not calls:
-                    self._count_goal()
                     break
                 await self._run_calls(calls, turn)
-                self._count_goal()
         except (asyncio.CancelledError, TurnAborted) as exc:
+            self.agents.stop()  # a stopped turn stops the children it started
             self.usage = self.usage + usage
             self._emit_changes()
             self._emit(
@@ -343,22 +344,9 @@ class Session:
             content = history_output(self.redact.output(output), turn.truncation).content
             kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
             self.history.append(kind(call_id=call.call_id, output=content))
-            if (objective := objective_item(self.services, call.call_id)) is not None:
-                self.history.append(objective)  # Codex's goal_objective output
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
         self._history_grew()
-
-    @property
-    def goal(self) -> GoalState:
-        """The thread's goal (create_goal, update_goal) and its usage."""
-        return goal_state(self.services)
-
-    def _count_goal(self) -> None:
-        """A response's calls ran: its usage counts to the goal (and may end its budget)."""
-        if note := items_after_response(self.services):
-            self.history.extend(note)
-            self._history_grew()
 
     def _history_grew(self) -> None:
         if self.on_history is not None:
@@ -376,6 +364,7 @@ class Session:
     def kill_processes(self) -> None:
         """Kill at once every process the session's tools started (SIGKILL): for a stop
         button; safe to call from any thread."""
+        self.agents.stop()
         kill_tool_processes(self.services)
 
     def stop_call(self, call_id: str) -> bool:
@@ -386,7 +375,8 @@ class Session:
 
     async def aclose(self) -> None:
         """End the session: stop every process its tools started and every MCP server,
-        close the client."""
+        close the client. Its sub-agents are closed first."""
+        await self.agents.aclose()
         await close_tool_processes(self.services)
         close_shell_snapshot(self.services)
         await close_live_notebooks(self.services)  # leaves the notebook rooms kept open

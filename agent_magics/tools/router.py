@@ -23,6 +23,7 @@ from agent_magics.tools.context import (
     TurnContext,
 )
 from agent_magics.tools.registry import ToolRegistry
+from agent_magics.tools.spec import NamespaceSpec
 from agent_magics.tools.stopping import running_calls
 
 INCOMPATIBLE_PAYLOAD = "aborted"
@@ -39,6 +40,14 @@ class ToolCall:
     call_id: str
     name: str
     payload: Payload
+    namespace: str = ""
+
+    @property
+    def key(self) -> str:
+        """The name the registry knows the tool by: a namespaced call's namespace and
+        name run together, as Codex joins them (so ``multi_agent_v1spawn_agent``; a bare
+        or dotted name finds nothing and is answered ``unsupported call``)."""
+        return f"{self.namespace}{self.name}"
 
     @property
     def kind(self) -> Literal["function", "custom"]:
@@ -57,7 +66,9 @@ def tool_call_from_item(item: dict[str, Any]) -> ToolCall | None:
     call_id = str(item.get("call_id") or item.get("id") or "")
     name = str(item.get("name") or "")
     if kind == "function_call":
-        return ToolCall(call_id, name, FunctionPayload(str(item.get("arguments") or "")))
+        namespace = item.get("namespace")
+        payload = FunctionPayload(str(item.get("arguments") or ""))
+        return ToolCall(call_id, name, payload, namespace if isinstance(namespace, str) else "")
     if kind == "custom_tool_call":
         return ToolCall(call_id, name, CustomPayload(str(item.get("input") or "")))
     if kind == "local_shell_call":
@@ -89,11 +100,11 @@ class ToolRouter:
         self.services = services
 
     def is_parallel(self, call: ToolCall) -> bool:
-        tool = self.registry.get(call.name)
+        tool = self.registry.get(call.key)
         return bool(tool and tool.parallel)
 
     def announce(self, call: ToolCall) -> None:
-        tool = self.registry.get(call.name)
+        tool = self.registry.get(call.key)
         # An MCP tool's handler names its server and the tool's own name for the card.
         server = getattr(tool.handler, "server", None) if tool else None
         mcp_tool = getattr(tool.handler, "mcp_tool", None) if tool else None
@@ -128,10 +139,10 @@ class ToolRouter:
         return output
 
     async def _dispatch(self, call: ToolCall, turn: TurnContext) -> ToolOutput:
-        tool = self.registry.get(call.name)
-        if tool is None:
+        tool = self.registry.get(call.key)
+        if tool is None or isinstance(tool.spec, NamespaceSpec):  # a group is not a tool
             what = "unsupported custom tool call" if call.kind == "custom" else "unsupported call"
-            return ToolOutput(f"{what}: {call.name or NO_NAME}", success=False)
+            return ToolOutput(f"{what}: {call.key or NO_NAME}", success=False)
         if tool.handler.payload_kind != call.kind:
             # Codex 0.169.0 answers a call of the wrong kind (a JSON call to the freeform
             # apply_patch, say) with "aborted" and carries on with the turn.

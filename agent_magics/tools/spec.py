@@ -86,7 +86,25 @@ class FreeformSpec:
         }
 
 
-ToolSpec = FunctionSpec | FreeformSpec
+@dataclass(frozen=True)
+class NamespaceSpec:
+    """A group of function tools offered under one name (Codex's ``multi_agent_v1``).
+    The model calls a member by its own name with ``namespace`` set to the group's."""
+
+    name: str
+    description: str
+    tools: tuple[FunctionSpec, ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "namespace",
+            "name": self.name,
+            "description": self.description,
+            "tools": [t.to_wire() for t in self.tools],
+        }
+
+
+ToolSpec = FunctionSpec | FreeformSpec | NamespaceSpec
 
 
 def sanitize_schema(schema: Any) -> JsonSchema:

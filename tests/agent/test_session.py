@@ -70,6 +70,7 @@ async def test_turn_runs_tools_until_a_plain_answer(tmp_path: Path) -> None:
         "request_user_input",
         "apply_patch",
         "view_image",
+        "multi_agent_v1",
     ]
     assert server.outputs(1)["c1"] == "Plan updated"
     assert server.outputs(1)["c2"].startswith("Exit code: 0\nWall time: ")

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
-from agent_magics.tools.handlers.goals import GOAL_HANDLERS
 from agent_magics.tools.handlers.grep_files import GrepFilesHandler
 from agent_magics.tools.handlers.list_dir import ListDirHandler
 from agent_magics.tools.handlers.plan import UpdatePlanHandler
@@ -82,14 +81,17 @@ def build_registry(
     mcp: McpManager | None = None,
     extra: ExtraTools | None = None,
     offers: ToolFilter | None = None,
+    agents: Sequence[ToolHandler] = (),
 ) -> ToolRegistry:
     """Shell tool, MCP resource tools (when a server is configured), update_plan,
-    request_user_input, apply_patch, opt-in file tools, view_image, then the MCP servers'
-    tools sorted by name: the order Codex offers them in. A front end's ``extra`` tools
-    come last, as Codex's dynamic tools do, except that one named like a tool above takes
-    its place (the kernel's notebook tools, which reach the open notebook, stand in for
-    the plain ones a setting may have asked for). A tool ``offers`` refuses is left out:
-    the model is not told of it, and a call to it is answered as to an unknown tool."""
+    request_user_input, apply_patch, opt-in file tools, view_image, the sub-agent tools
+    (``agents``: a namespace, its members registered under the namespace and name run
+    together), then the MCP servers' tools sorted by name: the order Codex offers them
+    in. A front end's ``extra`` tools come last, as Codex's dynamic tools do, except that
+    one named like a tool above takes its place (the kernel's notebook tools, which reach
+    the open notebook, stand in for the plain ones a setting may have asked for). A tool
+    ``offers`` refuses is left out: the model is not told of it, and a call to it is
+    answered as to an unknown tool."""
     shell = _shell_handlers(config)
     handlers = shell + _resource_handlers(mcp)
     if config.update_plan:
@@ -100,7 +102,7 @@ def build_registry(
         handlers.append(ApplyPatchHandler(config.apply_patch_tool_type))
     handlers += _file_handlers(config)
     handlers.append(ViewImageHandler())
-    handlers += [make() for make in GOAL_HANDLERS]  # after the sub-agent tools
+    handlers += agents
     handlers += _mcp_handlers(mcp)
     added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()
@@ -108,6 +110,8 @@ def build_registry(
         if offers is not None and not offers(handler.name):
             continue
         registry.register(handler.name, handler, handler.spec(config))
+        for member in getattr(handler, "members", ()):
+            registry.register(handler.name + member.name, member, None)
         if shell and handler is shell[0]:  # the command tool, not write_stdin
             # As Codex: whichever shell tool is offered, a local_shell_call item runs as a
             # `shell` call; accepted, never offered, under this name, and only where a

@@ -1,0 +1,255 @@
+"""Sub-agents: child sessions a session starts with ``spawn_agent`` and that run beside it.
+
+A child is a :class:`~agent_magics.agent.session.Session` of its own (its own history and
+tool processes) with the parent's settings: model server, approval policy, sandbox and
+working folder. It runs as an asyncio task on the parent's loop while the parent's turn
+goes on. Everything it emits reaches the parent's front end wrapped in
+:class:`~agent_magics.events.AgentEvent`; its approval questions go to the parent's
+approver under :func:`~agent_magics.events.scoped_call_id`, so a notebook card, the
+terminal or a headless approver answers them as it answers the parent's.
+
+One :class:`AgentControl` is shared by a whole tree of agents and holds Codex's limits:
+children of children only down to ``max_depth`` (1: the main agent's children cannot
+spawn) and at most ``max_threads`` (6) open at once, counting finished children until
+they are closed. A child's failure (the model server, an exception) becomes its
+``errored`` status, which the parent reads; it is never raised into the parent's turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agent_magics.agent.agent_ids import FINAL, Nicknames, dumps, new_agent_id, status_json
+from agent_magics.errors import RespondToModel
+from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event, scoped_call_id
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.items import AnyItem, Message
+
+if TYPE_CHECKING:
+    from agent_magics.agent.session import Session
+
+log = logging.getLogger(__name__)
+
+MAX_DEPTH = 1
+MAX_THREADS = 6
+DEPTH_LIMIT = "Agent depth limit reached. Solve the task yourself."
+THREAD_LIMIT = "collab spawn failed: agent thread limit reached"
+
+
+def not_found(agent_id: str) -> RespondToModel:
+    return RespondToModel(f"agent with id {agent_id} not found")
+
+
+@dataclass
+class AgentControl:
+    """What a tree of agents shares: every child by id, the open count and the names."""
+
+    max_depth: int = MAX_DEPTH
+    max_threads: int = MAX_THREADS
+    open: dict[str, Child] = field(default_factory=dict)
+    closed: dict[str, Child] = field(default_factory=dict)  # resume_agent can reopen these
+    nicknames: Nicknames = field(default_factory=Nicknames)
+
+    def reserve(self) -> None:
+        if len(self.open) >= self.max_threads:
+            raise RespondToModel(THREAD_LIMIT)
+
+
+class AgentNode:
+    """One session's place in the tree: its depth and the children it spawned."""
+
+    def __init__(self, session: Session, control: AgentControl | None = None, depth: int = 0):
+        self.session = session
+        self.control = control or AgentControl()
+        self.depth = depth
+        self.children: list[Child] = []
+
+    @property
+    def can_spawn(self) -> bool:
+        return self.depth < self.control.max_depth
+
+    def child(self, agent_id: str) -> Child:
+        """An open agent of the tree (Codex looks ids up tree-wide), else not found."""
+        found = self.control.open.get(agent_id)
+        if found is None:
+            raise not_found(agent_id)
+        return found
+
+    async def spawn(self, call_id: str, prompt: str, *, fork: bool, model: str | None) -> Child:
+        if not self.can_spawn:
+            raise RespondToModel(DEPTH_LIMIT)
+        self.control.reserve()
+        history = [i for i in self.session.history if isinstance(i, Message)] if fork else []
+        child = Child(self, new_agent_id(), self.control.nicknames.take(), prompt)
+        child.open(history, model, announce=False)
+        emit = self.session.services.emit
+        emit(AgentSpawned(call_id, child.agent_id, child.nickname, self.depth + 1, prompt))
+        emit(AgentStatusChanged(child.agent_id, child.status))
+        child.submit(prompt)
+        return child
+
+    def stop(self) -> None:
+        """End every child (and theirs) now: kill their processes and cancel their turns.
+        Safe from any thread (a stop button)."""
+        for child in list(self.children):
+            child.stop()
+
+    async def aclose(self) -> None:
+        for child in list(self.children):
+            await child.close()
+
+
+class Child:
+    """A sub-agent: its session, the inputs it has still to run, and its status."""
+
+    def __init__(self, parent: AgentNode, agent_id: str, nickname: str, prompt: str) -> None:
+        self.parent = parent
+        self.agent_id = agent_id
+        self.nickname = nickname
+        self.prompt = prompt
+        self.status = "pending_init"
+        self.final_text: str | None = None
+        self.session: Session | None = None
+        self.node: AgentNode | None = None
+        self._inbox: list[str] = []
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed = asyncio.Event()
+
+    # -- life ---------------------------------------------------------------------------
+
+    def open(
+        self, history: Sequence[AnyItem], model: str | None = None, *, announce: bool = True
+    ) -> None:
+        """Start (or, after a close, start again) its session with ``history``; its
+        ``pending_init`` status is told unless ``announce`` is false (a spawn tells it
+        after :class:`AgentSpawned`)."""
+        parent = self.parent.session
+        new_session = type(parent)  # a Session, not imported here: session.py imports this
+        config = parent.config
+        if model is not None:
+            config = config.model_copy(update={"model": model})
+        session = new_session(
+            config,
+            approver=self._ask_parent,
+            extra_tools=parent.extra_tools,
+            offers=parent.offers,
+            node=lambda s: AgentNode(s, self.parent.control, self.parent.depth + 1),
+        )
+        session.history.extend(history)
+        session.subscribe(self._forward)
+        self.session, self.node = session, session.agents
+        self.parent.control.open[self.agent_id] = self
+        self.parent.control.closed.pop(self.agent_id, None)
+        if self not in self.parent.children:
+            self.parent.children.append(self)
+        if announce:
+            self._set("pending_init")
+        else:
+            self.status, self.final_text = "pending_init", None
+
+    def submit(self, text: str, *, interrupt: bool = False) -> None:
+        """Queue ``text`` as its next user turn (``interrupt``: end the current one
+        first, which reads as an interrupted turn, as in Codex)."""
+        self._inbox.append(text)
+        if interrupt and self._task is not None and not self._task.done():
+            self._task.cancel()
+            return
+        if self._task is None or self._task.done():
+            self._loop = asyncio.get_running_loop()
+            self._task = self._loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        session = self.session
+        assert session is not None
+        while self._inbox:
+            text = self._inbox.pop(0)
+            self._set("running")
+            try:
+                result = await session.run_turn(text)
+            except asyncio.CancelledError:
+                if self.status == "shutdown":
+                    raise
+                self._set("errored", "Interrupted")  # Codex: the Debug of the abort reason
+                if not self._inbox:
+                    return
+                continue
+            except Exception as exc:  # a child's failure is its status, not the parent's
+                log.info("sub-agent %s failed", self.agent_id, exc_info=True)
+                self._set("errored", str(exc) or type(exc).__name__)
+                continue
+            self._set("completed", result.final_text or None)
+
+    def stop(self) -> None:
+        """End it now from any thread: processes killed, the turn cancelled."""
+        if self.session is None:
+            return
+        if self.node is not None:
+            self.node.stop()
+        self.session.kill_processes()
+        task, loop = self._task, self._loop
+        if task is not None and loop is not None and not task.done():
+            self._inbox.clear()
+            if self.status != "shutdown":
+                self.status = "shutdown"
+                loop.call_soon_threadsafe(self._stopped)
+            loop.call_soon_threadsafe(task.cancel)
+
+    def _stopped(self) -> None:
+        self._set("shutdown")
+
+    async def close(self) -> object:
+        """Shut it and its descendants down; the status it had before."""
+        before = status_json(self.status, self.final_text)
+        session = self.session
+        if self.node is not None:
+            await self.node.aclose()
+        task = self._task
+        self._inbox.clear()
+        self._set("shutdown")
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if session is not None:
+            await session.aclose()
+        self.parent.control.open.pop(self.agent_id, None)
+        self.parent.control.closed[self.agent_id] = self
+        return before
+
+    # -- status -------------------------------------------------------------------------
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    def status_value(self) -> object:
+        return status_json(self.status, self.final_text)
+
+    async def wait_changed(self) -> None:
+        await self._changed.wait()
+
+    def _set(self, status: str, text: str | None = None) -> None:
+        self.status, self.final_text = status, text
+        self.parent.session.services.emit(AgentStatusChanged(self.agent_id, status, text))
+        self._changed.set()
+        self._changed = asyncio.Event()
+        if status in ("completed", "errored"):  # Codex tells the parent in its next request
+            note = dumps({"agent_path": self.agent_id, "status": status_json(status, text)})
+            pending = self.parent.session.services.pending_user_messages
+            pending.append(f"<subagent_notification>\n{note}\n</subagent_notification>")
+
+    # -- the parent's side --------------------------------------------------------------
+
+    def _forward(self, event: Event) -> None:
+        self.parent.session.services.emit(AgentEvent(self.agent_id, event))
+
+    async def _ask_parent(self, request: ApprovalRequest) -> ReviewDecision:
+        scoped = dataclasses.replace(
+            request, call_id=scoped_call_id(self.agent_id, request.call_id)
+        )
+        return await self.parent.session.services.approver(scoped)
