@@ -33,6 +33,7 @@ from agent_magics.store.log import (
     now_iso,
 )
 from agent_magics.store.readback import RESUMED_SETTINGS
+from agent_magics.tools.goal_state import goal_record
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
@@ -193,6 +194,7 @@ class SessionRecorder:
         record["usage"] = usage_record(usage or Usage())
         record["error"] = error
         record["session_tokens"] = self.session.usage.total_tokens
+        record["goal"] = goal_record(self.session.services)  # restored on resume
         self.log.write(record)
         self.log.sync()
 

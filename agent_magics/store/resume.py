@@ -26,6 +26,7 @@ from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.log import in_use
 from agent_magics.store.readback import META, RESUMED_SETTINGS, LoadedSession, read_session
 from agent_magics.store.signing import session_key
+from agent_magics.tools.goal_state import restore_goal
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
@@ -44,6 +45,7 @@ class Resume:
     turns: int
     usage: Usage
     notes: list[str] = field(default_factory=list)
+    goal: Any = None  # the thread's goal as the last turn left it (see goal_state)
 
     @property
     def id(self) -> str:
@@ -139,6 +141,7 @@ def load_resume(
         max(turns, default=0),
         Usage(total_tokens=tokens if isinstance(tokens, int) else 0),
         notes,
+        ended[-1].get("goal") if ended else None,
     )
 
 
@@ -231,3 +234,4 @@ def continue_in(session: Session, resume: Resume) -> None:
     session.history = list(resume.loaded.history)
     session.thread_id = resume.id
     session.usage = resume.usage
+    restore_goal(session.services, resume.goal)  # its usage carries on

@@ -18,6 +18,14 @@ from tests.helpers.conformance import assert_schema_in_own_words
 from tests.helpers.sessions import session_for
 
 GOALS = Path(__file__).parents[1] / "conformance" / "extra-0.171" / "goals"
+
+
+class _AnyInt:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int)
+
+
+ANY_INT = _AnyInt()
 CASES = sorted(p.stem for p in (GOALS / "cases").glob("*.json"))
 THREAD = re.compile(r'"threadId":"[^"]+"')
 STAMPS = re.compile(r'"(createdAt|updatedAt|timeUsedSeconds)":\d+')
@@ -136,3 +144,32 @@ async def test_offered_where_codex_offers_them(tmp_path: Path) -> None:
         "create_goal",
         "update_goal",
     ]
+
+
+async def test_a_resumed_session_has_the_goal_and_its_usage_goes_on(tmp_path: Path) -> None:
+    from agent_magics.store.recorder import record_session
+    from agent_magics.store.resume import continue_in, load_resume
+
+    folder = tmp_path / "sessions"
+    first = [
+        [function_call("create_goal", {"objective": "ship it", "token_budget": 100}, "c1")],
+        [function_call("get_goal", {}, "c2")],
+    ]
+    with ScriptedResponsesServer(first) as server:
+        session = session_for(tmp_path, server.base_url)
+        recorder = record_session(session, folder)
+        assert recorder is not None
+        await session.run_turn("set a goal")
+        recorder.close()
+        await session.aclose()
+    before = json.loads(outputs_by_request(server.requests)["c2"]["output"])["goal"]
+    assert before["tokensUsed"] == 0  # counted once the response's calls ran
+    with ScriptedResponsesServer([[function_call("get_goal", {}, "c3")]]) as server:
+        resumed = session_for(tmp_path, server.base_url)
+        continue_in(resumed, load_resume(folder, "last"))
+        await resumed.run_turn("how far along?")
+        await resumed.aclose()
+    after = json.loads(outputs_by_request(server.requests)["c3"]["output"])
+    # the first turn's two responses after the creating one, its final message too
+    assert after["goal"] == {**before, "tokensUsed": 30, "timeUsedSeconds": ANY_INT}
+    assert after["remainingTokens"] == 70
