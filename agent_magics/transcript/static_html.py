@@ -23,6 +23,7 @@ from agent_magics.text.inert import terminal_safe
 from agent_magics.transcript import calls
 from agent_magics.transcript import html as render
 from agent_magics.transcript.agent_text import agent_header, ending_text
+from agent_magics.transcript.blocks import AGENT_LIVE
 from agent_magics.transcript.card_text import decision_html, note_html, output_opens, took_html
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
@@ -176,9 +177,21 @@ def transcript_html(
 
 
 def settle(t: Transcript) -> None:
-    """A turn that ended without saying so (cancelled before it began) ends as aborted."""
+    """A turn that ended without saying so (cancelled before it began) ends as aborted.
+    A stopped turn stops the sub-agents it started (the session ends them with it): any
+    still shown at work are shown shut down, their own turns stopped with the parent's
+    reason (their last status may come after the cell's transcript is drawn)."""
     if t.status in ("starting", *OPEN_STATUSES):
         t.apply(TurnAbortedEvent("cancelled"))
+    if t.status != "aborted":
+        return
+    for tool in t.tools:
+        for run in tool.agents:
+            if run.status in AGENT_LIVE:
+                run.status = "shutdown"
+            if run.transcript.status in ("starting", *OPEN_STATUSES):
+                run.transcript.apply(TurnAbortedEvent(t.message or "cancelled"))
+            settle(run.transcript)
 
 
 class TranscriptDocument:

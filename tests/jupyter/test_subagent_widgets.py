@@ -24,6 +24,7 @@ from agent_magics.events import (
     Event,
     ToolCallFinished,
     ToolCallProposed,
+    TurnAbortedEvent,
     TurnFinished,
     TurnStarted,
     scoped_call_id,
@@ -33,7 +34,7 @@ from agent_magics.jupyter.ui.approver import WidgetApprover
 from agent_magics.jupyter.ui.throttle import loop_scheduler
 from agent_magics.jupyter.ui.widgets import TranscriptView
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
-from agent_magics.transcript.static_html import TranscriptDocument
+from agent_magics.transcript.static_html import TranscriptDocument, settle
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -186,4 +187,23 @@ async def test_a_child_from_an_earlier_turn_still_shows(tmp_path: Path) -> None:
     panel = view.agents["agent-old"]
     assert panel.root.get_title(0) == "sub-agent agent-old · completed"
     assert "late news" in TranscriptDocument(view.state).html
+    view.close()
+
+
+async def test_a_stopped_turn_shows_its_children_shut_down() -> None:
+    """The session stops a stopped turn's children; their last status may come after the
+    cell's document is drawn, so the document says it for them."""
+    loop = asyncio.get_running_loop()
+    view = TranscriptView(loop_scheduler(loop))
+    view(TurnStarted("go"))
+    view(spawn("call_1", "sleep"))
+    view(AgentSpawned("call_1", "agent-a", "Ada", 1, "sleep"))
+    view(AgentStatusChanged("agent-a", "running"))
+    view(AgentEvent("agent-a", TurnStarted("sleep")))
+    view(AgentEvent("agent-a", ToolCallProposed("call_1", "exec_command", '{"cmd":"sleep 60"}')))
+    view(TurnAbortedEvent("interrupted"))  # the parent's stop
+    settle(view.state)
+    html = TranscriptDocument(view.state).html
+    assert "sub-agent Ada · shut down · sleep" in html
+    assert "running" not in html.split("sub-agent Ada", 1)[1]
     view.close()
