@@ -245,8 +245,9 @@ async def test_the_tool_list_order(manager: McpManager) -> None:
     names = list(build_registry(config, manager))
     assert names[:4] == ["shell_command", *RESOURCE_TOOLS]
     assert names[4:8] == ["update_plan", "request_user_input", "apply_patch", "view_image"]
+    assert names[8:11] == ["get_goal", "create_goal", "update_goal"]
     offered = [t.qualified_name for t in manager.tools()]
-    assert names[8:] == offered == sorted(offered)
+    assert names[11:] == offered == sorted(offered)
     assert {"mcp__demo__add", "mcp__zeta__add", "mcp__demo__crash"} <= set(offered)
     registry = build_registry(config, manager)
     assert [registry.get(n).parallel for n in RESOURCE_TOOLS] == [True, True, True]  # type: ignore[union-attr]
