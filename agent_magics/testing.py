@@ -15,7 +15,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-Turn = list[dict[str, Any]] | Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+class HttpFailure:
+    """A turn answered with an HTTP error instead of a stream (``body``: JSON text)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        self.status, self.body = status, body.encode()
+
+
+Items = list[dict[str, Any]]
+Turn = Items | HttpFailure | Callable[[dict[str, Any]], Items | HttpFailure]
 
 
 def message(text: str, item_id: str | None = None) -> dict[str, Any]:
@@ -196,7 +205,7 @@ class ScriptedResponsesServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def _next_items(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def _next_items(self, body: dict[str, Any]) -> Items | HttpFailure:
         with self._lock:
             index = len(self.requests)
             self.requests.append(body)
@@ -222,6 +231,13 @@ class ScriptedResponsesServer:
                     return
                 server.headers.append(dict(self.headers))
                 items = server._next_items(body)
+                if isinstance(items, HttpFailure):
+                    self.send_response(items.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(items.body)))
+                    self.end_headers()
+                    self.wfile.write(items.body)
+                    return
                 payload = encode_sse(response_events(items, f"resp_{len(server.requests)}"))
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -311,7 +327,7 @@ class ConversationsServer(ScriptedResponsesServer):
         self.scripts = {key: list(turns) for key, turns in scripts.items()}
         self.by_conversation: dict[str, list[dict[str, Any]]] = {k: [] for k in scripts}
 
-    def _next_items(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def _next_items(self, body: dict[str, Any]) -> Items | HttpFailure:
         with self._lock:
             self.requests.append(body)
             key = conversation_of(body, list(self.scripts))
