@@ -26,7 +26,7 @@ from pydantic import (
 
 from agent_magics.errors import ConfigError
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
-from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig
+from agent_magics.tools.config import EXPERIMENTAL_TOOLS, ToolsConfig, WebSearchMode
 from agent_magics.tools.truncate import TruncationPolicy
 from agent_magics.trust import CONFIG_DIR as CONFIG_DIR
 from agent_magics.trust import CONFIG_FILE as CONFIG_FILE
@@ -111,6 +111,10 @@ class SessionConfig(BaseModel):
     """Seconds without a stream event before the stream counts as dropped."""
     supports_images: bool = True
     """Whether the model takes images (view_image)."""
+    web_search: WebSearchMode = "cached"
+    """The model server's own web search (Codex's key and values): ``cached`` results
+    only, ``live`` pages, or ``disabled``. As in Codex, ``cached`` becomes ``live`` under
+    danger-full-access; a Chat Completions server is never offered it."""
     record_path: Path | None = None
     """Record the live session's requests and responses to this JSONL file (no API key)."""
     replay_path: Path | None = None
@@ -154,7 +158,17 @@ class SessionConfig(BaseModel):
             experimental_supported_tools=frozenset(self.experimental_supported_tools),
             allow_login_shell=self.allow_login_shell,
             supports_images=self.supports_images,
+            web_search=self.web_search_mode(),
         )
+
+    def web_search_mode(self) -> WebSearchMode:
+        """The search the session offers: none to a Chat Completions server (it has no
+        hosted tools), live where nothing is sandboxed, else as set."""
+        if self.provider == "chat" or self.web_search == "disabled":
+            return "disabled"
+        if self.sandbox_mode == SandboxMode.DANGER_FULL_ACCESS:
+            return "live"
+        return self.web_search
 
     def truncation(self) -> TruncationPolicy:
         return TruncationPolicy.tokens(self.tool_output_token_limit or 10_000)

@@ -19,6 +19,7 @@ from agent_magics.events import (
     RetryScheduled,
     TextDelta,
     Usage,
+    WebSearched,
 )
 from agent_magics.models.base import (
     Completed,
@@ -39,6 +40,7 @@ from agent_magics.protocol.items import (
     Reasoning,
     server_item,
 )
+from agent_magics.protocol.web_search import WEB_SEARCH_CALL, card_fields
 
 EMPTY_ANSWER = "the model server sent an answer with no message and no tool call"
 
@@ -84,6 +86,8 @@ async def _sample_once(
                 emit(AssistantMessage(item.text))
             elif isinstance(item, Reasoning) and item.summary_text:
                 emit(ReasoningSummary(item.summary_text))
+            elif item.type == WEB_SEARCH_CALL:
+                emit(WebSearched(*card_fields(event.item, len(items))))
         elif isinstance(event, Completed):
             usage = event.usage
     if not any(_speaks(item) for item in items):

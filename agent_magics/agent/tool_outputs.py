@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_magics.protocol.web_search import WEB_SEARCH_CALL, sent_form
 from agent_magics.tools.context import ContentItem, ToolOutput
 from agent_magics.tools.truncate import (
     APPROX_BYTES_PER_TOKEN,
@@ -64,7 +65,8 @@ def _has_freeform_apply_patch(tools: list[dict[str, Any]]) -> bool:
 def reserialized_input(history: list[Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The request's ``input``: history items, with shell/apply_patch JSON outputs in
     text form when the freeform apply_patch tool is offered."""
-    items = [item.wire() for item in history]
+    wire = [item.wire() for item in history]
+    items = [sent_form(w) if w.get("type") == WEB_SEARCH_CALL else w for w in wire]
     if not _has_freeform_apply_patch(tools):
         return items
     names: dict[str, str] = {}

@@ -26,6 +26,7 @@ from agent_magics.jupyter.kernel.cell_log import CellLog
 from agent_magics.jupyter.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
 from agent_magics.jupyter.ui.sticky import StickySettings
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+from agent_magics.tools.config import WEB_SEARCH_MODES
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
@@ -184,6 +185,7 @@ class AgentMagics(Magics):
             "provider": args.provider,
             "approval_policy": args.approval_policy,
             "sandbox_mode": args.sandbox,
+            "web_search": args.web_search,
             "cwd": str(Path(args.cd).expanduser().resolve()) if args.cd else None,
         }
         try:
@@ -251,6 +253,7 @@ class AgentMagics(Magics):
     @argument("--provider", choices=PROVIDERS, help="wire protocol")
     @argument("-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy])
     @argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
+    @argument("--web-search", choices=WEB_SEARCH_MODES, help="the server's web search tool")
     @argument("-C", "--cd", help="work in this folder")
     @argument(
         "-c",

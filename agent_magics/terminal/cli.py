@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_magics.errors import TurnAborted, UserError
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+from agent_magics.tools.config import WEB_SEARCH_MODES
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy])
     ex.add_argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
+    ex.add_argument(
+        "--web-search", choices=WEB_SEARCH_MODES, help="the model server's web search tool"
+    )
     ex.add_argument("-C", "--cd", type=Path, help="work in this folder")
     ex.add_argument(
         "-c",
@@ -171,6 +175,7 @@ async def _start_exec(
         "provider": args.provider,
         "approval_policy": args.approval_policy,
         "sandbox_mode": args.sandbox,
+        "web_search": args.web_search,
         "cwd": str(args.cd.resolve()) if args.cd else os.getcwd(),
         "record_path": str(args.record.resolve()) if args.record else None,
     }

@@ -7,6 +7,9 @@ from typing import Literal
 
 ShellType = Literal["unified_exec", "shell_command", "shell", "disabled"]
 ApplyPatchToolType = Literal["freeform", "function"]
+WebSearchMode = Literal["disabled", "cached", "live"]
+WEB_SEARCH_MODES: tuple[WebSearchMode, ...] = ("disabled", "cached", "live")
+"""Codex's ``web_search`` setting: no search, cached results only, or live pages."""
 EXPERIMENTAL_TOOLS = ("grep_files", "read_file", "list_dir", "read_notebook", "edit_notebook")
 
 
@@ -21,3 +24,5 @@ class ToolsConfig:
     supports_images: bool = True
     request_user_input: bool = True
     update_plan: bool = True
+    web_search: WebSearchMode = "disabled"
+    """The hosted search, as resolved for the session (see ``SessionConfig.web_search``)."""

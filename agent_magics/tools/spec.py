@@ -104,7 +104,20 @@ class NamespaceSpec:
         }
 
 
-ToolSpec = FunctionSpec | FreeformSpec | NamespaceSpec
+@dataclass(frozen=True)
+class WebSearchSpec:
+    """The server's own search tool: the model searches, the server runs it, and the
+    answer comes back as ``web_search_call`` items; nothing runs here.
+    ``external_web_access`` false asks for cached results only (Codex's ``cached``)."""
+
+    external_web_access: bool
+    name: str = "web_search"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "web_search", "external_web_access": self.external_web_access}
+
+
+ToolSpec = FunctionSpec | FreeformSpec | NamespaceSpec | WebSearchSpec
 
 
 def sanitize_schema(schema: Any) -> JsonSchema:

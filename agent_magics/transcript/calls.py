@@ -25,7 +25,12 @@ SUMMARY_CHARS = 120
 DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halves
 DISPLAY_CHARS = 8000
 COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
-PATH_ARGS = {"read_file": "file_path", "list_dir": "dir_path", "view_image": "path"}
+PATH_ARGS = {
+    "read_file": "file_path",
+    "list_dir": "dir_path",
+    "view_image": "path",
+    "web_search": "query",
+}
 SUMMARY_ARGS = {"grep_files": ("pattern", "path"), "write_stdin": ("session_id", "chars")}
 """Arguments a card's header shows in a tool's own terms: its body shows only the rest."""
 

@@ -35,7 +35,12 @@ MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
 MAX_OUTPUT_CHARS = 20_000
 MAX_IMAGE_BYTES = 8_000_000  # data URLs embedded in one document, all images together
 SUMMARY_CHARS = 120
-PATH_ARGS = {"read_file": "file_path", "list_dir": "dir_path", "view_image": "path"}
+PATH_ARGS = {
+    "read_file": "file_path",
+    "list_dir": "dir_path",
+    "view_image": "path",
+    "web_search": "query",
+}
 DECISIONS = {
     ("approved", "user"): "approved",
     ("approved_for_session", "user"): "approved for this session",

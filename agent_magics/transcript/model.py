@@ -10,6 +10,7 @@ are in :mod:`.blocks`; their names are also this module's).
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from agent_magics.events import (
     AssistantMessage,
     CellPlaced,
     Event,
+    GoalUpdated,
     ImageViewed,
     McpServerFailed,
     McpServerReady,
@@ -42,6 +44,7 @@ from agent_magics.events import (
     TurnFinished,
     TurnStarted,
     Usage,
+    WebSearched,
 )
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.tools.approval.shadowing import planted_warning
@@ -227,6 +230,12 @@ class Transcript:
         return tool
 
     def _apply_tool(self, event: Event) -> Block | None:
+        if isinstance(event, WebSearched):  # run by the server: a card already done
+            args = json.dumps({"query": event.query}, ensure_ascii=False)
+            block = ToolBlock(event.call_id, "web_search", args, status="done")
+            block.output, block.raw_output, block.success = event.sources, event.sources, True
+            self._tools[event.call_id] = block
+            return self._add(block)
         if isinstance(event, ToolCallProposed):
             block = ToolBlock(event.call_id, event.tool_name, event.arguments, event.kind)
             block.server, block.mcp_tool = event.server, event.mcp_tool
@@ -248,6 +257,8 @@ class Transcript:
             tool.live_output += event.chunk
         elif isinstance(event, PlanUpdated):
             tool.plan = event
+        elif isinstance(event, GoalUpdated):
+            tool.goal = event
         elif isinstance(event, ImageViewed):
             tool.image = event
         elif isinstance(event, CellPlaced):

@@ -28,8 +28,10 @@ from agent_magics.events import (
     TurnFinished,
     TurnStarted,
     Usage,
+    WebSearched,
 )
 from agent_magics.protocol.approval import ReviewDecision
+from agent_magics.protocol.web_search import WEB_SEARCH_CALL, card_fields
 from agent_magics.transcript.document import SessionDoc
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
 
@@ -76,6 +78,7 @@ class _Folder:
         self.turns: dict[tuple[int, int], Transcript] = {}
         self.calls: dict[str, tuple[Transcript, ToolBlock]] = {}
         self.skipped = 0
+        self.searches = 0
         self.part = 0  # one more for each settings line after the first (a resume)
         self.started: str | None = None
         self.resumed: str | None = None
@@ -127,6 +130,9 @@ class _Folder:
                 self.skipped += 1
                 return
             found[1].output, found[1].images = _output_parts(item.get("output"))
+        elif kind == WEB_SEARCH_CALL:
+            self.searches += 1
+            turn.apply(WebSearched(*card_fields(item, self.searches)))
         else:
             turn.add(NoticeBlock("item", kind))
 

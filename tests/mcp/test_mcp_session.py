@@ -71,7 +71,7 @@ class Harness:
 
     def tool_names(self, index: int) -> list[str]:
         assert self.model is not None
-        return [t["name"] for t in self.model.requests[index]["tools"]]
+        return [t.get("name") or t["type"] for t in self.model.requests[index]["tools"]]
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]

@@ -80,6 +80,11 @@ def recording_text(config: SessionConfig, shown: str | None) -> str:
     return f"agent: a model is configured, so {shown} is not played: {model_text(config)}."
 
 
+NO_WEB_SEARCH_ON_CHAT = (
+    "web_search           not offered: a Chat Completions server has no hosted search"
+)
+
+
 def tools_text(specs: list[dict[str, Any]]) -> str:
     """One line per tool the model is offered: name and the first line of its description."""
     lines = []

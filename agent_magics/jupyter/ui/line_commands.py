@@ -131,13 +131,17 @@ class LineCommands:
             if not self.m.agent.busy:
                 self.m.session.refresh_tools()  # as the next turn offers them
             print(info.tools_text(self.m.session.registry.wire_specs()))
+            config = self.m.session.config
         else:
-            config = self.m.current_config()
-            if config is None:
+            current = self.m.current_config()
+            if current is None:
                 return
+            config = current
             offers = self.m.policy.seen.offers
             session = Session(config, extra_tools=self.m.kernel_tools, offers=offers)
             print(info.tools_text(session.registry.wire_specs()))
+        if config.provider == "chat" and config.web_search != "disabled":
+            print(info.NO_WEB_SEARCH_ON_CHAT)
         if functions_text():
             print(f"\n{functions_text()}")
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
 from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+from agent_magics.tools.handlers.goals import GOAL_HANDLERS
 from agent_magics.tools.handlers.grep_files import GrepFilesHandler
 from agent_magics.tools.handlers.list_dir import ListDirHandler
 from agent_magics.tools.handlers.plan import UpdatePlanHandler
@@ -17,6 +18,7 @@ from agent_magics.tools.handlers.request_user_input import RequestUserInputHandl
 from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
 from agent_magics.tools.handlers.view_image import ViewImageHandler
+from agent_magics.tools.handlers.web_search import WebSearchHandler
 from agent_magics.tools.registry import ToolHandler, ToolRegistry
 from agent_magics.tools.router import LOCAL_SHELL
 
@@ -103,6 +105,9 @@ def build_registry(
     handlers += _file_handlers(config)
     handlers.append(ViewImageHandler())
     handlers += agents
+    handlers += [make() for make in GOAL_HANDLERS]  # after the sub-agent tools
+    if config.web_search != "disabled":  # the hosted search, last of the built-in tools
+        handlers.append(WebSearchHandler())
     handlers += _mcp_handlers(mcp)
     added = {h.name: h for h in (extra() if extra is not None else ())}
     registry = ToolRegistry()
