@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_magics.events import FileDiff, ImageViewed, PlanUpdated
+from agent_magics.events import FileDiff, GoalUpdated, ImageViewed, PlanUpdated
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class ToolBlock:
     output: str | None = None
     images: list[str] = field(default_factory=list)
     plan: PlanUpdated | None = None
+    goal: GoalUpdated | None = None  # what a create_goal or update_goal call left
     image: ImageViewed | None = None
     duration_s: float | None = None
     success: bool | None = None  # the tool's own answer (a command may still exit 1)

@@ -27,6 +27,7 @@ from agent_magics.transcript.calls import (
 from agent_magics.transcript.card_text import took_text
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
+from agent_magics.transcript.goal_text import goal_markdown
 from agent_magics.transcript.model import DiffBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.transcript.terminal import call_workdir
 from agent_magics.transcript.turn_diff import turn_diff_markdown
@@ -71,6 +72,8 @@ def tool_markdown(
         parts.append(where + ("" if source is None else ":\n\n" + fence(visible(source), lang)))
     if block.plan is not None:
         parts.append(plan_markdown(block.plan))
+    if block.goal is not None:
+        parts.append(goal_markdown(block.goal))
     # an image is named, not embedded: the HTML or an output of its own keeps it once
     if block.image is not None and block.image.data_url:
         parts.append(f"*{figure_words(block.image.path, figures_apart)}*")

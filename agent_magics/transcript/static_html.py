@@ -27,6 +27,7 @@ from agent_magics.transcript.blocks import AGENT_LIVE
 from agent_magics.transcript.card_text import decision_html, note_html, output_opens, took_html
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
+from agent_magics.transcript.goal_text import goal_html
 from agent_magics.transcript.html import PRE_STYLE, esc
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import (
@@ -126,6 +127,8 @@ def tool_html(block: ToolBlock, images: ImageBudget, policy_note: str | None = N
     parts = [header_html(block), arguments_html(block), decision_html(block)]
     if block.plan is not None:
         parts.append(render.plan_html(block.plan))
+    if block.goal is not None:
+        parts.append(goal_html(block.goal))
     if block.image is not None and block.image.data_url:
         parts.append(images.html(block.image.data_url, block.image.path))
     if block.image is None:

@@ -23,6 +23,7 @@ from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
 from agent_magics.tools.command_safety.parse import extract_shell_script
 from agent_magics.transcript.blocks import Block, DiffBlock, NoticeBlock, ToolBlock
+from agent_magics.transcript.goal_text import goal_line
 
 COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
 OUTPUT_TOOLS = (*COMMAND_TOOLS, "write_stdin")
@@ -294,6 +295,7 @@ class TerminalLines:
             return [s(f"  exited{code} {took}{colon}", RED), *body]
         if block.success:
             done = "applied" if block.tool_name == "apply_patch" else "ok"
-            return [s(f"  {done} {took}", GREEN)]
+            goal = [s("  " + goal_line(block.goal), DIM)] if block.goal else []
+            return [s(f"  {done} {took}", GREEN), *goal]
         body = [s("  " + line, DIM) for line in trim_lines(block.output or "")]
         return [s(f"  failed {took}" + (":" if body else ""), RED), *body]

@@ -243,6 +243,22 @@ async def test_plan_image_and_streamed_text(
     assert text_views[-1].outputs[0]["data"]["text/markdown"] == "All **done** here."
 
 
+async def test_the_goal_shows_in_its_card_as_the_plan_does(
+    rig_factory: Callable[..., Rig],
+) -> None:
+    script = [
+        [function_call("create_goal", {"objective": "ship <it>", "token_budget": 1000}, "g1")],
+        [function_call("update_goal", {"status": "paused"}, "g2")],
+        [message("Paused.")],
+    ]
+    rig = rig_factory(script)
+    await rig.start()
+    made = rig.view.cards["g1"].extra.children[0].value
+    assert made == "<div>🎯 <b>Goal</b> (active): ship &lt;it&gt; · 0 of 1,000 tokens · 0s</div>"
+    paused = rig.view.cards["g2"].extra.children[0].value
+    assert paused == "<div>🎯 <b>Goal</b> (paused): ship &lt;it&gt; · 15 of 1,000 tokens · 0s</div>"
+
+
 async def test_a_problem_to_fix_is_one_sentence(rig_factory: Callable[..., Rig]) -> None:
     rig = rig_factory([])
     rig.session.config = rig.session.config.replace(

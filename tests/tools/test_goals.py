@@ -79,7 +79,7 @@ def same_answer(ours: str, theirs: str) -> bool:
 
 async def run_case(tmp_path: Path, name: str) -> tuple[list[dict[str, Any]], str]:
     case = json.loads((GOALS / "cases" / f"{name}.json").read_text())
-    script = [
+    script: list[Any] = [
         [function_call(c["name"], c["arguments"], c["call_id"]) for c in turn]
         for turn in case["turns"]
     ]
@@ -151,7 +151,7 @@ async def test_a_resumed_session_has_the_goal_and_its_usage_goes_on(tmp_path: Pa
     from agent_magics.store.resume import continue_in, load_resume
 
     folder = tmp_path / "sessions"
-    first = [
+    first: list[Any] = [
         [function_call("create_goal", {"objective": "ship it", "token_budget": 100}, "c1")],
         [function_call("get_goal", {}, "c2")],
     ]

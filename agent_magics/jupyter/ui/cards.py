@@ -16,6 +16,7 @@ from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript import calls, card_text
 from agent_magics.transcript import html as render
 from agent_magics.transcript.denials import denial_note, denied_block
+from agent_magics.transcript.goal_text import goal_html
 from agent_magics.transcript.model import (
     DiffBlock,
     NoticeBlock,
@@ -208,8 +209,10 @@ class ToolCard:
             self.output.selected_index = 0
 
     def _update_extra(self, block: ToolBlock) -> None:
-        if block.plan is not None:
-            html = render.plan_html(block.plan)
+        html = render.plan_html(block.plan) if block.plan is not None else None
+        if html is None and block.goal is not None:
+            html = goal_html(block.goal)  # the goal a create_goal or update_goal left
+        if html is not None:
             if not self.extra.children:
                 self.extra.children = (W.HTML(html),)
             else:
