@@ -261,6 +261,9 @@ class TerminalLines:
         if patch is not None:
             head = s("apply_patch", MAGENTA) + " " + visible(patch_files(patch))
             return [head, *diff_lines(patch, s)]
+        if block.tool_name == "web_search":  # the server searched: what for
+            query = (_arguments(block.arguments) or {}).get("query")
+            return [s("web_search", MAGENTA) + " " + s(visible(str(query or "")), BOLD)]
         args = block.arguments
         if len(args) > MAX_ARGUMENTS_SHOWN:
             args = args[:MAX_ARGUMENTS_SHOWN] + "…"
@@ -293,6 +296,8 @@ class TerminalLines:
                 return [s(f"  succeeded {took}{colon}", GREEN), *body]
             code = "" if run.exit_code is None else f" {run.exit_code}"
             return [s(f"  exited{code} {took}{colon}", RED), *body]
+        if block.tool_name == "web_search":  # the sources it named, one a line
+            return [s("  " + visible(line), DIM) for line in (block.raw_output or "").splitlines()]
         if block.success:
             done = "applied" if block.tool_name == "apply_patch" else "ok"
             goal = [s("  " + goal_line(block.goal), DIM)] if block.goal else []
