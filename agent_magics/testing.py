@@ -13,7 +13,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Self
 
 
 class HttpFailure:
@@ -247,7 +247,7 @@ class ScriptedResponsesServer:
 
         return Handler
 
-    def start(self) -> ScriptedResponsesServer:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -256,7 +256,7 @@ class ScriptedResponsesServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> ScriptedResponsesServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

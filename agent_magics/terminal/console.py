@@ -18,7 +18,7 @@ import asyncio
 import sys
 from typing import TextIO
 
-from agent_magics.events import Event
+from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event
 from agent_magics.protocol.approval import ApprovalRequest, Approver, ReviewDecision
 from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
@@ -152,6 +152,8 @@ class TerminalConsole:
         note = "" if interactive else NO_ONE_TO_ASK
         self.lines = TerminalLines(self.style, interactive=interactive, first_denial=note)
         self._ask = stdin_approver(self.style, show_patch=False)
+        self._names: dict[str, str] = {}  # sub-agents' nicknames by id
+        self._children: dict[tuple[str, ...], tuple[Transcript, TerminalLines]] = {}
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
         if self.interactive:
@@ -166,5 +168,30 @@ class TerminalConsole:
         return f"{plural(self.lines.denied, 'tool call')} denied{why}."
 
     def report(self, event: Event) -> None:
-        """Lines on stderr for each event a terminal user follows a turn by."""
-        emit(self.lines.lines(self.state.apply(event)))
+        """Lines on stderr for each event a terminal user follows a turn by. A
+        sub-agent's own lines come from its own transcript, each headed by its nickname
+        in brackets (``[Kant] [Hume] `` for a child's child)."""
+        path: tuple[str, ...] = ()
+        while isinstance(event, AgentEvent):
+            path, event = (*path, event.agent_id), event.event
+        if isinstance(event, AgentSpawned):
+            self._names[event.agent_id] = event.nickname
+        if not path:
+            emit(self.lines.lines(self.state.apply(event)))
+            if isinstance(event, AgentStatusChanged) and event.status in ("completed", "errored"):
+                self._finished(event)
+            return
+        if path not in self._children:
+            lines = TerminalLines(self.style, interactive=self.interactive)
+            self._children[path] = (Transcript(), lines)
+        state, lines = self._children[path]
+        prefix = "".join(f"[{self._name(agent_id)}] " for agent_id in path)
+        emit([prefix + line for line in lines.lines(state.apply(event))])
+
+    def _name(self, agent_id: str) -> str:
+        return terminal_safe(self._names.get(agent_id, agent_id))
+
+    def _finished(self, event: AgentStatusChanged) -> None:
+        first = (event.final_text or "").strip().splitlines()[:1]
+        text = terminal_safe(first[0]) if first else ""
+        emit([f"[{self._name(event.agent_id)}] {event.status}" + (f": {text}" if text else "")])
