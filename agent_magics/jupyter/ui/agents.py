@@ -11,7 +11,7 @@ ends the whole turn, as on the parent's: ``on_abort`` stops the parent and every
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 
@@ -21,6 +21,9 @@ from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.blocks import AGENT_LIVE, AgentRun
 from agent_magics.transcript.html import esc
+
+if TYPE_CHECKING:
+    from agent_magics.agent.session import Session
 
 PANEL_LAYOUT = {"margin": "4px 0 2px 6px"}
 
@@ -46,6 +49,19 @@ def scoped_stop(agent_id: str, stop: Stop | None) -> Stop | None:
     if stop is None:
         return None
     return lambda call_id: stop(scoped_call_id(agent_id, call_id))
+
+
+def stop_call(session: Session, call_id: str) -> bool:
+    """A card's Stop, for the session's own call or, under a scoped id (``<agent id>/
+    <call id>``, a grandchild's scoped twice), for a sub-agent's: that agent's session
+    stops it. The session's own call is tried first (a model may put ``/`` in an id)."""
+    if session.stop_call(call_id):
+        return True
+    agent_id, sep, rest = call_id.partition("/")
+    child = session.agents.control.open.get(agent_id) if sep else None
+    if child is None or child.session is None:
+        return False
+    return stop_call(child.session, rest)
 
 
 class AgentPanel:

@@ -19,6 +19,7 @@ from IPython.display import display
 from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
 from agent_magics.jupyter.kernel.interrupt import IN_TURN, stop_arrives
+from agent_magics.jupyter.ui.agents import stop_call as stop_scoped_call
 from agent_magics.jupyter.ui.approver import (
     HEADLESS_NOTES,
     HeadlessMode,
@@ -125,8 +126,9 @@ class Controller:
             self.session.kill_processes()
 
     def stop_call(self, call_id: str) -> bool:
-        """A card's Stop: end that one call (its command's process group is killed)."""
-        return self.session is not None and self.session.stop_call(call_id)
+        """A card's Stop: end that one call (its command's process group is killed), a
+        sub-agent's under its scoped id."""
+        return self.session is not None and stop_scoped_call(self.session, call_id)
 
     def cancel(self) -> bool:
         """Stop the running and queued turns and kill their tool processes."""

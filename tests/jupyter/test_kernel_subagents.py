@@ -1,0 +1,195 @@
+"""Sub-agents in a real kernel (issue 25's Must show): a parent spawns two children whose
+commands need approval; each is approved through that child's own card (a click on the
+button the kernel's widgets sent, as a browser sends it); wait_agent hands the parent
+both final answers; a child that tries to spawn past the depth limit gets Codex's words;
+the saved cell shows the children nested; after a restart, ``%agent resume last`` sends
+the parent's history with the children's results. A second test: Abort on the parent's
+card ends the turn, both children and their processes. The model is scripted per
+conversation on 127.0.0.1 (:mod:`tests.helpers.agents`)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.testing import ConversationsServer, function_call, message
+from tests.helpers.agents import Decide, agent_call, deciding, outputs, spawned_ids
+from tests.helpers.kernels import Kernel, agent_cell
+
+pytestmark = pytest.mark.slow
+
+PARENT = "Ask two helpers to write their files."
+TASK_A = "Write a.txt in the workspace."
+TASK_B = "Write b.txt in the workspace."
+DEPTH_REFUSAL = "unsupported call: multi_agent_v1spawn_agent"
+"""What Codex 0.171.0 answers a child that calls spawn_agent at the default depth limit:
+the tool is not offered to it (tests/conformance/extra-0.171/multi_agent/FACTS.md)."""
+
+
+def waiting_parent(task_a: str, task_b: str) -> Decide:
+    """A parent that spawns two children, then waits until both answered (a wait returns
+    as soon as one is final)."""
+
+    def parent(body: dict[str, Any]) -> list[dict[str, Any]]:
+        said = outputs(body)
+        if "s1" not in said:
+            return [
+                agent_call("spawn_agent", {"message": task_a}, "s1"),
+                agent_call("spawn_agent", {"message": task_b}, "s2"),
+            ]
+        ids = spawned_ids(body, "s1", "s2")
+        waits = [v for k, v in said.items() if k.startswith("w")]
+        if len(ids) == 2 and all(any(f'"{i}":{{"completed"' in w for w in waits) for i in ids):
+            return [message("Both helpers are done.")]
+        return [agent_call("wait_agent", {"targets": ids}, f"w{len(waits) + 1}")]
+
+    return parent
+
+
+def touch(name: str) -> dict[str, Any]:
+    return function_call("exec_command", {"cmd": f"touch {name}"}, "call_1")  # the same id
+
+
+def saved_html(kernel: Kernel, cell: str) -> str:
+    return "".join(str(o.get("data", {}).get("text/html", "")) for o in kernel.saved_outputs(cell))
+
+
+def finished(kernel: Kernel, cell: str, timeout: float = 120) -> str:
+    """Wait until the cell's turn ended (on ipykernel 6 the cell returns while its turn
+    runs on) and its saved transcript replaced the widgets; that transcript's HTML."""
+    drawn = "agent-magics-transcript"
+    kernel.wait_for(lambda: kernel.idle(cell) and drawn in saved_html(kernel, cell), timeout)
+    return saved_html(kernel, cell)
+
+
+def test_two_children_approved_through_their_own_cards(kernel: Kernel) -> None:
+    scripts: dict[str, Any] = {
+        PARENT: deciding(waiting_parent(TASK_A, TASK_B)),
+        TASK_A: [[touch("a.txt")], [message("A wrote a.txt")]],
+        TASK_B: [
+            [agent_call("spawn_agent", {"message": "go deeper"}, "g1"), touch("b.txt")],
+            [message("B wrote b.txt")],
+        ],
+        "What did the helpers say?": [[message("They said so.")]],
+    }
+    a, b = kernel.ws / "a.txt", kernel.ws / "b.txt"
+    with ConversationsServer(scripts) as server:
+        cell = kernel.execute(agent_cell(server.base_url, "-a untrusted", PARENT))
+        approve = kernel.wait_for(lambda: len(kernel.buttons("Approve")) == 2, 120)
+        first, second = kernel.buttons("Approve")
+        assert approve
+        kernel.click(first)
+        kernel.wait_for(lambda: a.exists() or b.exists(), 60)
+        kernel.pump(0.5)
+        assert a.exists() != b.exists()  # one child's card answered its own question only
+        kernel.click(second)
+        kernel.wait_for(lambda: a.exists() and b.exists(), 60)
+        html = finished(kernel, cell)  # what the notebook keeps: children nested
+        assert "Done." in html
+
+        last = server.by_conversation[PARENT][-1]
+        waited = " ".join(v for k, v in outputs(last).items() if k.startswith("w"))
+        assert '{"completed":"A wrote a.txt"}' in waited
+        assert '{"completed":"B wrote b.txt"}' in waited
+        assert outputs(server.by_conversation[TASK_B][1])["g1"] == DEPTH_REFUSAL
+
+        assert html.count('class="agent-magics-subagent"') == 2
+        assert "completed · Write a.txt in the workspace." in html
+        assert "completed · Write b.txt in the workspace." in html
+        assert html.index("spawn_agent") < html.index("sub-agent")
+
+        kernel.km.restart_kernel(now=True)
+        kernel.kc.wait_for_ready(timeout=60)
+        kernel.run("%load_ext agent_magics")
+        out = kernel.outputs_text(kernel.run("%agent resume last"))
+        assert "agent: Resuming session" in out, out
+        kernel.run(agent_cell(server.base_url, "-a untrusted", "What did the helpers say?"))
+        kernel.wait_for(lambda: server.by_conversation["What did the helpers say?"], 60)
+        resumed = json.dumps(server.by_conversation["What did the helpers say?"][0]["input"])
+    assert PARENT in resumed
+    assert "A wrote a.txt" in resumed and "B wrote b.txt" in resumed
+
+
+def running(marker: str) -> set[str]:
+    """The words holding ``marker`` in the command lines of the live processes (a
+    sandboxed command shows in its sandbox's and in its shell's)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                line = (proc / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            found |= {w for w in line.replace("\0", " ").split() if marker in w}
+    return found
+
+
+def sleeper(marker: str) -> list[list[dict[str, Any]]]:
+    """A child's script: a command that runs a minute (``marker`` in its command line)."""
+    cmd = f"sleep 60; echo {marker}"
+    return [[function_call("exec_command", {"cmd": cmd, "yield_time_ms": 30000}, "call_1")]]
+
+
+def test_abort_in_the_parent_ends_both_children_and_their_processes(kernel: Kernel) -> None:
+    marker = f"agent-sub-{uuid.uuid4().hex[:8]}"
+
+    def boss(body: dict[str, Any]) -> list[dict[str, Any]]:
+        if "s1" not in outputs(body):
+            return [
+                agent_call("spawn_agent", {"message": "sleep a"}, "s1"),
+                agent_call("spawn_agent", {"message": "sleep b"}, "s2"),
+            ]
+        escalated = {
+            "cmd": "touch p.txt",
+            "sandbox_permissions": "require_escalated",
+            "justification": "a file of the parent",
+        }
+        return [function_call("exec_command", escalated, "p1")]
+
+    scripts: dict[str, Any] = {"Start two sleepers.": deciding(boss)}
+    scripts |= {"sleep a": sleeper(f"{marker}-a"), "sleep b": sleeper(f"{marker}-b")}
+    with ConversationsServer(scripts) as server:
+        cell = kernel.execute(agent_cell(server.base_url, "-a on-request", "Start two sleepers."))
+        both = {f"{marker}-a", f"{marker}-b"}
+        kernel.wait_for(lambda: both <= running(marker) and kernel.buttons("Abort turn"), 120)
+        [abort] = kernel.buttons("Abort turn")  # the parent's card: the children ask nothing
+        kernel.click(abort)
+        html = finished(kernel, cell, 60)
+        kernel.wait_for(lambda: not running(marker), 30)
+        assert not (kernel.ws / "p.txt").exists()
+        assert html.count('class="agent-magics-subagent"') == 2
+        assert "running ·" not in html  # no child is shown as still at work
+        assert len(server.by_conversation["sleep a"]) == 1  # nobody went on after the abort
+
+
+def shown(kernel: Kernel, label: str) -> list[str]:
+    """The buttons with this label that a box shows now (every card makes its Stop button
+    at once, and shows it only while its command runs)."""
+    held = {
+        str(child) for state in kernel.states.values() for child in state.get("children", ()) or ()
+    }
+    return [b for b in kernel.buttons(label) if f"IPY_MODEL_{b}" in held]
+
+
+def test_stop_on_a_childs_card_stops_that_childs_command_only(kernel: Kernel) -> None:
+    marker = f"agent-sub-{uuid.uuid4().hex[:8]}"
+    a, b = f"{marker}-a", f"{marker}-b"
+    scripts: dict[str, Any] = {"Two sleepers.": deciding(waiting_parent("sleep a", "sleep b"))}
+    scripts |= {"sleep a": sleeper(a), "sleep b": sleeper(b)}
+    with ConversationsServer(scripts) as server:
+        cell = kernel.execute(agent_cell(server.base_url, "-a on-request", "Two sleepers."))
+        kernel.wait_for(lambda: {a, b} <= running(marker) and len(shown(kernel, "Stop")) == 2, 120)
+        first, second = shown(kernel, "Stop")
+        kernel.click(first)
+        kernel.wait_for(lambda: len(running(marker)) == 1, 30)
+        [left] = running(marker)  # the other child's command still runs
+        kernel.click(second)
+        kernel.wait_for(lambda: not running(marker), 30)
+        assert "Done." in finished(kernel, cell)
+        said = [outputs(server.by_conversation[t][1])["call_1"] for t in ("sleep a", "sleep b")]
+    assert left in (a, b)
+    assert all("aborted by user" in text for text in said), said  # Codex's words, each child
