@@ -43,6 +43,7 @@ from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, FunctionC
 from agent_magics.store.changes import ChangeTracker
 from agent_magics.store.paths import undo_folder
 from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
+from agent_magics.tools.goal_state import goal_state, items_after_response, objective_item
 from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter, build_registry
 from agent_magics.tools.notebook.cell_undo import take_cell_edits
 from agent_magics.tools.notebook.document import close_live_notebooks
@@ -250,6 +251,7 @@ class Session:
         self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id))
         take_cell_edits(self.services)  # none left from a turn that ended another way
         usage = Usage()
+        goal_state(self.services).turn_started()  # idle time is not goal time
         final_text = ""
         answered = False
         try:
@@ -261,6 +263,7 @@ class Session:
                     self.client, self.request, self._emit, self.config.stream_max_retries
                 )
                 usage = usage + step_usage
+                goal_state(self.services).response(step_usage.total_tokens)
                 answered = True
                 self.history.extend(items)
                 self._history_grew()
@@ -269,8 +272,10 @@ class Session:
                 if texts:
                     final_text = texts[-1]
                 if not calls:
+                    self.history.extend(items_after_response(self.services))  # a goal's usage
                     break
                 await self._run_calls(calls, turn)
+                self.history.extend(items_after_response(self.services))  # a goal's usage
         except (asyncio.CancelledError, TurnAborted) as exc:
             self.agents.stop()  # a stopped turn stops the children it started
             self.usage = self.usage + usage
@@ -344,6 +349,8 @@ class Session:
             content = history_output(self.redact.output(output), turn.truncation).content
             kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
             self.history.append(kind(call_id=call.call_id, output=content))
+            if (objective := objective_item(self.services, call.call_id)) is not None:
+                self.history.append(objective)  # Codex's goal_objective output
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
         self._history_grew()
@@ -360,6 +367,7 @@ class Session:
         self.history.clear()
         self.usage = Usage()
         self.thread_id = str(uuid.uuid4())
+        goal_state(self.services).forget()  # a goal belongs to its thread
 
     def kill_processes(self) -> None:
         """Kill at once every process the session's tools started (SIGKILL): for a stop

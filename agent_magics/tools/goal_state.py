@@ -115,6 +115,15 @@ class GoalState:
         self.goal, self.pending_tokens, self.since = goal, 0, time.monotonic()
         self.objective_outputs[call_id] = goal.objective
 
+    def turn_started(self) -> None:
+        """Time counts from here: between turns nobody pursues the goal."""
+        self.pending_tokens, self.since = 0, time.monotonic()
+
+    def forget(self) -> None:
+        """No goal (a new conversation)."""
+        self.goal, self.pending_tokens = None, 0
+        self.objective_outputs.clear()
+
     def response(self, tokens: int) -> None:
         """A model response ended, having used ``tokens``: counted once its calls ran."""
         self.pending_tokens = tokens

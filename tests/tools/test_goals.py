@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics.testing import ScriptedResponsesServer, function_call
+from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.handlers.goals import GOAL_HANDLERS
 from tests.helpers.conformance import assert_schema_in_own_words
 from tests.helpers.sessions import session_for
@@ -173,3 +173,19 @@ async def test_a_resumed_session_has_the_goal_and_its_usage_goes_on(tmp_path: Pa
     # the first turn's two responses after the creating one, its final message too
     assert after["goal"] == {**before, "tokensUsed": 30, "timeUsedSeconds": ANY_INT}
     assert after["remainingTokens"] == 70
+
+
+async def test_a_new_conversation_has_no_goal(tmp_path: Path) -> None:
+    script: list[Any] = [
+        [function_call("create_goal", {"objective": "a"}, "c1")],
+        [message("ok")],
+        [function_call("get_goal", {}, "c2")],
+    ]
+    with ScriptedResponsesServer(script) as server:
+        session = session_for(tmp_path, server.base_url)
+        await session.run_turn("set a goal")
+        session.reset()
+        await session.run_turn("what goal?")
+        await session.aclose()
+    answer = outputs_by_request(server.requests)["c2"]["output"]
+    assert answer == '{"goal":null,"remainingTokens":null,"completionBudgetReport":null}'
