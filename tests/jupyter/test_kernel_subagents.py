@@ -134,36 +134,51 @@ def sleeper(marker: str) -> list[list[dict[str, Any]]]:
     return [[function_call("exec_command", {"cmd": cmd, "yield_time_ms": 30000}, "call_1")]]
 
 
-def test_abort_in_the_parent_ends_both_children_and_their_processes(kernel: Kernel) -> None:
+ESCALATED = {
+    "cmd": "touch asked.txt",
+    "sandbox_permissions": "require_escalated",
+    "justification": "a file outside the sandbox's reach",
+}
+
+
+@pytest.mark.parametrize("way", ["abort-on-parent-card", "abort-on-child-card", "stop-button"])
+def test_a_stop_ends_the_turn_both_children_and_their_processes(kernel: Kernel, way: str) -> None:
+    """Abort on the parent's card, Abort on a child's card, the kernel's stop button:
+    each ends the turn, both children and their commands."""
     marker = f"agent-sub-{uuid.uuid4().hex[:8]}"
+    a, b = f"{marker}-a", f"{marker}-b"
+    waiting = waiting_parent("sleep a", "sleep b")
 
     def boss(body: dict[str, Any]) -> list[dict[str, Any]]:
-        if "s1" not in outputs(body):
-            return [
-                agent_call("spawn_agent", {"message": "sleep a"}, "s1"),
-                agent_call("spawn_agent", {"message": "sleep b"}, "s2"),
-            ]
-        escalated = {
-            "cmd": "touch p.txt",
-            "sandbox_permissions": "require_escalated",
-            "justification": "a file of the parent",
-        }
-        return [function_call("exec_command", escalated, "p1")]
+        if "s1" not in outputs(body) or way != "abort-on-parent-card":
+            return waiting(body)
+        return [function_call("exec_command", ESCALATED, "p1")]  # asks: the parent's card
 
-    scripts: dict[str, Any] = {"Start two sleepers.": deciding(boss)}
-    scripts |= {"sleep a": sleeper(f"{marker}-a"), "sleep b": sleeper(f"{marker}-b")}
+    scripts: dict[str, Any] = {"Start two sleepers.": deciding(boss), "sleep a": sleeper(a)}
+    if way == "abort-on-child-card":  # b asks; a's command runs on
+        scripts["sleep b"] = [[function_call("exec_command", ESCALATED, "call_1")]]
+        started = {a}
+    else:
+        scripts["sleep b"] = sleeper(b)
+        started = {a, b}
     with ConversationsServer(scripts) as server:
         cell = kernel.execute(agent_cell(server.base_url, "-a on-request", "Start two sleepers."))
-        both = {f"{marker}-a", f"{marker}-b"}
-        kernel.wait_for(lambda: both <= running(marker) and kernel.buttons("Abort turn"), 120)
-        [abort] = kernel.buttons("Abort turn")  # the parent's card: the children ask nothing
-        kernel.click(abort)
+        asks = way != "stop-button"
+        kernel.wait_for(
+            lambda: started <= running(marker) and (not asks or shown(kernel, "Abort turn")), 120
+        )
+        if asks:
+            [abort] = shown(kernel, "Abort turn")  # the one card that asks
+            kernel.click(abort)
+        else:
+            kernel.km.interrupt_kernel()
         html = finished(kernel, cell, 60)
         kernel.wait_for(lambda: not running(marker), 30)
-        assert not (kernel.ws / "p.txt").exists()
+        assert not (kernel.ws / "asked.txt").exists()
         assert html.count('class="agent-magics-subagent"') == 2
         assert "running ·" not in html  # no child is shown as still at work
-        assert len(server.by_conversation["sleep a"]) == 1  # nobody went on after the abort
+        assert len(server.by_conversation["sleep a"]) == 1  # nobody went on after the stop
+        assert len(server.by_conversation["sleep b"]) == 1
 
 
 def shown(kernel: Kernel, label: str) -> list[str]:
