@@ -195,15 +195,15 @@ def _instructs(item: AnyItem) -> bool:
 
 def answer_unfinished_calls(history: list[AnyItem]) -> list[AnyItem]:
     """``history`` where every tool call has an output (the model server refuses a call
-    left unanswered) and no output is without its call."""
+    left unanswered) and no output names a call that is not there."""
     wire = [item.wire() for item in history]
     calls = {_call_id(w) for w in wire if w.get("type") in _CALLS}
     answered = {_call_id(w) for w in wire if w.get("type") in _OUTPUTS}
     out: list[AnyItem] = []
     for item, w in zip(history, wire, strict=True):
         call_id = _call_id(w)
-        if w.get("type") in _OUTPUTS and call_id not in calls:
-            continue
+        if w.get("type") in _OUTPUTS and "call_id" in w and call_id not in calls:
+            continue  # (one with no call id at all is Codex's goal_objective: kept)
         out.append(item)
         if w.get("type") in _CALLS and call_id not in answered:
             kind = CustomToolCallOutput if w["type"] == "custom_tool_call" else FunctionCallOutput

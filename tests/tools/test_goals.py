@@ -173,6 +173,16 @@ async def test_a_resumed_session_has_the_goal_and_its_usage_goes_on(tmp_path: Pa
     # the first turn's two responses after the creating one, its final message too
     assert after["goal"] == {**before, "tokensUsed": 30, "timeUsedSeconds": ANY_INT}
     assert after["remainingTokens"] == 70
+    # the goal_objective output was saved and goes back as it came: no call id
+    kept = [i for i in server.requests[0]["input"] if i.get("name") == "goal_objective"]
+    assert kept == [
+        {
+            "type": "function_call_output",
+            "name": "goal_objective",
+            "namespace": "agent",
+            "output": "ship it",
+        }
+    ]
 
 
 async def test_a_new_conversation_has_no_goal(tmp_path: Path) -> None:
