@@ -24,6 +24,7 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
+from agent_magics.store.agent_records import AgentRecords
 from agent_magics.store.log import (
     ROLLBACK,
     SETTINGS,
@@ -86,6 +87,7 @@ class SessionRecorder:
         self._in_turn = False
         self._tools: dict[str, str] = {}
         self._turn_usage = Usage()
+        self._agents = AgentRecords(session, self.write)  # sub-agents, for reading back
         self._unsubscribe = session.subscribe(self._on_event)
         session.on_history = self.sync
 
@@ -119,6 +121,7 @@ class SessionRecorder:
             self._start(event.prompt)
             return
         self.sync()
+        self._agents.on_event(event)
         if isinstance(event, ToolCallProposed):
             self._tools[event.call_id] = event.tool_name
         elif isinstance(event, ApprovalDecided):

@@ -17,6 +17,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from agent_magics.text.visible import visible
+from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.document import (
     SessionDoc,
     command,
@@ -35,7 +36,7 @@ from agent_magics.transcript.export_md import (
     summary,
     usage_line,
 )
-from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
 
 PAGE_STYLE = (
     "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;"
@@ -125,7 +126,22 @@ def call_html(call: ToolBlock, budget: ImageBudget) -> str:
             parts.append(f'<img src="{esc(url)}" alt="output image {n}" style="max-width:100%">')
         else:
             parts.append(f'<div style="{MUTED}"><i>{esc(budget.note(url))}</i></div>')
+    parts.extend(agent_html(run, budget) for run in call.agents)
     return f'<div style="{CARD_STYLE}">' + "".join(parts) + "</div>"
+
+
+def agent_html(run: AgentRun, budget: ImageBudget) -> str:
+    """A sub-agent the call spawned: what it did, under its header."""
+    parts = []
+    if (ending := ending_text(run)) is not None:
+        parts.append(f"<div>{esc(ending)}</div>")
+    for entry in run.transcript.blocks:
+        if isinstance(entry, ToolBlock):
+            parts.append(call_html(entry, budget))
+        elif isinstance(entry, TextBlock | NoticeBlock):
+            parts.append(text_html(entry))
+    body = f'<blockquote style="{QUOTE_STYLE}">' + "".join(parts) + "</blockquote>"
+    return details(agent_header(run), body)
 
 
 def text_html(entry: TextBlock | NoticeBlock) -> str:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from agent_magics.events import Usage
 from agent_magics.text.markdown import fence, inline_code
 from agent_magics.text.visible import visible
+from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.calls import clip_output, parse_arguments
 from agent_magics.transcript.document import (
     SessionDoc,
@@ -29,7 +30,7 @@ from agent_magics.transcript.document import (
     recorded_status,
     turn_diff,
 )
-from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
 MAX_OUTPUT_CHARS = 20_000
@@ -165,7 +166,21 @@ def tool_markdown(call: ToolBlock, budget: ImageBudget) -> str:
         parts.append(fence(visible(code.rstrip("\n")), "python"))
     parts.append(output_block(call))
     parts.extend(images_markdown(call, budget))
+    parts.extend(agent_markdown(run, budget) for run in call.agents)
     return "\n\n".join(p for p in parts if p)
+
+
+def agent_markdown(run: AgentRun, budget: ImageBudget) -> str:
+    """A sub-agent the call spawned: its header, then what it did, quoted."""
+    parts = [f"**Sub-agent** {inline_code(visible(agent_header(run)))}"]
+    if (ending := ending_text(run)) is not None:
+        parts.append(inline_code(visible(ending)))
+    for entry in run.transcript.blocks:
+        if isinstance(entry, ToolBlock):
+            parts.append(tool_markdown(entry, budget))
+        elif isinstance(entry, TextBlock | NoticeBlock):
+            parts.append(text_markdown(entry))
+    return quote("\n\n".join(p for p in parts if p))
 
 
 def usage_line(usage: dict[str, int] | Usage | None) -> str | None:

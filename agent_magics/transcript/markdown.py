@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent_magics.events import PlanUpdated
 from agent_magics.text.markdown import fence, inline_code
 from agent_magics.text.visible import visible
+from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.calls import (
     STATUS_LABELS,
     call_summary,
@@ -28,7 +29,7 @@ from agent_magics.transcript.card_text import took_text
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
 from agent_magics.transcript.goal_text import goal_markdown
-from agent_magics.transcript.model import DiffBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import AgentRun, DiffBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.transcript.terminal import call_workdir
 from agent_magics.transcript.turn_diff import turn_diff_markdown
 
@@ -91,7 +92,18 @@ def tool_markdown(
         body = fence(clip_output(text), "text")
         title = output_title(text, code)
         parts.append(f"<details><summary>{title}</summary>\n\n{body}\n\n</details>")
+    parts.extend(agent_markdown(run, figures_apart) for run in block.agents)
     return "\n\n".join(parts)
+
+
+def agent_markdown(run: AgentRun, figures_apart: bool = False) -> str:
+    """A sub-agent the call spawned: its header, then its own transcript, quoted."""
+    parts = [f"**Sub-agent** {inline_code(visible(agent_header(run)))}"]
+    if (ending := ending_text(run)) is not None:
+        parts.append(inline_code(visible(ending)))
+    parts.append(transcript_markdown(run.transcript, figures_apart))
+    text = "\n\n".join(p for p in parts if p)
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
 def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:

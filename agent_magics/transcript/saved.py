@@ -34,6 +34,7 @@ from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.protocol.web_search import WEB_SEARCH_CALL, card_fields
 from agent_magics.transcript.document import SessionDoc
 from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.saved_agents import AGENT_RECORDS, AgentFolder
 
 USAGE_FIELDS = tuple(Usage.__dataclass_fields__)
 
@@ -82,6 +83,7 @@ class _Folder:
         self.part = 0  # one more for each settings line after the first (a resume)
         self.started: str | None = None
         self.resumed: str | None = None
+        self.agents = AgentFolder()  # sub-agents' records
 
     def turn(self, record: Mapping[str, Any]) -> Transcript:
         n = record.get("turn")
@@ -164,6 +166,9 @@ class _Folder:
             self.started = self.started or when  # the first one's: the session's start
             if record.get("resume") is True:
                 self.resumed = when
+        elif kind in AGENT_RECORDS:
+            if not self.agents.record(self.turn(record), record):
+                self.skipped += 1
         elif kind in ("rollback", "settings", "cell_edits"):
             # A failed turn stays in the document (only the history forgets it); a cell's
             # new options and the cells a turn edited are for resume and undo, not reading.
