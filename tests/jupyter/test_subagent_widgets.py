@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import ipywidgets as W
+from ipywidgets.widgets.widget import _instances  # what Widget.widgets shows, not deprecated
 
 from agent_magics.events import (
     AgentEvent,
@@ -207,3 +208,21 @@ async def test_a_stopped_turn_shows_its_children_shut_down() -> None:
     assert "sub-agent Ada · shut down · sleep" in html
     assert "running" not in html.split("sub-agent Ada", 1)[1]
     view.close()
+
+
+async def test_closing_the_view_closes_every_childs_widgets(tmp_path: Path) -> None:
+    """A finished turn's widgets are all closed, the children's and grandchildren's too
+    (their cards, buttons and accordions would otherwise stay in the kernel)."""
+    before = len(_instances)
+    loop = asyncio.get_running_loop()
+    view = TranscriptView(loop_scheduler(loop), WidgetApprover(loop).decide)
+    view(spawn("call_1", "plan it"))
+    view(AgentSpawned("call_1", "agent-a", "Ada", 1, "plan it"))
+    view(AgentEvent("agent-a", spawn("call_1", "dig")))
+    view(AgentEvent("agent-a", AgentSpawned("call_1", "agent-g", "Gus", 2, "dig")))
+    for event in child_asks("agent-g", "call_1", "ls /", tmp_path):
+        view(AgentEvent("agent-a", event))
+    assert view.agents["agent-a"].view.agents["agent-g"].view.cards["call_1"].buttons
+    assert len(_instances) > before
+    view.close()
+    assert len(_instances) == before
