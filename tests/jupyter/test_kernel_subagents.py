@@ -58,6 +58,17 @@ def saved_html(kernel: Kernel, cell: str) -> str:
     return "".join(str(o.get("data", {}).get("text/html", "")) for o in kernel.saved_outputs(cell))
 
 
+def panel_titles(kernel: Kernel) -> list[str]:
+    """The titles of the open accordions of the live cell (the sub-agents' panels)."""
+    return [
+        str(title)
+        for state in kernel.states.values()
+        if state.get("_model_name") == "AccordionModel" and state.get("selected_index") == 0
+        for title in state.get("titles", ())
+        if str(title).startswith("sub-agent ")
+    ]
+
+
 def finished(kernel: Kernel, cell: str, timeout: float = 120) -> str:
     """Wait until the cell's turn ended (on ipykernel 6 the cell returns while its turn
     runs on) and its saved transcript replaced the widgets; that transcript's HTML."""
@@ -79,9 +90,11 @@ def test_two_children_approved_through_their_own_cards(kernel: Kernel) -> None:
     a, b = kernel.ws / "a.txt", kernel.ws / "b.txt"
     with ConversationsServer(scripts) as server:
         cell = kernel.execute(agent_cell(server.base_url, "-a untrusted", PARENT))
-        approve = kernel.wait_for(lambda: len(kernel.buttons("Approve")) == 2, 120)
+        kernel.wait_for(lambda: len(kernel.buttons("Approve")) == 2, 120)
         first, second = kernel.buttons("Approve")
-        assert approve
+        headers = panel_titles(kernel)  # each child's panel, open, in the live cell
+        tails = sorted(h.split(" · ", 1)[1] for h in headers)
+        assert tails == [f"running · {TASK_A}", f"running · {TASK_B}"]
         kernel.click(first)
         kernel.wait_for(lambda: a.exists() or b.exists(), 60)
         kernel.pump(0.5)
