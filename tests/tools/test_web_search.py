@@ -17,10 +17,10 @@ from agent_magics.events import Event
 from agent_magics.store.recorder import SessionRecorder
 from agent_magics.store.resume import continue_in, load_resume
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from agent_magics.transcript.export import stored_document
-from agent_magics.transcript.export_md import to_markdown
+from agent_magics.transcript.export import FORMATS, render, stored_document
 from agent_magics.transcript.history import history_text
 from agent_magics.transcript.model import ToolBlock, Transcript
+from agent_magics.transcript.static_html import transcript_html
 from tests.helpers.chat_fault_server import chat_fault_server
 from tests.helpers.fault_server import ok
 from tests.helpers.sessions import config_for, session_for
@@ -144,9 +144,13 @@ async def test_the_card_shows_the_query_and_the_sources(tmp_path: Path) -> None:
     assert json.loads(card.arguments) == {"query": "jupyter kernel protocol"}
     shown = history_text([i.wire() for i in session.history])
     assert f"• web_search: jupyter kernel protocol\n    {SOURCE}" in shown
-    saved = to_markdown(stored_document(next((tmp_path / "s").rglob("*.jsonl"))))
-    assert "jupyter kernel protocol" in saved and SOURCE in saved
-    assert "web_search_call item" not in saved  # a card, not an unknown item
+    static = transcript_html(live)  # the saved notebook's copy of the cell's cards
+    assert "<code>jupyter kernel protocol</code>" in static and SOURCE in static
+    doc = stored_document(next((tmp_path / "s").rglob("*.jsonl")))
+    for suffix in FORMATS:
+        saved = render(doc, suffix)
+        assert "jupyter kernel protocol" in saved and SOURCE in saved, suffix
+        assert "web_search_call" not in saved  # a card, not an unknown item
 
 
 async def test_a_search_without_sources_says_so(tmp_path: Path) -> None:
