@@ -157,8 +157,9 @@ class Child:
         """Queue ``text`` as its next user turn (``interrupt``: end the current one
         first, which reads as an interrupted turn, as in Codex)."""
         self._inbox.append(text)
-        if interrupt and self._task is not None and not self._task.done():
-            self._task.cancel()
+        running = self._task is not None and not self._task.done()
+        if interrupt and running and self.status == "running" and self._task is not None:
+            self._task.cancel()  # (a task not yet started would be cancelled unrun)
             return
         if self._task is None or self._task.done():
             self._loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -207,3 +208,43 @@ def test_exec_runs_children_and_shows_their_lines(tmp_path: Path) -> None:
     assert done.stdout.strip() == "parent finished"
     assert KEY not in done.stderr + done.stdout
     assert shape(parent_outputs(server)["s1"]) == '{"agent_id":"<id>","nickname":"<Name>"}'
+
+
+async def test_send_input_with_interrupt_redirects_a_busy_child(tmp_path: Path) -> None:
+    orders = "CHILD: new orders"
+
+    def send_once_the_child_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
+        for _ in range(WAIT_S * 10):  # the child's first request is being answered
+            if server.by_conversation[CHILD]:
+                break
+            time.sleep(0.1)
+        target = spawned(body)
+        message_ = {"target": target, "message": orders, "interrupt": True}
+        return [agent_call("send_input", message_, "i1")]
+
+    def slow(body: dict[str, Any]) -> list[dict[str, Any]]:
+        time.sleep(5)  # long enough for the interrupt to come first
+        return [message("the old task, finished")]
+
+    scripts = {
+        PARENT: [
+            [agent_call("spawn_agent", {"message": CHILD}, "s1")],
+            send_once_the_child_asks,
+            wait_for("w1"),
+        ],
+        CHILD: [slow],
+        orders: [[message("new orders done")]],
+    }
+    events: list[Event] = []
+    server = ConversationsServer(scripts)
+    with server:
+        session = session_for(tmp_path, server.base_url)
+        session.subscribe(events.append)
+        await session.run_turn(PARENT)
+        await session.aclose()
+    outputs = parent_outputs(server)
+    assert json.loads(outputs["i1"]).keys() == {"submission_id"}
+    [status] = json.loads(outputs["w1"])["status"].values()
+    assert status == {"completed": "new orders done"}
+    changes = [(e.status, e.final_text) for e in events if isinstance(e, AgentStatusChanged)]
+    assert ("errored", "Interrupted") in changes
