@@ -44,6 +44,8 @@ CONVERSATIONS = [
     "live_limit_sequential",
     "two_children_wait_both",
     "fork_context",
+    "live_limit_completed",
+    pytest.param("wait_timeout", marks=pytest.mark.slow),  # waits of 10 s, Codex's least
 ]
 DEPARTURES = {("spawn_variants", "v6"), ("fork_context", "e0")}
 """Not compared: Codex refuses reasoning_effort for a model it knows has none (we know
@@ -63,7 +65,7 @@ async def _replay(name: str, tmp_path: Path) -> tuple[dict[str, str], dict[str, 
         finally:
             await session.aclose()
     ours = parent_outputs(server, prompt_of(case))
-    return ours, golden_outputs(golden)
+    return ours, golden_outputs(golden, prompt_of(case))
 
 
 def _statuses(text: str) -> tuple[bool, list[str]]:
@@ -71,7 +73,7 @@ def _statuses(text: str) -> tuple[bool, list[str]]:
     return value["timed_out"], sorted(shape(json.dumps(v)) for v in value["status"].values())
 
 
-@pytest.mark.parametrize("name", REFUSALS + CONVERSATIONS + ["spawn_variants"])
+@pytest.mark.parametrize("name", [*REFUSALS, *CONVERSATIONS, "spawn_variants"])
 async def test_outputs_are_codexs(name: str, tmp_path: Path) -> None:
     ours, theirs = await _replay(name, tmp_path)
     assert set(ours) == set(theirs)

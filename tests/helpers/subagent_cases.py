@@ -103,9 +103,16 @@ def parent_outputs(server: ConversationsServer, key: str) -> dict[str, str]:
     return said
 
 
-def golden_outputs(golden: dict[str, Any]) -> dict[str, str]:
+def golden_outputs(golden: dict[str, Any], prompt: str) -> dict[str, str]:
+    """The outputs Codex sent the parent (from its conversation when the golden's
+    ``outputs`` map came out empty)."""
     outputs = golden.get("outputs") or golden.get("all_outputs") or {}
-    return {k: str(v["output"]) for k, v in outputs.items()}
+    found = {k: str(v["output"]) for k, v in outputs.items()}
+    for request in [] if found else golden.get("conversations", {}).get(prompt, []):
+        for item in request.get("input", []) + request.get("new_input", []):
+            if item.get("type") == "function_call_output":
+                found[str(item["call_id"])] = str(item["output"])
+    return found
 
 
 def workspace(tmp: Path) -> Path:
