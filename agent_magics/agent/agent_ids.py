@@ -31,10 +31,11 @@ _NAMES = (
     "Zeno Locke Hume Kant Hegel Kierkegaard Mill Nietzsche Peirce James Dewey Russell "
     "Popper Sartre Beauvoir Arendt Rawls Singer Anscombe Parfit Kuhn Boyle Hooke Harvey "
     "Dalton Ohm Helmholtz Gibbs Lorentz Schrodinger Heisenberg Pauli Dirac Bernoulli "
-    "Godel Nash Banach Ramanujan Erdos"
+    "Godel Nash Banach Ramanujan Erdos Jason"
 )
 NICKNAMES = tuple(_NAMES.split())
-"""The names sub-agents are given, the same pool as Codex's (scientists and thinkers)."""
+"""The names sub-agents are given: the pool Codex 0.171.0 draws from (its binary holds
+this list: scientists and thinkers, and Jason)."""
 
 
 def new_agent_id() -> str:

@@ -6,14 +6,17 @@ agent ids, submission ids and nicknames, which change every run."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from agent_magics.agent.agent_ids import NICKNAMES
 from agent_magics.agent.multi_agent import MultiAgentTools
 from tests.helpers.conformance import assert_schema_in_own_words
 from tests.helpers.sessions import session_for
 from tests.helpers.subagent_cases import (
+    MULTI,
     golden_outputs,
     load,
     parent_outputs,
@@ -90,3 +93,10 @@ async def test_the_namespace_is_codexs_in_our_words(tmp_path: Path) -> None:
     session = session_for(tmp_path, "http://127.0.0.1:9/v1")
     assert_schema_in_own_words(MultiAgentTools(session.agents), "codex_tool_specs.json")
     await session.aclose()
+
+
+def test_nicknames_come_from_codexs_pool() -> None:
+    recorded = "".join(p.read_text() for p in (MULTI / "goldens").glob("*.json"))
+    seen = set(re.findall(r'\\"nickname\\":\\"([^"\\]+)\\"', recorded))
+    assert len(seen) > 20  # the recordings name many agents
+    assert seen <= set(NICKNAMES)
