@@ -49,7 +49,7 @@ def test_a_decorated_function_is_offered_validated_and_called(kernel: Kernel) ->
         assert len(server.requests) == 2
         bad = server.outputs(1)["bad"]
         assert bad.startswith("invalid arguments for scale: values.0: Input should be a valid")
-        offered = {t["name"]: t for t in server.requests[0]["tools"]}["scale"]
+        offered = {t.get("name") or t["type"]: t for t in server.requests[0]["tools"]}["scale"]
         assert offered["description"] == "Multiply every value by the factor."
         assert offered["parameters"] == {
             "additionalProperties": False,

@@ -33,7 +33,7 @@ def test_a_variable_made_in_a_cell_reaches_the_model(kernel: Kernel) -> None:
         # untrusted asks before anything that is not known to be safe: these never ask
         kernel.run(f"%%agent --base-url {server.base_url} -a untrusted\nwhat is in sales?")
         kernel.wait_for(lambda: len(server.requests) == 2)
-        offered = {t["name"] for t in server.requests[0]["tools"]}
+        offered = {t.get("name") or t["type"] for t in server.requests[0]["tools"]}
         assert {"list_variables", "inspect_variable"} <= offered
         listed = server.outputs(1)["c1"].splitlines()
         assert listed[0].startswith("sales  pandas.DataFrame  (3, 2), ")

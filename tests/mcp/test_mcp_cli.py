@@ -53,11 +53,11 @@ def test_exec_offers_the_time_tool_and_returns_the_time(tmp_path: Path) -> None:
     assert done.stdout == "It is late.\n"
     assert len(server.requests) == 2
     first = server.requests[0]
-    names = [t["name"] for t in first["tools"]]
+    names = [t.get("name") or t["type"] for t in first["tools"]]
     assert names[:3] == ["list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"]
     assert "mcp__time__get_current_time" in names
     assert "mcp__time__convert_time" in names
-    spec = next(t for t in first["tools"] if t["name"] == "mcp__time__get_current_time")
+    spec = next(t for t in first["tools"] if t.get("name") == "mcp__time__get_current_time")
     assert spec["strict"] is False
     assert spec["parameters"]["type"] == "object"
     assert spec["parameters"]["required"] == ["timezone"]
@@ -74,7 +74,7 @@ def test_exec_goes_on_when_the_server_cannot_start(tmp_path: Path) -> None:
         done = run_exec(tmp_path, server, "-c", 'mcp_servers.time.command="no-such-mcp-server"')
     assert done.returncode == 0, done.stderr
     first = server.requests[0]
-    names = [t["name"] for t in first["tools"]]
+    names = [t.get("name") or t["type"] for t in first["tools"]]
     assert "list_mcp_resources" in names
     assert not any(n.startswith("mcp__") for n in names)
     assert json.loads(server.outputs(1)["c1"]) == {"resources": []}

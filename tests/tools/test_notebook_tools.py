@@ -303,7 +303,7 @@ def test_exec_model_reads_and_edits_a_notebook(tmp_path: Path) -> None:
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Edited.\n"
-    names = [t["name"] for t in server.requests[0]["tools"]]
+    names = [t.get("name") or t["type"] for t in server.requests[0]["tools"]]
     assert "read_notebook" in names and "edit_notebook" in names
     read = server.outputs(1)["r1"]
     assert "--- cell 2 · id md · markdown\n# Title" in read and "id raw" not in read
