@@ -224,7 +224,10 @@ class _Member:
         args = decode_call(SendInputArgs, inv)
         agent_id = parse_agent_id(args.target)
         text = args.text()
-        self.node.child(agent_id).submit(text, interrupt=args.interrupt)
+        child = self.node.child(agent_id)
+        if child.status == "shutdown":  # stopped with its parent's turn, not closed
+            raise RespondToModel(f"agent with id {agent_id} is closed")
+        child.submit(text, interrupt=args.interrupt)
         return dumps({"submission_id": str(uuid.uuid4())})
 
     async def _resume_agent(self, inv: ToolInvocation) -> str:

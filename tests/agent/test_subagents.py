@@ -98,6 +98,9 @@ async def test_a_childs_questions_reach_the_parents_approver_under_scoped_ids(
         await session.aclose()
     [spawn] = [e for e in events if isinstance(e, AgentSpawned)]
     assert asked == [f"{spawn.agent_id}/c1"]
+    second = server.by_conversation[PARENT][1]["input"]
+    sent_back = [i for i in second if i["type"] == "function_call"]
+    assert sent_back[0]["namespace"] == "multi_agent_v1"  # kept in history as it came
     assert (tmp_path / "asked.txt").read_text() == "asked\n"
     waited = json.loads(parent_outputs(server)["w1"])
     assert waited["status"] == {spawn.agent_id: {"completed": "child wrote it"}}
@@ -140,12 +143,19 @@ async def test_stopping_the_parent_ends_its_children_and_their_processes(
     monkeypatch.setenv(MECHANISM_ENV, mechanism)
     marker = str(uuid.uuid4().int % 10**6 + 700000)
     sleep = {"cmd": f"sleep {marker}", "yield_time_ms": 250}
+    again = "PARENT: carry on"
+
+    def write_to_the_stopped_child(body: dict[str, Any]) -> list[dict[str, Any]]:
+        [spawn] = [e for e in events if isinstance(e, AgentSpawned)]
+        return [agent_call("send_input", {"target": spawn.agent_id, "message": "go"}, "i1")]
+
     scripts = {
         PARENT: [
             [agent_call("spawn_agent", {"message": CHILD}, "s1")],
             wait_for("w1", timeout_ms=600000),
         ],
         CHILD: [[function_call("exec_command", sleep, "c1")], wait_for_ever()],
+        again: [write_to_the_stopped_child],
     }
     events: list[Event] = []
     with ConversationsServer(scripts) as server:
@@ -168,9 +178,13 @@ async def test_stopping_the_parent_ends_its_children_and_their_processes(
                 break
             await asyncio.sleep(0.1)
         assert not sleepers(marker)
+        await session.run_turn(again)  # a stopped child takes no more work
         await session.aclose()
+    [*_, last] = server.by_conversation[again]
+    [spawn] = [e for e in events if isinstance(e, AgentSpawned)]
+    assert said(last)["i1"] == f"agent with id {spawn.agent_id} is closed"
     statuses = [e.status for e in events if isinstance(e, AgentStatusChanged)]
-    assert statuses[-1] == "shutdown"
+    assert statuses[-1] == "shutdown" and "completed" not in statuses
 
 
 def wait_for_ever() -> Any:
