@@ -273,6 +273,8 @@ class Session:
                     final_text = texts[-1]
                 if not calls:
                     self.history.extend(items_after_response(self.services))  # a goal's usage
+                    await self.agents.settle()  # a turn ends with the agents it started
+                    self._take_pending()  # their ends, for the next request
                     break
                 await self._run_calls(calls, turn)
                 self.history.extend(items_after_response(self.services))  # a goal's usage
@@ -351,6 +353,10 @@ class Session:
             self.history.append(kind(call_id=call.call_id, output=content))
             if (objective := objective_item(self.services, call.call_id)) is not None:
                 self.history.append(objective)  # Codex's goal_objective output
+        self._take_pending()
+
+    def _take_pending(self) -> None:
+        """Notes for the model (a warning, a sub-agent's end) join the history now."""
         while self.services.pending_user_messages:
             self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
         self._history_grew()

@@ -93,6 +93,15 @@ class AgentNode:
         child.submit(prompt)
         return child
 
+    async def settle(self) -> None:
+        """Wait until none of its children is still working. A turn ends with the agents
+        it started: in a notebook the cell stays the place where a child's questions
+        are answered and its work is seen, the next cell starts with every result, and
+        Run All or a headless run never leaves a child working unseen. (``codex exec``
+        ends them instead; its interactive TUI lets them run on between turns.)"""
+        while busy := [t for t in (c.working() for c in self.children) if t is not None]:
+            await asyncio.wait(busy)
+
     def stop(self) -> None:
         """End every child (and theirs) now: kill their processes and cancel their turns.
         Safe from any thread (a stop button)."""
@@ -185,6 +194,11 @@ class Child:
                 self._set("errored", str(exc) or type(exc).__name__)
                 continue
             self._set("completed", result.final_text or None)
+
+    def working(self) -> asyncio.Task[None] | None:
+        """The task running its turns, while it runs."""
+        task = self._task
+        return task if task is not None and not task.done() else None
 
     def stop(self) -> None:
         """End it now from any thread: processes killed, the turn cancelled."""

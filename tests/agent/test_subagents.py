@@ -110,6 +110,49 @@ async def test_a_childs_questions_reach_the_parents_approver_under_scoped_ids(
     assert statuses == ["pending_init", "running", "completed", "shutdown"]  # closed at the end
 
 
+async def test_a_turn_ends_with_the_children_it_started(tmp_path: Path) -> None:
+    """A parent that answers without waiting: its turn still ends only once the child is
+    done, so the child's question is asked while the turn (its cell, its cards) is there
+    to answer it, and the next turn starts with the child's result."""
+    asked: list[str] = []
+    ended: list[bool] = []
+
+    async def approver(request: ApprovalRequest) -> ReviewDecision:
+        asked.append(request.call_id)
+        await asyncio.sleep(0.5)  # a person taking their time
+        return ReviewDecision.APPROVED
+
+    command = {"cmd": "echo late > late.txt", "sandbox_permissions": "require_escalated"}
+    command["justification"] = "write a file"
+    scripts = {
+        PARENT: [
+            [agent_call("spawn_agent", {"message": CHILD}, "s1")],
+            [message("started a helper")],
+            [message("the helper wrote late.txt")],
+        ],
+        CHILD: [[function_call("exec_command", command, "c1")], [message("child wrote it")]],
+    }
+    events: list[Event] = []
+    with ConversationsServer(scripts) as server:
+        session = session_for(
+            tmp_path, server.base_url, approver=approver, shell_type="unified_exec",
+            approval_policy="on-request", allow_login_shell=False,
+        )  # fmt: skip
+        session.subscribe(events.append)
+        first = await session.run_turn(PARENT)
+        ended.append((tmp_path / "late.txt").exists())
+        statuses = [e.status for e in events if isinstance(e, AgentStatusChanged)]
+        await session.run_turn("and now?")
+        await session.aclose()
+    assert first.final_text == "started a helper"
+    [spawn] = [e for e in events if isinstance(e, AgentSpawned)]
+    assert asked == [f"{spawn.agent_id}/c1"]
+    assert ended == [True]  # the child's approved command ran before the turn ended
+    assert statuses == ["pending_init", "running", "completed"]
+    later = json.dumps(server.by_conversation[PARENT][-1]["input"])
+    assert "<subagent_notification>" in later and "child wrote it" in later
+
+
 async def test_a_child_cannot_spawn_at_codexs_depth_limit(tmp_path: Path) -> None:
     case, golden = load("depth_child_spawns")
     scripts = {
