@@ -2,8 +2,8 @@
 
 A retryable stream failure sends the request again (``stream_max_retries`` times, after
 the server's delay or a backoff); anything else ends the turn with one sentence. An
-answer with neither a message nor a tool call is a failure too: a turn could neither
-end on it nor go on from it.
+answer with neither a message, a tool call nor a web search is a failure too: a turn
+could neither end on it nor go on from it.
 """
 
 from __future__ import annotations
@@ -96,7 +96,11 @@ async def _sample_once(
 
 
 def _speaks(item: AnyItem) -> bool:
-    """Whether ``item`` is something a turn can end on or go on from."""
-    return isinstance(item, FunctionCall | CustomToolCall | LocalShellCall) or (
-        isinstance(item, Message) and item.role == "assistant"
+    """Whether ``item`` is something a turn can end on or go on from: a search the
+    server ran is one (its card says what was done), as in Codex, where a response
+    without a tool call ends the turn."""
+    return (
+        isinstance(item, FunctionCall | CustomToolCall | LocalShellCall)
+        or (isinstance(item, Message) and item.role == "assistant")
+        or item.type == WEB_SEARCH_CALL
     )

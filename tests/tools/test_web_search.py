@@ -134,6 +134,20 @@ async def test_the_item_goes_back_as_codex_sends_it(
     assert kinds[-3:] == ["web_search_call", "function_call", "function_call_output"]
 
 
+async def test_an_answer_holding_only_a_search_ends_the_turn(tmp_path: Path) -> None:
+    """A response with the server's search and nothing else ends the turn as Codex ends
+    one without a tool call: done, with the search's card, not a failure."""
+    events: list[Event] = []
+    with ScriptedResponsesServer([[SEARCH]]) as server:
+        session = session_for(tmp_path, server.base_url)
+        session.subscribe(events.append)
+        result = await session.run_turn("look it up")
+        await session.aclose()
+    assert result.final_text == ""
+    assert [type(e).__name__ for e in events][-2:] == ["WebSearched", "TurnFinished"]
+    assert session.history[-1].type == "web_search_call"
+
+
 async def test_the_card_shows_the_query_and_the_sources(tmp_path: Path) -> None:
     session, (_, events) = await run_search_turn(tmp_path, SEARCH)
     live = Transcript()
