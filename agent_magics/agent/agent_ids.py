@@ -115,6 +115,10 @@ class Nicknames:
         self._used.add(name)
         return name
 
+    def keep(self, name: str) -> None:
+        """Count ``name`` as taken (a resumed session's child keeps its name)."""
+        self._used.add(name)
+
     def _name(self, name: str) -> str:
         if not self._round:
             return name

@@ -241,7 +241,7 @@ class _Member:
             if closed is None:
                 raise not_found(agent_id)
             control.reserve()
-            history = closed.session.history if closed.session is not None else []
+            history = closed.session.history if closed.session is not None else closed.saved
             closed.open(list(history))
             child = closed
         return dumps({"status": child.status_value()})

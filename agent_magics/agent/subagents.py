@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from agent_magics.protocol.items import AnyItem, Message
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
+    from agent_magics.store.saved_children import SavedChild
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +87,31 @@ class AgentNode:
         self.control.reserve()
         history = [i for i in self.session.history if isinstance(i, Message)] if fork else []
         child = Child(self, new_agent_id(), self.control.nicknames.take(), prompt)
+        child.call_id = call_id
         child.open(history, model, announce=False)
         emit = self.session.services.emit
         emit(AgentSpawned(call_id, child.agent_id, child.nickname, self.depth + 1, prompt))
         emit(AgentStatusChanged(child.agent_id, child.status))
         child.submit(prompt)
         return child
+
+    def restore(self, saved: Iterable[SavedChild]) -> None:
+        """The children of a resumed session, as closed agents with their names:
+        ``resume_agent`` reopens one with the history its file holds (Codex keeps each
+        sub-agent's thread and brings a closed one back the same way). Until then
+        wait_agent, send_input and close_agent answer them as closed agents."""
+        for found in saved:
+            child = Child(self, found.agent_id, found.nickname, found.prompt)
+            child.call_id, child.saved = found.call_id, list(found.history)
+            child.recorded = len(found.history)  # already in the file: not written again
+            child.status, child.final_text = found.status, found.final_text
+            self.control.closed[child.agent_id] = child
+            self.control.nicknames.keep(child.nickname)
+
+    def kept(self) -> list[Child]:
+        """Its children: those it spawned, then those a resume gave back still closed."""
+        restored = [c for c in self.control.closed.values() if c.parent is self]
+        return [*self.children, *(c for c in restored if c not in self.children)]
 
     async def settle(self) -> None:
         """Wait until none of its children is still working. A turn ends with the agents
@@ -121,6 +141,9 @@ class Child:
         self.agent_id = agent_id
         self.nickname = nickname
         self.prompt = prompt
+        self.call_id = ""  # the spawn_agent call that started it
+        self.saved: list[AnyItem] = []  # its history, for a child a resume gave back
+        self.recorded = 0  # how many items of its history the session file has already
         self.status = "pending_init"
         self.final_text: str | None = None
         self.session: Session | None = None

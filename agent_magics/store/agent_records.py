@@ -18,6 +18,7 @@ from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Ev
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
+    from agent_magics.agent.subagents import AgentNode
 
 AGENT_SPAWNED, AGENT_STATUS, AGENT_ITEM = "agent_spawned", "agent_status", "agent_item"
 
@@ -72,8 +73,27 @@ class AgentRecords:
         if child is None or child.session is None:
             return
         history = child.session.history
-        start = self._written.get(agent_id, 0)
+        start = self._written.get(agent_id, child.recorded)  # (a resumed child's are in)
         for item in history[start:]:
             record = {"type": AGENT_ITEM, "path": path, "agent_id": agent_id}
             self.write(record | {"item": item.wire()})
         self._written[agent_id] = len(history)
+
+
+def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[str, Any]]:
+    """The records a live session's sub-agents would have in its file, from the agents
+    themselves (``%agent history`` nests them under their spawn calls, as exports do):
+    each child's spawn, its history items, its status, then its own children's."""
+    path = path or []
+    records: list[dict[str, Any]] = []
+    for child in node.kept():
+        ident = {"path": path, "agent_id": child.agent_id}
+        spawned = {"call_id": child.call_id, "nickname": child.nickname, "prompt": child.prompt}
+        records.append({"type": AGENT_SPAWNED, **ident, **spawned, "depth": node.depth + 1})
+        history = child.session.history if child.session is not None else child.saved
+        records.extend({"type": AGENT_ITEM, **ident, "item": item.wire()} for item in history)
+        status = {"status": child.status, "final_text": child.final_text}
+        records.append({"type": AGENT_STATUS, **ident, **status})
+        if child.node is not None:
+            records.extend(tree_records(child.node, [*path, child.agent_id]))
+    return records

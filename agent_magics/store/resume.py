@@ -25,6 +25,7 @@ from agent_magics.models.secret import REDACTED
 from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.log import in_use
 from agent_magics.store.readback import META, RESUMED_SETTINGS, LoadedSession, read_session
+from agent_magics.store.saved_children import SavedChildren, saved_children
 from agent_magics.store.signing import session_key
 from agent_magics.tools.goal_state import restore_goal
 
@@ -46,6 +47,7 @@ class Resume:
     usage: Usage
     notes: list[str] = field(default_factory=list)
     goal: Any = None  # the thread's goal as the last turn left it (see goal_state)
+    children: SavedChildren = field(default_factory=SavedChildren)  # closed sub-agents
 
     @property
     def id(self) -> str:
@@ -133,6 +135,9 @@ def load_resume(
         )
     if restored := restored_line(settings):
         notes.append(restored)
+    children = saved_children(loaded.records, key)
+    if children.refused:
+        notes.append(_refused_children(len(children.refused)))
     ended = [r for r in loaded.records if r["type"] == "turn_ended"]
     tokens = ended[-1].get("session_tokens", 0) if ended else 0
     return Resume(
@@ -142,6 +147,15 @@ def load_resume(
         Usage(total_tokens=tokens if isinstance(tokens, int) else 0),
         notes,
         ended[-1].get("goal") if ended else None,
+        children,
+    )
+
+
+def _refused_children(count: int) -> str:
+    return (
+        f"Left out {count} sub-agent(s) of this session: lines of their records were not "
+        "written by your agent_magics, so their history is not given back to the model "
+        "(resume_agent does not know them)."
     )
 
 
@@ -230,8 +244,10 @@ def _redacted(server: dict[str, Any]) -> bool:
 
 
 def continue_in(session: Session, resume: Resume) -> None:
-    """Make the new ``session`` the saved one: its history, id and token count."""
+    """Make the new ``session`` the saved one: its history, id, token count and the
+    sub-agents it started (closed: ``resume_agent`` reopens them)."""
     session.history = list(resume.loaded.history)
+    session.agents.restore(resume.children.children)
     session.thread_id = resume.id
     session.usage = resume.usage
     restore_goal(session.services, resume.goal)  # its usage carries on

@@ -6,7 +6,9 @@ here as plain text. Each turn starts with the prompt; what was sent beside it (t
 environment, project instructions, the notebook's cells) is named in one line each;
 then the model's answers and every tool call, with what it ran and a trimmed output
 (an exec command's output without its Chunk ID / Wall time lines, apply_patch's output
-as its text). ``raw=True`` gives the items as they are sent, as JSON.
+as its text). A sub-agent's own conversation is shown under the call that spawned it,
+indented, headed as the exports head it. ``raw=True`` gives the items as they are
+sent, as JSON.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 from xml.sax.saxutils import unescape
 
 from agent_magics.agent.instructions import ENVIRONMENT_OPEN, told_environment
+from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.document import command, recorded_output
 from agent_magics.transcript.export_md import clip, one_line, summary
-from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.transcript.saved import fold, history_records
 
 OUTPUT_LINES = 6
@@ -46,17 +49,38 @@ CONTEXT_KINDS = (
 def history_text(
     items: Sequence[Mapping[str, Any]],
     *,
+    agents: Sequence[Mapping[str, Any]] = (),
     raw: bool = False,
     redact: Callable[[str], str] = str,
 ) -> str:
     """``items`` (wire JSON of a session's history) as a conversation, or as JSON with
-    ``raw``; ``redact`` takes secrets out of every text shown."""
+    ``raw``; ``agents``: its sub-agents' records (as a session file holds them, without
+    turns), each nested in the turn of the call that spawned its top agent; ``redact``
+    takes secrets out of every text shown."""
     if raw:
         return redact(json.dumps(list(items), indent=2, ensure_ascii=False))
     if not items:
         return EMPTY
-    doc = fold(None, history_records(items), redact=redact)
+    records = history_records(items)
+    doc = fold(None, records + in_turns(records, agents), redact=redact)
     return "\n\n".join(turn_text(turn) for turn in doc.turns)
+
+
+def in_turns(
+    records: Sequence[Mapping[str, Any]], agents: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """``agents`` with the turn of the spawn call of the agent each one is under (the
+    last turn when that call is not in the history)."""
+    calls = {r["item"].get("call_id"): r["turn"] for r in records if r["type"] == "item"}
+    last = records[-1]["turn"] if records else 0
+    turns: dict[Any, Any] = {}
+    placed = []
+    for record in agents:
+        path = record.get("path") or [record.get("agent_id")]
+        if record.get("type") == "agent_spawned" and not record.get("path"):
+            turns[record.get("agent_id")] = calls.get(record.get("call_id"), last)
+        placed.append({**record, "turn": turns.get(path[0], last)})
+    return placed
 
 
 def turn_text(turn: Transcript) -> str:
@@ -115,4 +139,22 @@ def call_lines(call: ToolBlock) -> list[str]:
             f"{INDENT}{line}".rstrip()
             for line in clip(text, OUTPUT_LINES, OUTPUT_CHARS).splitlines()
         )
+    for run in call.agents:
+        lines.extend(f"{INDENT}{line}".rstrip() for line in agent_lines(run))
+    return lines
+
+
+def agent_lines(run: AgentRun) -> list[str]:
+    """A sub-agent under its spawn call: its header, then its answers and calls."""
+    lines = [f"↳ {agent_header(run)}"]
+    if (ending := ending_text(run)) is not None:
+        lines.append(f"{INDENT}{ending}")
+    for entry in run.transcript.blocks:
+        if isinstance(entry, ToolBlock):
+            body = call_lines(entry)
+        elif isinstance(entry, TextBlock):
+            body = indented("agent: ", entry.text.strip())
+        else:
+            continue
+        lines.extend(f"{INDENT}{line}".rstrip() for line in body)
     return lines

@@ -262,15 +262,25 @@ def fold(
 
 def _redacted(doc: SessionDoc, redact: Callable[[str], str]) -> SessionDoc:
     for turn in doc.turns:
-        turn.prompt = redact(turn.prompt) if turn.prompt is not None else None
-        turn.message = redact(turn.message)
-        for block in turn.blocks:
-            if isinstance(block, TextBlock | NoticeBlock) and block.text != _item_type(block):
-                block.text = redact(block.text)
-            elif isinstance(block, ToolBlock):
-                block.arguments = redact(block.arguments)
-                block.output = redact(block.output) if block.output is not None else None
+        _redact_turn(turn, redact)
     return doc
+
+
+def _redact_turn(turn: Transcript, redact: Callable[[str], str]) -> None:
+    """Every text of ``turn``, its sub-agents' (a live child's history holds its
+    commands' outputs as they ran) and their final texts included."""
+    turn.prompt = redact(turn.prompt) if turn.prompt is not None else None
+    turn.message = redact(turn.message)
+    for block in turn.blocks:
+        if isinstance(block, TextBlock | NoticeBlock) and block.text != _item_type(block):
+            block.text = redact(block.text)
+        elif isinstance(block, ToolBlock):
+            block.arguments = redact(block.arguments)
+            block.output = redact(block.output) if block.output is not None else None
+            for run in block.agents:
+                run.prompt = redact(run.prompt)
+                run.final_text = redact(run.final_text) if run.final_text is not None else None
+                _redact_turn(run.transcript, redact)
 
 
 def history_records(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

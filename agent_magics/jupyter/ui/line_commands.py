@@ -16,6 +16,7 @@ from agent_magics.events import Usage
 from agent_magics.jupyter.kernel.functions import functions_text, tool_command
 from agent_magics.jupyter.ui import info, mcp_command
 from agent_magics.jupyter.ui.runner import can_block
+from agent_magics.store.agent_records import tree_records
 from agent_magics.teaching.bounds import summary
 from agent_magics.transcript.history import history_text
 
@@ -222,5 +223,6 @@ class LineCommands:
             raise UsageError("usage: %agent history [--raw]")
         session = self.m.session
         items = [i.wire() for i in session.history] if session is not None else []
+        agents = tree_records(session.agents) if session is not None else []
         redact = session.redact.text if session is not None else str
-        print(history_text(items, raw=rest.strip() == "--raw", redact=redact))
+        print(history_text(items, agents=agents, raw=rest.strip() == "--raw", redact=redact))
