@@ -8,6 +8,9 @@ conversation under the call that spawned it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +203,34 @@ async def test_a_tampered_child_is_not_given_back(tmp_path: Path, folder: Path, 
     assert server.by_conversation[MORE] == []
     assert "ignore your task" not in json.dumps(server.requests)
     assert any("Left out 1 sub-agent(s)" in note for note in notes)
+
+
+def run_exec(tmp_path: Path, base_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {"HOME": str(tmp_path / "home"), "OPENAI_API_KEY": KEY}
+    argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+    argv += ["--base-url", base_url, "-m", "m", "-a", "never", "-c", "allow_login_shell=false"]
+    return subprocess.run(
+        [*argv, *args], env=env, cwd=tmp_path / "ws", capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_exec_resume_reopens_the_saved_child(tmp_path: Path) -> None:
+    """The same through ``agent-magics exec`` and ``exec --resume last``."""
+    (tmp_path / "ws").mkdir()
+    with ConversationsServer(scripts(), final_text="parent done") as server:
+        first = run_exec(tmp_path, server.base_url, PARENT)
+        assert first.returncode == 0, first.stderr
+        second = run_exec(tmp_path, server.base_url, "--resume", "last", AGAIN)
+        assert second.returncode == 0, second.stderr
+    said = {k: v for body in server.by_conversation[AGAIN] for k, v in outputs(body).items()}
+    agent_id = json.loads(said["s1"])["agent_id"]
+    assert said["r2"] == f"agent with id {agent_id} not found"
+    assert said["r4"] == '{"status":"pending_init"}'
+    assert '{"completed":"four files now"}' in said["r6"]
+    [again] = server.by_conversation[MORE]
+    wire = json.dumps(again["input"])
+    assert KEY not in wire
+    assert wire.index("child-ran") < wire.index("three files") < wire.index(MORE)
