@@ -240,9 +240,7 @@ class _Member:
             closed = control.closed.get(agent_id)
             if closed is None:
                 raise not_found(agent_id)
-            control.reserve()
-            history = closed.session.history if closed.session is not None else closed.saved
-            closed.open(list(history))
+            self.node.reopen(inv.call_id, closed)
             child = closed
         return dumps({"status": child.status_value()})
 

@@ -108,6 +108,20 @@ class AgentNode:
             self.control.closed[child.agent_id] = child
             self.control.nicknames.keep(child.nickname)
 
+    def reopen(self, call_id: str, child: Child) -> None:
+        """Open the closed ``child`` again with its history (``call_id``: the
+        resume_agent call). One a resume gave back has no card in this session yet: it
+        is told as spawned by this call, so its work shows under it, with its name."""
+        self.control.reserve()
+        if child.session is not None:
+            child.open(list(child.session.history))
+            return
+        child.open(list(child.saved), announce=False)
+        parent = child.parent
+        emit = parent.session.services.emit
+        emit(AgentSpawned(call_id, child.agent_id, child.nickname, parent.depth + 1, child.prompt))
+        emit(AgentStatusChanged(child.agent_id, child.status))
+
     def kept(self) -> list[Child]:
         """Its children: those it spawned, then those a resume gave back still closed."""
         restored = [c for c in self.control.closed.values() if c.parent is self]
