@@ -33,7 +33,14 @@ class ArgumentError(RespondToModel):
 
 
 class UserError(AgentMagicsError):
-    """A person must act (fix a setting, start a server); the message is one sentence."""
+    """A person must act (fix a setting, start a server); the message is one sentence.
+
+    ``codex_text`` is how Codex words the same failure where a model reads it (a
+    sub-agent's ``errored`` status): people get our sentence, the model Codex's text."""
+
+    def __init__(self, message: str, *, codex_text: str | None = None) -> None:
+        super().__init__(message)
+        self.codex_text = codex_text
 
 
 class ConfigError(UserError):

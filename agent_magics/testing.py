@@ -23,8 +23,14 @@ class HttpFailure:
         self.status, self.body = status, body.encode()
 
 
+class StreamCut:
+    """A turn whose stream starts (``response.created``) and then ends, the connection
+    closed, before ``response.completed``."""
+
+
 Items = list[dict[str, Any]]
-Turn = Items | HttpFailure | Callable[[dict[str, Any]], Items | HttpFailure]
+Answer = Items | HttpFailure | StreamCut
+Turn = Answer | Callable[[dict[str, Any]], Answer]
 
 
 def message(text: str, item_id: str | None = None) -> dict[str, Any]:
@@ -205,7 +211,7 @@ class ScriptedResponsesServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def _next_items(self, body: dict[str, Any]) -> Items | HttpFailure:
+    def _next_items(self, body: dict[str, Any]) -> Answer:
         with self._lock:
             index = len(self.requests)
             self.requests.append(body)
@@ -237,6 +243,14 @@ class ScriptedResponsesServer:
                     self.send_header("content-length", str(len(items.body)))
                     self.end_headers()
                     self.wfile.write(items.body)
+                    return
+                if isinstance(items, StreamCut):
+                    created = {"type": "response.created", "response": {"id": "resp_cut"}}
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()  # no length: the body ends where the connection does
+                    self.wfile.write(encode_sse(iter([created])))
+                    self.close_connection = True
                     return
                 payload = encode_sse(response_events(items, f"resp_{len(server.requests)}"))
                 self.send_response(200)
@@ -327,7 +341,7 @@ class ConversationsServer(ScriptedResponsesServer):
         self.scripts = {key: list(turns) for key, turns in scripts.items()}
         self.by_conversation: dict[str, list[dict[str, Any]]] = {k: [] for k in scripts}
 
-    def _next_items(self, body: dict[str, Any]) -> Items | HttpFailure:
+    def _next_items(self, body: dict[str, Any]) -> Answer:
         with self._lock:
             self.requests.append(body)
             key = conversation_of(body, list(self.scripts))

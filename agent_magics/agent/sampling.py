@@ -29,6 +29,7 @@ from agent_magics.models.base import (
     OutputTextDelta,
     StreamFailed,
 )
+from agent_magics.models.codex_text import stream_text
 from agent_magics.models.retry import backoff
 from agent_magics.protocol.items import (
     AnyItem,
@@ -60,7 +61,8 @@ async def sample(
             if not exc.retryable or retries >= max_retries:
                 raise ConnectionFailed(
                     f"The model's answer failed: {exc.message}"
-                    + (f" (after {retries} retries)." if retries else ".")
+                    + (f" (after {retries} retries)." if retries else "."),
+                    codex_text=stream_text(exc.message),
                 ) from None
             retries += 1
             delay = exc.delay_s if exc.delay_s is not None else backoff(retries)

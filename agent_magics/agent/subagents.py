@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent_magics.agent.agent_ids import FINAL, Nicknames, dumps, new_agent_id, status_json
-from agent_magics.errors import RespondToModel
+from agent_magics.errors import RespondToModel, UserError
 from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event, scoped_call_id
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.protocol.items import AnyItem, Message
@@ -228,7 +228,7 @@ class Child:
                 continue
             except Exception as exc:  # a child's failure is its status, not the parent's
                 log.info("sub-agent %s failed", self.agent_id, exc_info=True)
-                self._set("errored", str(exc) or type(exc).__name__)
+                self._set("errored", _codex_text(exc), shown=str(exc) or type(exc).__name__)
                 continue
             self._set("completed", result.final_text or None)
 
@@ -285,9 +285,12 @@ class Child:
     async def wait_changed(self) -> None:
         await self._changed.wait()
 
-    def _set(self, status: str, text: str | None = None) -> None:
+    def _set(self, status: str, text: str | None = None, *, shown: str | None = None) -> None:
+        """``text`` is what the parent's model reads; ``shown``, if given, what people
+        read instead (an error in our words where the model gets Codex's)."""
         self.status, self.final_text = status, text
-        self.parent.session.services.emit(AgentStatusChanged(self.agent_id, status, text))
+        told = text if shown is None else shown
+        self.parent.session.services.emit(AgentStatusChanged(self.agent_id, status, told))
         self._changed.set()
         self._changed = asyncio.Event()
         if status in ("completed", "errored"):  # Codex tells the parent in its next request
@@ -305,3 +308,10 @@ class Child:
             request, call_id=scoped_call_id(self.agent_id, request.call_id)
         )
         return await self.parent.session.services.approver(scoped)
+
+
+def _codex_text(exc: Exception) -> str:
+    """A failed turn's error as Codex words it for a model (the request's failure as
+    :mod:`agent_magics.models.codex_text` writes it), else its own message."""
+    codex = exc.codex_text if isinstance(exc, UserError) else None
+    return codex or str(exc) or type(exc).__name__

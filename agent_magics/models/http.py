@@ -32,6 +32,7 @@ from agent_magics.models.base import (
     ReasoningDelta,
     StreamFailed,
 )
+from agent_magics.models.codex_text import status_text, unreachable_text
 from agent_magics.models.encoding import DecodingError
 from agent_magics.models.encoding import body as decoded_body
 from agent_magics.models.pool import HeadTimeout, post
@@ -116,8 +117,7 @@ class SseClient:
                     if response.status_code >= 400:
                         delay = self._retry_delay(response, attempt)
                         if delay is None:
-                            detail = error_message(await _head(response), response.reason_phrase)
-                            raise self._status_error(response, request, detail)
+                            raise self._status_error(response, request, await _head(response))
                         await self._sleep(attempt, delay, f"HTTP {response.status_code}")
                         continue
                     tape: list[Any] | None = [] if self.recorder else None
@@ -133,7 +133,10 @@ class SseClient:
             except httpx.TransportError as exc:
                 kind = type(exc).__name__  # its text may quote a header: the key's, say
                 if attempt > self.request_max_retries:
-                    raise ConnectionFailed(self.redact(self._unreachable(kind))) from None
+                    raise ConnectionFailed(
+                        self.redact(self._unreachable(kind)),
+                        codex_text=self.redact(unreachable_text(url)),
+                    ) from None
                 await self._sleep(attempt, backoff(attempt), kind)
 
     def _unreachable(self, kind: str) -> str:
@@ -159,9 +162,13 @@ class SseClient:
         return backoff(attempt)
 
     def _status_error(
-        self, response: httpx.Response, request: ModelRequest, detail: str
+        self, response: httpx.Response, request: ModelRequest, body: bytes
     ) -> Exception:
+        """Our sentence for people, Codex's text (:mod:`.codex_text`) for a model."""
         status = response.status_code
+        detail = error_message(body, response.reason_phrase)
+        url = f"{self.base_url}/{self.endpoint}"
+        codex = self.redact(status_text(status, body, url, response.headers))
         if status == 401:
             text = (
                 "The model server rejected the API key (HTTP 401); "
@@ -179,10 +186,10 @@ class SseClient:
         elif status == 429 or status >= 500:
             what = "rate limit" if status == 429 else "server error"
             text = f"The model server kept answering with a {what} (HTTP {status}): {detail}"
-            return ConnectionFailed(self.redact(text))
+            return ConnectionFailed(self.redact(text), codex_text=codex)
         else:
             text = f"The model server answered HTTP {status}: {detail}"
-        return ModelError(self.redact(text))
+        return ModelError(self.redact(text), codex_text=codex)
 
     async def _decode(
         self, response: httpx.Response, decoder: Decoder, tape: list[Any] | None

@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent_magics.agent.agent_ids import NICKNAMES
 from agent_magics.agent.multi_agent import MultiAgentTools
+from agent_magics.events import AgentStatusChanged, Event
+from agent_magics.testing import user_texts
 from tests.helpers.conformance import assert_schema_in_own_words
 from tests.helpers.sessions import session_for
 from tests.helpers.subagent_cases import (
@@ -48,6 +51,7 @@ CONVERSATIONS = [
     "two_children_wait_both",
     "fork_context",
     "live_limit_completed",
+    "child_model_error",
     pytest.param("wait_timeout", marks=pytest.mark.slow),  # waits of 10 s, Codex's least
 ]
 DEPARTURES = {("spawn_variants", "v6"), ("fork_context", "e0")}
@@ -61,8 +65,9 @@ async def _replay(name: str, tmp_path: Path) -> tuple[dict[str, str], dict[str, 
     server = server_for(case)
     with server:
         session = session_for(
-            tmp_path, server.base_url, shell_type="unified_exec", model="peer-mock-model"
-        )
+            tmp_path, server.base_url, shell_type="unified_exec", model="peer-mock-model",
+            request_max_retries=0, stream_max_retries=0,  # as the recordings ran Codex
+        )  # fmt: skip
         try:
             await session.run_turn(prompt_of(case))
         finally:
@@ -72,6 +77,8 @@ async def _replay(name: str, tmp_path: Path) -> tuple[dict[str, str], dict[str, 
 
 
 def _statuses(text: str) -> tuple[bool, list[str]]:
+    """A wait's outcome, its statuses compared whole: an errored child's text is
+    Codex's, byte for byte (the server's 400 body, Codex's words for a cut stream)."""
     value = json.loads(text)
     return value["timed_out"], sorted(shape(json.dumps(v)) for v in value["status"].values())
 
@@ -100,3 +107,53 @@ def test_nicknames_come_from_codexs_pool() -> None:
     seen = set(re.findall(r'\\"nickname\\":\\"([^"\\]+)\\"', recorded))
     assert len(seen) > 20  # the recordings name many agents
     assert seen <= set(NICKNAMES)
+
+
+def _notes(bodies: list[dict[str, Any]]) -> set[str]:
+    """The ``<subagent_notification>`` texts a conversation's requests carried."""
+    return {
+        _masked(text)
+        for body in bodies
+        for text in user_texts({"input": body.get("input", []) + body.get("new_input", [])})
+        if text.startswith("<subagent_notification>")
+    }
+
+
+def _masked(text: str) -> str:
+    """:func:`shape`, and the scripted server's port (in Codex's ``url: ...``)."""
+    return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", shape(text))
+
+
+@pytest.mark.parametrize("name", ["child_model_error", "child_http_errors"])
+async def test_an_errored_childs_text_is_codexs_and_its_card_ours(
+    name: str, tmp_path: Path
+) -> None:
+    """Children whose request failed: HTTP 400 and a stream cut short
+    (child_model_error); 500, 429, 404 and an overloaded 503, retries off
+    (child_http_errors). The parent's model reads Codex's texts byte for byte, in
+    wait_agent's output and in the notifications; the events the cards and the terminal
+    show carry our sentences."""
+    case, golden = load(name)
+    prompt = prompt_of(case)
+    events: list[Event] = []
+    with server_for(case) as server:
+        session = session_for(
+            tmp_path, server.base_url, model="peer-mock-model",
+            request_max_retries=0, stream_max_retries=0,
+        )  # fmt: skip
+        session.subscribe(events.append)
+        try:
+            await session.run_turn(prompt)
+        finally:
+            await session.aclose()
+    ours, theirs = parent_outputs(server, prompt), golden_outputs(golden, prompt)
+    assert set(ours) == set(theirs)
+    for call_id, text in theirs.items():  # one agent a wait: whole outputs, byte for byte
+        assert _masked(ours[call_id]) == _masked(text), call_id
+    assert _notes(server.by_conversation[prompt]) == _notes(golden["conversations"][prompt])
+    shown = [e.final_text for e in events if isinstance(e, AgentStatusChanged)]
+    errors = [text for text in shown if text and text.startswith("The model")]
+    assert len(errors) == len(case["agents"]) - 1  # each child's error, in our words
+    if name == "child_model_error":
+        assert "The model server rejected the request (HTTP 400): scripted bad request" in errors
+        assert "The model's answer failed: stream closed before response.completed." in errors

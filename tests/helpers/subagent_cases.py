@@ -4,9 +4,9 @@ A case (tests/conformance/extra-0.171/multi_agent/cases) holds either ``turns`` 
 conversation, served by request index) or ``agents`` (one script per conversation, keyed
 by the conversation's task). Here each becomes a :class:`ConversationsServer` script:
 ``{{agent:CALL}}`` in arguments is the agent id the spawn call CALL answered (read from
-the request, as the recorder did), ``delay_s`` waits before answering and
-``http_status`` answers with that error. Outputs are compared by shape: agent ids,
-submission ids and nicknames change on every run.
+the request, as the recorder did), ``delay_s`` waits before answering,
+``http_status`` answers with that error and ``broken`` with a stream cut short. Outputs
+are compared by shape: agent ids, submission ids and nicknames change on every run.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from agent_magics.testing import (
+    Answer,
     ConversationsServer,
     HttpFailure,
     Items,
+    StreamCut,
     Turn,
     function_call,
     message,
@@ -58,11 +60,13 @@ def _ids(body: dict[str, Any]) -> dict[str, str]:
 def _turn(turn: Any, key: str) -> Turn:
     spec: dict[str, Any] = {"calls": turn} if isinstance(turn, list) else dict(turn)
 
-    def answer(body: dict[str, Any]) -> Items | HttpFailure:
+    def answer(body: dict[str, Any]) -> Answer:
         if spec.get("delay_s"):
             time.sleep(float(spec["delay_s"]))
         if "http_status" in spec:
             return HttpFailure(int(spec["http_status"]), json.dumps(spec.get("body")))
+        if spec.get("broken"):
+            return StreamCut()
         ids = _ids(body)
         items: Items = []
         for call in spec.get("calls", []):
