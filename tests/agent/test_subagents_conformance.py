@@ -15,9 +15,9 @@ import pytest
 from agent_magics.agent.agent_ids import NICKNAMES
 from agent_magics.agent.multi_agent import MultiAgentTools
 from agent_magics.events import AgentStatusChanged, Event
-from agent_magics.testing import user_texts
+from agent_magics.testing import ConversationsServer, HttpFailure, function_call, user_texts
 from tests.helpers.conformance import assert_schema_in_own_words
-from tests.helpers.sessions import session_for
+from tests.helpers.sessions import KEY, session_for
 from tests.helpers.subagent_cases import (
     MULTI,
     golden_outputs,
@@ -54,6 +54,7 @@ CONVERSATIONS = [
     "child_model_error",
     pytest.param("wait_timeout", marks=pytest.mark.slow),  # waits of 10 s, Codex's least
 ]
+MULTI_NS = "multi_agent_v1"
 DEPARTURES = {("spawn_variants", "v6"), ("fork_context", "e0")}
 """Not compared: Codex refuses reasoning_effort for a model it knows has none (we know
 no model's efforts and pass the setting on); fork_context's first call is a command whose
@@ -157,3 +158,38 @@ async def test_an_errored_childs_text_is_codexs_and_its_card_ours(
     if name == "child_model_error":
         assert "The model server rejected the request (HTTP 400): scripted bad request" in errors
         assert "The model's answer failed: stream closed before response.completed." in errors
+
+
+@pytest.mark.parametrize("status", [400, 404])
+async def test_a_key_an_error_body_quotes_never_reaches_the_parents_model(
+    status: int, tmp_path: Path
+) -> None:
+    """Codex's text quotes the server's words (a 400's whole body, a 404's message): a
+    server that echoes the API key there gets ``[redacted]`` in the parent's history."""
+    body = json.dumps({"error": {"message": f"bad key {KEY} for you", "type": "x"}})
+    parent, child = "PARENT: key echo", "CHILD: key echo"
+    spawn = {"message": child}
+    scripts: dict[str, list[Any]] = {
+        parent: [
+            [function_call("spawn_agent", spawn, "s1") | {"namespace": MULTI_NS}],
+            lambda request: [
+                function_call("wait_agent", {"targets": [_spawned(request)]}, "w1")
+                | {"namespace": MULTI_NS}
+            ],
+        ],
+        child: [HttpFailure(status, body)],
+    }
+    with ConversationsServer(scripts) as server:
+        session = session_for(tmp_path, server.base_url, request_max_retries=0)
+        try:
+            await session.run_turn(parent)
+        finally:
+            await session.aclose()
+    sent = json.dumps(server.by_conversation[parent])
+    assert KEY not in sent
+    assert "bad key [redacted] for you" in parent_outputs(server, parent)["w1"]
+
+
+def _spawned(request: dict[str, Any]) -> str:
+    outputs = [i for i in request["input"] if i.get("type") == "function_call_output"]
+    return str(json.loads(outputs[0]["output"])["agent_id"])
