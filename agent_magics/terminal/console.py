@@ -176,6 +176,7 @@ class TerminalConsole:
             path, event = (*path, event.agent_id), event.event
         if isinstance(event, AgentSpawned):
             self._names[event.agent_id] = event.nickname
+            self._started(path, event)
         if not path:
             emit(self.lines.lines(self.state.apply(event)))
             if isinstance(event, AgentStatusChanged) and event.status in ("completed", "errored"):
@@ -190,6 +191,13 @@ class TerminalConsole:
 
     def _name(self, agent_id: str) -> str:
         return terminal_safe(self._names.get(agent_id, agent_id))
+
+    def _started(self, path: tuple[str, ...], event: AgentSpawned) -> None:
+        """Which helper took which task: its later lines carry only its nickname."""
+        first = event.prompt.strip().splitlines()[:1]
+        task = terminal_safe(first[0][:100]) if first else ""
+        prefix = "".join(f"[{self._name(agent_id)}] " for agent_id in (*path, event.agent_id))
+        emit([prefix + "started" + (f": {task}" if task else "")])
 
     def _finished(self, event: AgentStatusChanged) -> None:
         first = (event.final_text or "").strip().splitlines()[:1]

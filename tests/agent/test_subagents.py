@@ -261,6 +261,7 @@ def test_exec_runs_children_and_shows_their_lines(tmp_path: Path) -> None:
     nickname = json.loads(parent_outputs(server)["s1"])["nickname"]
     child_lines = [line for line in done.stderr.splitlines() if line.startswith(f"[{nickname}] ")]
     assert any("echo from-the-child" in line for line in child_lines), done.stderr
+    assert f"[{nickname}] started: {CHILD}" in done.stderr  # which helper took which task
     assert f"[{nickname}] completed: child finished" in done.stderr
     assert done.stdout.strip() == "parent finished"
     assert KEY not in done.stderr + done.stdout
