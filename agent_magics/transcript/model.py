@@ -49,6 +49,7 @@ from agent_magics.events import (
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.tools.approval.shadowing import planted_warning
 from agent_magics.transcript.blocks import (
+    AGENT_LIVE,
     OPEN_STATUSES,
     AgentRun,
     Block,
@@ -217,6 +218,8 @@ class Transcript:
             self._agents[event.agent_id] = (run, tool)
             return tool
         found = self._agents.get(event.agent_id)
+        if found is None and isinstance(event, AgentStatusChanged) and event.status == "shutdown":
+            return None  # an earlier turn's child closed: the close_agent card says so
         if found is None:  # spawned in an earlier turn, still at work: shown from here on
             self._apply_agent(AgentSpawned(f"earlier:{event.agent_id}", event.agent_id, "", 1, ""))
             found = self._agents[event.agent_id]
@@ -227,6 +230,11 @@ class Transcript:
             run.status = event.status
             if event.final_text is not None:
                 run.final_text = event.final_text
+            if event.status not in AGENT_LIVE and run.transcript.status in (
+                "starting",
+                *OPEN_STATUSES,
+            ):  # it ended without a turn end of its own (its model failed): not at work
+                run.transcript.status = "done"
         return tool
 
     def _apply_tool(self, event: Event) -> Block | None:
