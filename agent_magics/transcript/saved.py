@@ -128,6 +128,8 @@ class _Folder:
             self.calls[call_id] = turn, block
         elif kind in ("function_call_output", "custom_tool_call_output"):
             found = self.call(item)
+            if found is None and item.get("name") == "goal_objective":
+                return  # Codex's extra output after create_goal: its card holds the goal
             if found is None:
                 self.skipped += 1
                 return

@@ -378,3 +378,20 @@ def test_each_context_sent_with_a_prompt_is_named_for_what_it_holds(tmp_path: Pa
     assert "<summary>The environment sent with the prompt</summary>" in text
     assert "<summary>The notebook's cells sent with the prompt</summary>" in text
     assert "Context sent with the prompt" not in text
+
+
+def test_a_goal_exports_without_a_record_left_out(tmp_path: Path) -> None:
+    """create_goal's extra goal_objective output (Codex's, with no call id) is part of
+    the session, not a record of an unknown kind."""
+    script = [
+        [function_call("create_goal", {"objective": "count the rows", "token_budget": 20}, "g1")],
+        [message("Goal set.")],
+    ]
+    with ScriptedResponsesServer(script) as server:
+        argv = ["exec", "--provider", "responses", "--base-url", server.base_url, "-m", "m"]
+        done = cli(tmp_path, *argv, "-a", "never", "-c", "allow_login_shell=false", "set a goal")
+    assert done.returncode == 0, done.stderr
+    assert export(tmp_path, "goal.md").returncode == 0
+    text = (tmp_path / "goal.md").read_text()
+    assert "create_goal" in text and "Goal set." in text
+    assert "unknown kind" not in text
