@@ -90,6 +90,14 @@ def tools_text(specs: list[dict[str, Any]]) -> str:
     lines = []
     for spec in specs:
         name = str(spec.get("name") or spec.get("type") or "?")
-        about = one_line(str(spec.get("description") or ""), 100)
+        about = one_line(str(spec.get("description") or _hosted(spec)), 100)
         lines.append(f"{name:<20} {about}".rstrip())
     return "\n".join(lines) or "(no tools)"
+
+
+def _hosted(spec: dict[str, Any]) -> str:
+    """A hosted tool's spec has no description: say what it is, and the search's mode."""
+    if spec.get("type") != "web_search":
+        return ""
+    mode = "live" if spec.get("external_web_access") else "cached"
+    return f"The model server's own web search ({mode} results), run by the server."
