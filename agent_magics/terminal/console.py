@@ -157,6 +157,9 @@ class TerminalConsole:
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
         if self.interactive:
+            *path, _ = request.call_id.split("/")  # a sub-agent's question: scoped ids
+            if path and all(agent_id in self._names for agent_id in path):
+                emit(["".join(f"[{self._name(agent_id)}] " for agent_id in path) + "asks:"])
             return await self._ask(request)
         return ReviewDecision.DENIED
 

@@ -19,6 +19,7 @@ from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Ev
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.testing import ConversationsServer, HttpFailure, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
+from tests.helpers.exec_cli import answer_each_question
 from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism, sleepers
 from tests.helpers.sessions import KEY, session_for
 from tests.helpers.subagent_cases import load, shape
@@ -306,3 +307,27 @@ async def test_send_input_with_interrupt_redirects_a_busy_child(tmp_path: Path) 
     assert status == {"completed": "new orders done"}
     changes = [(e.status, e.final_text) for e in events if isinstance(e, AgentStatusChanged)]
     assert ("errored", "Interrupted") in changes
+
+
+def test_exec_names_the_helper_whose_question_it_asks(tmp_path: Path) -> None:
+    """At a terminal, a helper's approval question says which helper asks: the question
+    itself ("Run this command?") is the same for every agent."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = {"cmd": "echo hi > ../outside.txt", "sandbox_permissions": "require_escalated"}
+    scripts = {
+        PARENT: [[agent_call("spawn_agent", {"message": CHILD}, "s1")], wait_for("w1")],
+        CHILD: [[function_call("exec_command", outside, "c1")], [message("child finished")]],
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
+    env |= {"HOME": str(tmp_path), "OPENAI_API_KEY": KEY}
+    with ConversationsServer(scripts, final_text="parent finished") as server:
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        argv += ["--base-url", server.base_url, "-m", "m", "-a", "on-request", "-C", str(ws)]
+        argv += ["-c", "sessions_dir=false", "-c", "allow_login_shell=false", PARENT]
+        code, err = answer_each_question(argv, env, ws, ["n"])
+    assert code == 0, err
+    nickname = json.loads(parent_outputs(server)["s1"])["nickname"]
+    assert f"[{nickname}] asks:\n" in err and "Run this command?" in err
+    assert err.index(f"[{nickname}] asks:") < err.index("Run this command?")
+    assert not (tmp_path / "outside.txt").exists()
