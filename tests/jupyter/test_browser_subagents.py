@@ -62,11 +62,27 @@ PLAN = [
     {"step": "Read the comm docs", "status": "completed"},
     {"step": "Write the summary", "status": "in_progress"},
 ]
-OVERFLOW = """e => [...e.querySelectorAll('*')]
-  .filter(x => x.scrollWidth > x.clientWidth + 1 && getComputedStyle(x).overflowX === 'visible'
-    && x.getBoundingClientRect().right > e.getBoundingClientRect().right + 1)
-  .map(x => x.className || x.tagName)"""
-"""What spills past the right edge of the cell's output area (a box that scrolls is fine)."""
+OVERFLOW = """e => {
+  const right = e.getBoundingClientRect().right + 1;
+  const clipped = x => {
+    for (let a = x.parentElement; a && a !== e; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  const reach = x => {
+    const box = x.getBoundingClientRect();
+    const scrolls = getComputedStyle(x).overflowX !== 'visible';
+    return scrolls ? box.right : box.left + x.scrollWidth;
+  };
+  const hides = x =>
+    getComputedStyle(x).overflowX !== 'visible' && x.scrollWidth > x.clientWidth + 1;
+  return [e, ...e.querySelectorAll('*')]
+    .filter(x => hides(x) || (reach(x) > right && !clipped(x)))
+    .map(x => `${x.tagName}.${x.className}: ${x.textContent.slice(0, 60)}`);
+}"""
+"""What reaches past the right edge of the cell's output area where no box clips it, and
+each box that hides or scrolls away part of what it holds (a person would not see it)."""
 INSIDE = """(inner, outer) => {
   const a = inner.getBoundingClientRect(), b = outer.getBoundingClientRect();
   return a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1
