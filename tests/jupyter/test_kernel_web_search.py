@@ -5,7 +5,7 @@ that it is not offered."""
 
 from __future__ import annotations
 
-from agent_magics.jupyter.ui.info import NO_WEB_SEARCH_ON_CHAT
+from agent_magics.jupyter.ui.info import NO_WEB_SEARCH_ON_CHAT, NOT_ON_CHAT
 from agent_magics.testing import ScriptedResponsesServer, message
 from tests.helpers.kernels import Kernel, agent_cell
 
@@ -34,6 +34,7 @@ def test_tools_listing_says_chat_has_none(kernel: Kernel) -> None:
     listed = kernel.outputs_text(kernel.run("%agent tools"))
     assert listed.count("web_search") == 1
     assert NO_WEB_SEARCH_ON_CHAT in listed
+    assert f"\nmulti_agent_v1       {NOT_ON_CHAT}\n" in listed  # Chat has no namespaces
     kernel.run('%config AgentMagics.provider = "responses"')
     listed = kernel.outputs_text(kernel.run("%agent tools"))
     assert NO_WEB_SEARCH_ON_CHAT not in listed

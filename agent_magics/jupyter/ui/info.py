@@ -85,12 +85,18 @@ NO_WEB_SEARCH_ON_CHAT = (
 )
 
 
-def tools_text(specs: list[dict[str, Any]]) -> str:
-    """One line per tool the model is offered: name and the first line of its description."""
+NOT_ON_CHAT = "not offered: a Chat Completions server has no namespaced tools"
+
+
+def tools_text(specs: list[dict[str, Any]], provider: str = "responses") -> str:
+    """One line per tool the model is offered: name and the first line of its description
+    (a namespace, such as the sub-agents', cannot be sent to a Chat Completions server)."""
     lines = []
     for spec in specs:
         name = str(spec.get("name") or spec.get("type") or "?")
         about = one_line(str(spec.get("description") or _hosted(spec)), 100)
+        if provider == "chat" and spec.get("type") == "namespace":
+            about = NOT_ON_CHAT
         lines.append(f"{name:<20} {about}".rstrip())
     return "\n".join(lines) or "(no tools)"
 

@@ -131,8 +131,8 @@ class LineCommands:
         if self.m.session is not None:
             if not self.m.agent.busy:
                 self.m.session.refresh_tools()  # as the next turn offers them
-            print(info.tools_text(self.m.session.registry.wire_specs()))
             config = self.m.session.config
+            print(info.tools_text(self.m.session.registry.wire_specs(), config.provider))
         else:
             current = self.m.current_config()
             if current is None:
@@ -140,7 +140,7 @@ class LineCommands:
             config = current
             offers = self.m.policy.seen.offers
             session = Session(config, extra_tools=self.m.kernel_tools, offers=offers)
-            print(info.tools_text(session.registry.wire_specs()))
+            print(info.tools_text(session.registry.wire_specs(), config.provider))
         if config.provider == "chat" and config.web_search != "disabled":
             print(info.NO_WEB_SEARCH_ON_CHAT)
         if functions_text():
