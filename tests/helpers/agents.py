@@ -48,3 +48,13 @@ def deciding(decide: Decide) -> list[Decide]:
     """A conversation's script that reads each request whole and decides its answer
     (a parent that waits until its children answered, however many waits that takes)."""
     return [decide] * MAX_REQUESTS
+
+
+TASK_A = "Write a.txt in the workspace."
+TASK_B = "Write b.txt in the workspace."
+
+
+def touch(name: str) -> dict[str, Any]:
+    """A child's command that needs approval under ``untrusted``; every child uses the same
+    call id, as models do, so only scoped ids keep their cards apart."""
+    return function_call("exec_command", {"cmd": f"touch {name}"}, "call_1")

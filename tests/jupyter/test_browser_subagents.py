@@ -28,7 +28,16 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from tests.helpers.agents import Decide, agent_call, deciding, outputs, spawned_ids
+from tests.helpers.agents import (
+    TASK_A,
+    TASK_B,
+    Decide,
+    agent_call,
+    deciding,
+    outputs,
+    spawned_ids,
+    touch,
+)
 from tests.helpers.browser import (
     NEWS_SETTINGS,
     SHUT_DOWN,
@@ -39,7 +48,6 @@ from tests.helpers.browser import (
     run_all,
 )
 from tests.helpers.kernels import agent_cell
-from tests.jupyter.test_kernel_subagents import TASK_A, TASK_B, touch
 
 pytestmark = pytest.mark.slow
 

@@ -17,14 +17,21 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ConversationsServer, function_call, message
-from tests.helpers.agents import Decide, agent_call, deciding, outputs, spawned_ids
+from tests.helpers.agents import (
+    TASK_A,
+    TASK_B,
+    Decide,
+    agent_call,
+    deciding,
+    outputs,
+    spawned_ids,
+    touch,
+)
 from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
 PARENT = "Ask two helpers to write their files."
-TASK_A = "Write a.txt in the workspace."
-TASK_B = "Write b.txt in the workspace."
 DEPTH_REFUSAL = "unsupported call: multi_agent_v1spawn_agent"
 """What Codex 0.171.0 answers a child that calls spawn_agent at the default depth limit:
 the tool is not offered to it (tests/conformance/extra-0.171/multi_agent/FACTS.md)."""
@@ -48,10 +55,6 @@ def waiting_parent(task_a: str, task_b: str) -> Decide:
         return [agent_call("wait_agent", {"targets": ids}, f"w{len(waits) + 1}")]
 
     return parent
-
-
-def touch(name: str) -> dict[str, Any]:
-    return function_call("exec_command", {"cmd": f"touch {name}"}, "call_1")  # the same id
 
 
 def saved_html(kernel: Kernel, cell: str) -> str:
