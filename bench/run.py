@@ -166,6 +166,26 @@ def bench_exclusive(ctx: Ctx) -> Result:
     return _sleepers(ctx, parallel=False, turns=ctx.pick(3, 1))
 
 
+@benchmark("subagent_rounds", "<= 1.5")
+def bench_subagent(ctx: Ctx) -> Result:
+    """A whole turn whose 20 command rounds a helper does (spawned and waited for), vs
+    the parent doing them itself; the note gives the memory an open helper holds."""
+    import asyncio
+
+    from subagent_bench import _open_helpers, rounds
+
+    helper, own = rounds(ctx.tmp, runs=ctx.pick(7, 2))
+    per_helper_kb = asyncio.run(_open_helpers(ctx.tmp, 6))
+    return Result(
+        helper * 1e3,
+        "ms",
+        _ratio(helper, own),
+        own * 1e3,
+        f"20 exec_command rounds by a helper vs by the parent; peak RSS per open helper"
+        f" {per_helper_kb:.0f} KB",
+    )
+
+
 @benchmark("inspect_dataframe_10m", "<= 1000 ms")
 def bench_inspect_frame(ctx: Ctx) -> Result:
     """inspect_variable on a 10M-row pandas frame vs ``df.head().to_string()``."""
