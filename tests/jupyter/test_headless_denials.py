@@ -4,7 +4,6 @@ counts the denied calls, in the saved markdown and HTML."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("python", KERNEL_PYTHONS[:1])
 def test_a_headless_notebook_explains_the_first_denial_once_and_counts_them(
-    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    python: str, tmp_path: Path, home: Path
 ) -> None:
-    for name in [k for k in os.environ if k.startswith("AGENT_MAGICS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
     kernel = write_kernelspec(python, tmp_path / "specs")
     turns: list[Any] = [
         [function_call("exec_command", {"cmd": "touch one.txt"}, "c1")],

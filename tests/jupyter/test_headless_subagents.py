@@ -6,7 +6,6 @@ carries its result; the saved cell shows the helper nested and completed."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,8 @@ LATER = "What did the helper report?"
 
 @pytest.mark.parametrize("python", KERNEL_PYTHONS[:1])
 def test_run_all_waits_for_the_helpers_a_cell_started(
-    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    python: str, tmp_path: Path, home: Path
 ) -> None:
-    for name in [k for k in os.environ if k.startswith("AGENT_MAGICS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
     kernel = write_kernelspec(python, tmp_path / "specs")
     write = {"cmd": "sleep 2; echo 'rows: 3' > summary.txt"}  # inside the workspace: no question
     scripts = {
@@ -64,15 +59,11 @@ FIRST, SECOND = "Start a helper to fetch the table.", "Close that helper."
 
 @pytest.mark.parametrize("python", KERNEL_PYTHONS[:1])
 def test_a_failed_helper_and_a_helper_closed_later_read_as_ended(
-    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    python: str, tmp_path: Path, home: Path
 ) -> None:
     """A helper whose model server refused it reads as errored, not still "Working…"
     (its own turn never ended); closing it in the next cell adds no nameless spawn_agent
     card reading "Starting…" (the close_agent card says it)."""
-    for name in [k for k in os.environ if k.startswith("AGENT_MAGICS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
     kernel = write_kernelspec(python, tmp_path / "specs")
     refused = HttpFailure(400, json.dumps({"error": {"message": "bad request"}}))
 

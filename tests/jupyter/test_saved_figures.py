@@ -10,7 +10,6 @@ model on 127.0.0.1, and ``jupyter nbconvert --to html`` of the saved notebook.""
 from __future__ import annotations
 
 import base64
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +26,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("python", KERNEL_PYTHONS)
 def test_a_plot_turn_saves_its_figure_once(
-    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    python: str, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in [k for k in os.environ if k.startswith("AGENT_MAGICS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "specs"))
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "matplotlib"))  # its cache: not a change
     (ws := tmp_path / "ws").mkdir()
     kernel = write_kernelspec(python, tmp_path / "specs")
