@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 
 from agent_magics.agent.agent_ids import FINAL, Nicknames, dumps, new_agent_id, status_json
 from agent_magics.errors import RespondToModel, UserError
-from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event, scoped_call_id
+from agent_magics.events import (
+    AgentEvent,
+    AgentSpawned,
+    AgentStatusChanged,
+    ApprovalDecided,
+    Event,
+    scoped_call_id,
+)
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.protocol.items import AnyItem, Message
 
@@ -158,6 +165,7 @@ class Child:
         self.call_id = ""  # the spawn_agent call that started it
         self.saved: list[AnyItem] = []  # its history, for a child a resume gave back
         self.recorded = 0  # how many items of its history the session file has already
+        self.decided: dict[str, ApprovalDecided] = {}  # its approval answers, by call id
         self.status = "pending_init"
         self.final_text: str | None = None
         self.session: Session | None = None
@@ -301,6 +309,8 @@ class Child:
     # -- the parent's side --------------------------------------------------------------
 
     def _forward(self, event: Event) -> None:
+        if isinstance(event, ApprovalDecided):  # (``%agent history`` reads them)
+            self.decided[event.call_id] = event
         self.parent.session.services.emit(AgentEvent(self.agent_id, event))
 
     async def _ask_parent(self, request: ApprovalRequest) -> ReviewDecision:

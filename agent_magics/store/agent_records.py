@@ -14,13 +14,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event
+from agent_magics.events import (
+    AgentEvent,
+    AgentSpawned,
+    AgentStatusChanged,
+    ApprovalDecided,
+    Event,
+)
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
     from agent_magics.agent.subagents import AgentNode
 
 AGENT_SPAWNED, AGENT_STATUS, AGENT_ITEM = "agent_spawned", "agent_status", "agent_item"
+CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+AGENT_DECISION = "agent_decision"  # a child's approval answer: its history does not hold it
 
 
 def unwrapped(event: Event) -> tuple[list[str], Event]:
@@ -61,6 +69,10 @@ class AgentRecords:
             self.write(record | {"status": inner.status, "final_text": inner.final_text})
             self._follow(path, inner.agent_id)  # a resumed child has a new session
             self._sync(path, inner.agent_id)
+        elif isinstance(inner, ApprovalDecided) and path:
+            # As the parent's ``decision`` lines: without it a denied call reads "done".
+            self._sync(path[:-1], path[-1])  # its call first, so the answer finds it
+            self.write(decision_record(path[:-1], path[-1], inner))
 
     def _follow(self, path: list[str], agent_id: str) -> None:
         child = self.session.agents.control.open.get(agent_id)
@@ -80,6 +92,13 @@ class AgentRecords:
         self._written[agent_id] = len(history)
 
 
+def decision_record(path: list[str], agent_id: str, decided: ApprovalDecided) -> dict[str, Any]:
+    """A child's answer to one of its calls' approvals, as the parent's are written."""
+    by = "policy" if decided.cached else "user"
+    ident = {"type": AGENT_DECISION, "path": path, "agent_id": agent_id}
+    return ident | {"call_id": decided.call_id, "decision": decided.decision.value, "by": by}
+
+
 def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[str, Any]]:
     """The records a live session's sub-agents would have in its file, from the agents
     themselves (``%agent history`` nests them under their spawn calls, as exports do):
@@ -91,7 +110,11 @@ def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[st
         spawned = {"call_id": child.call_id, "nickname": child.nickname, "prompt": child.prompt}
         records.append({"type": AGENT_SPAWNED, **ident, **spawned, "depth": node.depth + 1})
         history = child.session.history if child.session is not None else child.saved
-        records.extend({"type": AGENT_ITEM, **ident, "item": item.wire()} for item in history)
+        for item in history:
+            records.append({"type": AGENT_ITEM, **ident, "item": item.wire()})
+            decided = child.decided.get(str(getattr(item, "call_id", "")))
+            if decided is not None and item.wire().get("type") in CALLS:  # after its call
+                records.append(decision_record(path, child.agent_id, decided))
         status = {"status": child.status, "final_text": child.final_text}
         records.append({"type": AGENT_STATUS, **ident, **status})
         if child.node is not None:

@@ -20,8 +20,8 @@ from xml.sax.saxutils import unescape
 
 from agent_magics.agent.instructions import ENVIRONMENT_OPEN, told_environment
 from agent_magics.transcript.agent_text import agent_header, ending_text
-from agent_magics.transcript.document import command, recorded_output
-from agent_magics.transcript.export_md import clip, one_line, summary
+from agent_magics.transcript.document import command, decided_by, recorded_output
+from agent_magics.transcript.export_md import DECISIONS, clip, one_line, summary
 from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
 from agent_magics.transcript.saved import fold, history_records
 
@@ -129,6 +129,9 @@ def call_lines(call: ToolBlock) -> list[str]:
     if command(call) is not None:
         what = f"$ {what}"
     facts = [] if code is None else [f"exit code {code}"]
+    if call.decision is not None:  # a refused call's output is Codex's text for the model
+        by = decided_by(call) or "user"
+        facts.append(DECISIONS.get((call.decision.value, by), f"{call.decision.value} ({by})"))
     if call.output is None:
         facts.append("no output yet")
     if call.images:

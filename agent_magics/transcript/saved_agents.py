@@ -1,7 +1,8 @@
 """A saved session's sub-agent records folded as the live events were.
 
 The session file holds a child's spawn, its statuses and its history items
-(``agent_spawned``, ``agent_status``, ``agent_item``; see
+(``agent_spawned``, ``agent_status``, ``agent_item``, and ``agent_decision`` for its
+approval answers; see
 :mod:`agent_magics.store.agent_records`). Each becomes the event the live session
 emitted, wrapped in :class:`~agent_magics.events.AgentEvent` for every agent it came
 through, and is applied to the parent's turn: the transcript model nests it in the card
@@ -18,14 +19,16 @@ from agent_magics.events import (
     AgentEvent,
     AgentSpawned,
     AgentStatusChanged,
+    ApprovalDecided,
     AssistantMessage,
     Event,
     ToolCallFinished,
     ToolCallProposed,
 )
+from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.model import Transcript
 
-AGENT_RECORDS = ("agent_spawned", "agent_status", "agent_item")
+AGENT_RECORDS = ("agent_spawned", "agent_status", "agent_item", "agent_decision")
 
 
 class AgentFolder:
@@ -33,6 +36,7 @@ class AgentFolder:
 
     def __init__(self) -> None:
         self._names: dict[tuple[str, str], str] = {}  # (agent, call id) -> tool name
+        self._refused: set[tuple[str, str]] = set()  # calls denied or aborted: not run
 
     def record(self, turn: Transcript, record: Mapping[str, Any]) -> bool:
         """Apply ``record`` to ``turn``; False when its shape is not one written."""
@@ -65,6 +69,16 @@ class AgentFolder:
             if not isinstance(status, str):
                 return None
             return [AgentStatusChanged(agent_id, status, text if isinstance(text, str) else None)]
+        if kind == "agent_decision":
+            try:
+                decision = ReviewDecision(str(record.get("decision")))
+            except ValueError:
+                return None
+            cached, call_id = record.get("by") == "policy", str(record.get("call_id"))
+            if decision in (ReviewDecision.DENIED, ReviewDecision.ABORT):
+                self._refused.add((agent_id, call_id))
+            decided = ApprovalDecided(call_id, decision, cached)
+            return [AgentEvent(agent_id, decided)]
         item = record.get("item")
         if kind != "agent_item" or not isinstance(item, dict):
             return None
@@ -87,7 +101,8 @@ class AgentFolder:
             name = self._names.get((agent_id, call_id))
             if name is None:
                 return []
-            return [ToolCallFinished(call_id, name, item.get("output"), True, 0.0)]
+            ran = (agent_id, call_id) not in self._refused  # (as a parent's refused call)
+            return [ToolCallFinished(call_id, name, item.get("output"), ran, 0.0)]
         return []
 
 

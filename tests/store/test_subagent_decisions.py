@@ -1,0 +1,78 @@
+"""A sub-agent's approval answers read back as they happened: a real session whose
+child asks to run a command outside the sandbox and is denied (no one approves), its
+file exported and its history printed, each showing the child's call denied, not done."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_magics.store.agent_records import tree_records
+from agent_magics.store.paths import sessions_folder
+from agent_magics.store.recorder import SessionRecorder
+from agent_magics.testing import ConversationsServer, Turn, function_call, message
+from agent_magics.transcript.export import render, stored_document
+from agent_magics.transcript.history import history_text
+from agent_magics.transcript.model import ToolBlock, Transcript
+from tests.helpers.sessions import config_for, session_for
+
+PARENT, CHILD = "PARENT: delegate", "CHILD: write outside"
+ESCALATED = {
+    "cmd": "echo hi > ../outside.txt",
+    "sandbox_permissions": "require_escalated",
+    "justification": "to write outside",
+}
+
+
+def agent_call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return function_call(name, arguments, call_id) | {"namespace": "multi_agent_v1"}
+
+
+def wait_on_spawned(body: dict[str, Any]) -> list[dict[str, Any]]:
+    said = {i["call_id"]: i["output"] for i in body["input"] if i["type"] == "function_call_output"}
+    agent_id = json.loads(said["s1"])["agent_id"]
+    return [agent_call("wait_agent", {"targets": [agent_id]}, "w1")]
+
+
+def child_calls(turns: list[Transcript]) -> list[ToolBlock]:
+    spawn = [b for t in turns for b in t.blocks if isinstance(b, ToolBlock) and b.agents]
+    return [b for r in spawn[0].agents for b in r.transcript.blocks if isinstance(b, ToolBlock)]
+
+
+async def test_a_childs_denied_command_reads_denied_in_exports_and_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    scripts: dict[str, list[Turn]] = {
+        PARENT: [[agent_call("spawn_agent", {"message": CHILD}, "s1")], wait_on_spawned],
+        CHILD: [[function_call("exec_command", ESCALATED, "c1")], [message("it was refused")]],
+    }
+    settings: dict[str, Any] = {"shell_type": "unified_exec", "approval_policy": "on-request"}
+    with ConversationsServer(scripts, final_text="parent done") as server:
+        config = config_for(ws, server.base_url, allow_login_shell=False, **settings)
+        session = session_for(ws, server.base_url, allow_login_shell=False, **settings)
+        folder = sessions_folder(config) or tmp_path
+        recorder = SessionRecorder(session, folder)
+        await session.run_turn(PARENT)
+        items = [i.wire() for i in session.history]
+        history = history_text(items, agents=tree_records(session.agents))
+        await session.aclose()
+        recorder.close()
+    assert not (tmp_path / "outside.txt").exists()
+
+    doc = stored_document(folder / f"{session.thread_id}.jsonl")
+    assert doc.skipped == 0
+    [call] = child_calls(doc.turns)
+    assert call.status == "denied" and call.decision is not None
+    markdown = render(doc, ".md")
+    line = next(x for x in markdown.splitlines() if "outside.txt" in x and "·" in x)
+    assert "denied" in line and "· done" not in line, line
+    for suffix in (".html", ".ipynb"):
+        assert "denied" in render(doc, suffix), suffix
+    line = next(x for x in history.splitlines() if "outside.txt" in x)
+    assert "denied" in line, history
