@@ -157,7 +157,8 @@ class PlanUpdated:
 
 @dataclass(frozen=True)
 class GoalUpdated:
-    """The model created or changed the thread's goal (create_goal, update_goal)."""
+    """The thread's goal as it is now: a create_goal, update_goal or get_goal call's
+    (its card shows it), or with no call id when a response spent its token budget."""
 
     call_id: str
     objective: str

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agent_magics.events import GoalUpdated
 from agent_magics.protocol.items import AnyItem, Message, parse_item
 from agent_magics.tools.context import SessionServices
 
@@ -199,7 +200,19 @@ def objective_item(services: SessionServices, call_id: str) -> AnyItem | None:
     return None if item is None else parse_item(item)
 
 
+def shown_goal(goal: Goal, call_id: str = "") -> GoalUpdated:
+    """The goal as a card shows it; ``call_id`` is the call whose card it belongs to
+    (none: the budget ran out after a response, and the cell shows it on its own)."""
+    used, seconds = goal.tokens_used, int(goal.time_used_s)
+    return GoalUpdated(call_id, goal.objective, goal.status, goal.token_budget, used, seconds)
+
+
 def items_after_response(services: SessionServices) -> list[AnyItem]:
-    """Count the response whose calls ran; Codex's note when that spent the budget."""
-    note = goal_state(services).after_calls()
-    return [] if note is None else [Message.user(note)]
+    """Count the response whose calls ran; Codex's note when that spent the budget,
+    and the spent goal shown in the cell (its cards showed it as it was)."""
+    state = goal_state(services)
+    note = state.after_calls()
+    if note is None or state.goal is None:
+        return []
+    services.emit(shown_goal(state.goal))
+    return [Message.user(note)]

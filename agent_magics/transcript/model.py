@@ -62,6 +62,7 @@ from agent_magics.transcript.blocks import (
     output_parts,
     output_text,
 )
+from agent_magics.transcript.goal_text import goal_line
 from agent_magics.transcript.terminal import command_result
 
 __all__ = [
@@ -201,6 +202,8 @@ class Transcript:
             return None
         if isinstance(event, (AgentSpawned, AgentEvent, AgentStatusChanged)):
             return self._apply_agent(event)
+        if isinstance(event, GoalUpdated) and event.call_id not in self._tools:
+            return self._add(NoticeBlock("info", goal_line(event)))  # the budget ran out
         return self._apply_tool(event)
 
     def _apply_agent(self, event: AgentSpawned | AgentEvent | AgentStatusChanged) -> Block | None:

@@ -13,11 +13,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent_magics.errors import ArgumentError, Fatal, RespondToModel
-from agent_magics.events import GoalUpdated
 from agent_magics.tools.args import PREFIX, decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
-from agent_magics.tools.goal_state import COMPLETION_BUDGET_REPORT, Goal, GoalState, goal_state
+from agent_magics.tools.goal_state import (
+    COMPLETION_BUDGET_REPORT,
+    Goal,
+    GoalState,
+    goal_state,
+    shown_goal,
+)
 from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec
 
 GET_DESCRIPTION = (
@@ -111,18 +116,9 @@ def _decode(model: type[Any], inv: ToolInvocation) -> Any:
 
 
 def _shown(inv: ToolInvocation, state: GoalState) -> None:
-    goal = state.goal
-    if goal is not None:
-        inv.emit(
-            GoalUpdated(
-                inv.call_id,
-                goal.objective,
-                goal.status,
-                goal.token_budget,
-                goal.tokens_used,
-                int(goal.time_used_s),
-            )
-        )
+    """The call's card shows the goal as it is now (a get_goal card too)."""
+    if state.goal is not None:
+        inv.emit(shown_goal(state.goal, inv.call_id))
 
 
 class GetGoalHandler:
@@ -136,7 +132,9 @@ class GetGoalHandler:
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         if not isinstance(inv.payload, FunctionPayload):
             raise Fatal(f"tool {self.name} invoked with incompatible payload")
-        return ToolOutput(goal_state(inv.services).answer())
+        state = goal_state(inv.services)
+        _shown(inv, state)
+        return ToolOutput(state.answer())
 
 
 class CreateGoalHandler:
