@@ -277,12 +277,14 @@ class ScriptedResponsesServer:
         self.stop()
 
     def outputs(self, request_index: int = -1) -> dict[str, Any]:
-        """``call_id -> output`` of the tool outputs sent in one request."""
+        """``call_id -> output`` of the tool outputs sent in one request (one with no
+        call id, such as the ``goal_objective`` output after create_goal, is left out)."""
         body = self.requests[request_index]
         return {
             i["call_id"]: i["output"]
             for i in body.get("input", [])
             if i.get("type") in ("function_call_output", "custom_tool_call_output")
+            and "call_id" in i
         }
 
 

@@ -23,11 +23,12 @@ def agent_call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, 
 
 
 def outputs(body: dict[str, Any]) -> dict[str, str]:
-    """``call_id -> output text`` of every tool output the request carries."""
+    """``call_id -> output text`` of every tool output the request carries (but one with
+    no call id: the ``goal_objective`` output after create_goal answers no call)."""
     return {
         str(i["call_id"]): str(i["output"])
         for i in body.get("input", [])
-        if i.get("type") == "function_call_output"
+        if i.get("type") == "function_call_output" and "call_id" in i
     }
 
 
