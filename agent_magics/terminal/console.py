@@ -150,9 +150,11 @@ class TerminalConsole:
         self.style = style if style is not None else Style(stderr_is_tty())
         self.state = Transcript()  # the turn so far
         note = "" if interactive else NO_ONE_TO_ASK
-        self.lines = TerminalLines(self.style, interactive=interactive, first_denial=note)
-        self._ask = stdin_approver(self.style, show_patch=False)
         self._names: dict[str, str] = {}  # sub-agents' nicknames by id
+        self.lines = TerminalLines(
+            self.style, interactive=interactive, first_denial=note, names=self._names
+        )
+        self._ask = stdin_approver(self.style, show_patch=False)
         self._children: dict[tuple[str, ...], tuple[Transcript, TerminalLines]] = {}
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
@@ -186,7 +188,7 @@ class TerminalConsole:
                 self._finished(event)
             return
         if path not in self._children:
-            lines = TerminalLines(self.style, interactive=self.interactive)
+            lines = TerminalLines(self.style, interactive=self.interactive, names=self._names)
             self._children[path] = (Transcript(), lines)
         state, lines = self._children[path]
         prefix = "".join(f"[{self._name(agent_id)}] " for agent_id in path)

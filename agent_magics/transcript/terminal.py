@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
 from agent_magics.tools.command_safety.parse import extract_shell_script
+from agent_magics.transcript.agent_targets import agent_targets
 from agent_magics.transcript.blocks import Block, DiffBlock, NoticeBlock, ToolBlock
 from agent_magics.transcript.goal_text import goal_line
 
@@ -214,8 +215,16 @@ class TerminalLines:
     ``first_denial`` is said once, after the first denial.
     """
 
-    def __init__(self, style: Style, *, interactive: bool, first_denial: str = "") -> None:
+    def __init__(
+        self,
+        style: Style,
+        *,
+        interactive: bool,
+        first_denial: str = "",
+        names: Mapping[str, str] | None = None,
+    ) -> None:
         self.style, self.interactive, self.first_denial = style, interactive, first_denial
+        self.names = names if names is not None else {}  # sub-agents' nicknames by id
         self.denied = 0
         self._shown: dict[int, _Shown] = {}  # by block: two calls may share an id
 
@@ -264,7 +273,8 @@ class TerminalLines:
         if block.tool_name == "web_search":  # the server searched: what for
             query = (_arguments(block.arguments) or {}).get("query")
             return [s("web_search", MAGENTA) + " " + s(visible(str(query or "")), BOLD)]
-        args = block.arguments
+        parsed = _arguments(block.arguments)
+        args = agent_targets(block.tool_name, parsed, self.names) or block.arguments
         if len(args) > MAX_ARGUMENTS_SHOWN:
             args = args[:MAX_ARGUMENTS_SHOWN] + "…"
         return [s("tool", MAGENTA) + " " + visible(f"{block.tool_name} {args}")]

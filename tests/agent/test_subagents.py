@@ -240,8 +240,12 @@ def test_exec_runs_children_and_shows_their_lines(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     run = {"cmd": "echo from-the-child > child.txt && echo wrote"}
+
+    def close(body: dict[str, Any]) -> list[dict[str, Any]]:  # the id as the model may write it
+        return [agent_call("close_agent", {"target": spawned(body).upper()}, "x1")]
+
     scripts = {
-        PARENT: [[agent_call("spawn_agent", {"message": CHILD}, "s1")], wait_for("w1")],
+        PARENT: [[agent_call("spawn_agent", {"message": CHILD}, "s1")], wait_for("w1"), close],
         CHILD: [[function_call("exec_command", run, "c1")], [message("child finished")]],
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
@@ -264,6 +268,8 @@ def test_exec_runs_children_and_shows_their_lines(tmp_path: Path) -> None:
     assert any("echo from-the-child" in line for line in child_lines), done.stderr
     assert f"[{nickname}] started: {CHILD}" in done.stderr  # which helper took which task
     assert f"[{nickname}] completed: child finished" in done.stderr
+    assert f"tool wait_agent [{nickname}]\n" in done.stderr  # by name, not by raw id
+    assert f"tool close_agent [{nickname}]\n" in done.stderr  # an id in upper case too
     assert done.stdout.strip() == "parent finished"
     assert KEY not in done.stderr + done.stdout
     assert shape(parent_outputs(server)["s1"]) == '{"agent_id":"<id>","nickname":"<Name>"}'
