@@ -112,6 +112,7 @@ class AgentNode:
             child.call_id, child.saved = found.call_id, list(found.history)
             child.recorded = len(found.history)  # already in the file: not written again
             child.status, child.final_text = found.status, found.final_text
+            child.shown_text = found.final_text  # (the file has what people read)
             self.control.closed[child.agent_id] = child
             self.control.nicknames.keep(child.nickname)
 
@@ -167,7 +168,8 @@ class Child:
         self.recorded = 0  # how many items of its history the session file has already
         self.decided: dict[str, ApprovalDecided] = {}  # its approval answers, by call id
         self.status = "pending_init"
-        self.final_text: str | None = None
+        self.final_text: str | None = None  # the parent's model reads it (Codex's words)
+        self.shown_text: str | None = None  # people read it (an error in our words)
         self.session: Session | None = None
         self.node: AgentNode | None = None
         self._inbox: list[str] = []
@@ -297,7 +299,7 @@ class Child:
         """``text`` is what the parent's model reads; ``shown``, if given, what people
         read instead (an error in our words where the model gets Codex's)."""
         self.status, self.final_text = status, text
-        told = text if shown is None else shown
+        told = self.shown_text = text if shown is None else shown
         self.parent.session.services.emit(AgentStatusChanged(self.agent_id, status, told))
         self._changed.set()
         self._changed = asyncio.Event()

@@ -115,7 +115,7 @@ def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[st
             decided = child.decided.get(str(getattr(item, "call_id", "")))
             if decided is not None and item.wire().get("type") in CALLS:  # after its call
                 records.append(decision_record(path, child.agent_id, decided))
-        status = {"status": child.status, "final_text": child.final_text}
+        status = {"status": child.status, "final_text": child.shown_text}  # as the file
         records.append({"type": AGENT_STATUS, **ident, **status})
         if child.node is not None:
             records.extend(tree_records(child.node, [*path, child.agent_id]))

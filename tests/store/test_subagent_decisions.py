@@ -1,6 +1,7 @@
-"""A sub-agent's approval answers read back as they happened: a real session whose
-child asks to run a command outside the sandbox and is denied (no one approves), its
-file exported and its history printed, each showing the child's call denied, not done."""
+"""A sub-agent's past read back as it happened: a real session whose child asks to run
+a command outside the sandbox and is denied (no one approves), its file exported and
+its history printed, each showing the child's call denied, not done; a child whose
+model server refuses it reads errored in our words in both, the model Codex's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from agent_magics.store.agent_records import tree_records
 from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder
-from agent_magics.testing import ConversationsServer, Turn, function_call, message
+from agent_magics.testing import ConversationsServer, HttpFailure, Turn, function_call, message
 from agent_magics.transcript.export import render, stored_document
 from agent_magics.transcript.history import history_text
 from agent_magics.transcript.model import ToolBlock, Transcript
@@ -76,3 +77,34 @@ async def test_a_childs_denied_command_reads_denied_in_exports_and_history(
         assert "denied" in render(doc, suffix), suffix
     line = next(x for x in history.splitlines() if "outside.txt" in x)
     assert "denied" in line, history
+
+
+async def test_a_failed_childs_error_reads_in_our_words_in_history_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    body = json.dumps({"error": {"message": "no such model here", "type": "invalid_request"}})
+    scripts: dict[str, list[Turn]] = {
+        PARENT: [[agent_call("spawn_agent", {"message": CHILD}, "s1")], wait_on_spawned],
+        CHILD: [HttpFailure(400, body)] * 6,
+    }
+    settings: dict[str, Any] = {"shell_type": "unified_exec"}
+    with ConversationsServer(scripts, final_text="parent done") as server:
+        config = config_for(ws, server.base_url, allow_login_shell=False, **settings)
+        session = session_for(ws, server.base_url, allow_login_shell=False, **settings)
+        folder = sessions_folder(config) or tmp_path
+        recorder = SessionRecorder(session, folder)
+        await session.run_turn(PARENT)
+        items = [i.wire() for i in session.history]
+        history = history_text(items, agents=tree_records(session.agents))
+        # (read before the session closes: closing shuts the helper down)
+        markdown = render(stored_document(folder / f"{session.thread_id}.jsonl"), ".md")
+        await session.aclose()
+        recorder.close()
+    ours = "The model server rejected the request (HTTP 400)"
+    told = [i["output"] for i in items if i.get("call_id") == "w1" and "output" in i]
+    assert told and ours not in told[0] and "errored" in told[0]  # the model: Codex's text
+    assert ours in markdown
+    assert ours in history and '"invalid_request"' not in history, history
