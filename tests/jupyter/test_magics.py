@@ -103,6 +103,16 @@ def test_mistakes_are_one_line(
     assert (captured.err + captured.out).startswith(expected)
 
 
+def test_a_line_command_that_takes_no_arguments_says_so(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ip.run_cell("%agent tools --provider chat")
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no tool list that looks like chat's but is not
+    assert captured.err.startswith("agent: %agent tools takes no arguments, so it did not run")
+    assert captured.err.count("\n") == 1 and "%%agent --provider chat" in captured.err
+
+
 def test_unload_removes_the_magics(ip: Any) -> None:
     ip.run_cell("%unload_ext agent_magics")
     assert "agent" not in ip.magics_manager.magics["cell"]

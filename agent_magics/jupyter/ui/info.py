@@ -57,6 +57,18 @@ def model_text(config: SessionConfig) -> str:
     return f"{config.model} ({provider} at {config.base_url})"
 
 
+def no_arguments_text(word: str, given: str) -> str:
+    """What a line command that takes no arguments says when it is given some (one line;
+    it did not run, so nothing was done half as meant)."""
+    text = f"agent: %agent {word} takes no arguments, so it did not run (given: {given})."
+    if word == "tools":
+        text += (
+            " It lists the tools of the current settings; a cell's options change them for "
+            "this and later cells (e.g. %%agent --provider chat)."
+        )
+    return text
+
+
 def recording_text(config: SessionConfig, shown: str | None) -> str:
     """What ``%agent recording`` says: whether the turns will play the recording
     (no model configured) or talk to a live model."""

@@ -74,6 +74,9 @@ class LineCommands:
         if word == "recording":
             self._cmd_recording(rest.strip())
             return
+        if rest.strip():  # the others take none: said, rather than run as if not given
+            print(info.no_arguments_text(word, rest.strip()), file=sys.stderr)
+            return
         getattr(self, f"_cmd_{word}")()
 
     def _cmd_help(self) -> None:
