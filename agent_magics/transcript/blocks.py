@@ -79,7 +79,7 @@ class ToolBlock:
     output: str | None = None
     images: list[str] = field(default_factory=list)
     plan: PlanUpdated | None = None
-    goal: GoalUpdated | None = None  # what a create_goal or update_goal call left
+    goal: GoalUpdated | None = None  # the goal as a create, update or get_goal call left it
     image: ImageViewed | None = None
     duration_s: float | None = None
     success: bool | None = None  # the tool's own answer (a command may still exit 1)
