@@ -124,6 +124,7 @@ class AgentNode:
         if child.session is not None:
             child.open(list(child.session.history))
             return
+        child.reopened = call_id, child.status, child.shown_text  # its past, for history
         child.open(list(child.saved), announce=False)
         parent = child.parent
         emit = parent.session.services.emit
@@ -170,6 +171,8 @@ class Child:
         self.status = "pending_init"
         self.final_text: str | None = None  # the parent's model reads it (Codex's words)
         self.shown_text: str | None = None  # people read it (an error in our words)
+        # A saved child resume_agent reopened: that call, and the status it had before.
+        self.reopened: tuple[str, str, str | None] | None = None
         self.session: Session | None = None
         self.node: AgentNode | None = None
         self._inbox: list[str] = []

@@ -11,7 +11,7 @@ for the main agent's own children).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_magics.events import (
@@ -24,7 +24,8 @@ from agent_magics.events import (
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
-    from agent_magics.agent.subagents import AgentNode
+    from agent_magics.agent.subagents import AgentNode, Child
+    from agent_magics.protocol.items import AnyItem
 
 AGENT_SPAWNED, AGENT_STATUS, AGENT_ITEM = "agent_spawned", "agent_status", "agent_item"
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -102,21 +103,39 @@ def decision_record(path: list[str], agent_id: str, decided: ApprovalDecided) ->
 def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[str, Any]]:
     """The records a live session's sub-agents would have in its file, from the agents
     themselves (``%agent history`` nests them under their spawn calls, as exports do):
-    each child's spawn, its history items, its status, then its own children's."""
+    each child's spawn, its history items, its status, then its own children's. A saved
+    child that resume_agent reopened reads as it did: its saved past under the call that
+    spawned it, ending as it ended, then its new work under the resume_agent call."""
     path = path or []
     records: list[dict[str, Any]] = []
     for child in node.kept():
-        ident = {"path": path, "agent_id": child.agent_id}
-        spawned = {"call_id": child.call_id, "nickname": child.nickname, "prompt": child.prompt}
-        records.append({"type": AGENT_SPAWNED, **ident, **spawned, "depth": node.depth + 1})
         history = child.session.history if child.session is not None else child.saved
-        for item in history:
-            records.append({"type": AGENT_ITEM, **ident, "item": item.wire()})
-            decided = child.decided.get(str(getattr(item, "call_id", "")))
-            if decided is not None and item.wire().get("type") in CALLS:  # after its call
-                records.append(decision_record(path, child.agent_id, decided))
-        status = {"status": child.status, "final_text": child.shown_text}  # as the file
-        records.append({"type": AGENT_STATUS, **ident, **status})
+        now = (child.status, child.shown_text)
+        if child.reopened is not None:
+            call_id, *before = child.reopened
+            records.extend(_run(path, child, child.call_id, history[: child.recorded], before))
+            records.extend(_run(path, child, call_id, history[child.recorded :], now))
+        else:
+            records.extend(_run(path, child, child.call_id, history, now))
         if child.node is not None:
             records.extend(tree_records(child.node, [*path, child.agent_id]))
+    return records
+
+
+def _run(
+    path: list[str], child: Child, call_id: str, items: Sequence[AnyItem], ended: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """One stretch of a child's life under ``call_id``: its spawn, ``items`` (each call's
+    approval answer after it) and the status it ``ended`` with (status, text)."""
+    ident = {"path": path, "agent_id": child.agent_id}
+    spawned = {"call_id": call_id, "nickname": child.nickname, "prompt": child.prompt}
+    depth = child.parent.depth + 1
+    records: list[dict[str, Any]] = [{"type": AGENT_SPAWNED, **ident, **spawned, "depth": depth}]
+    for item in items:
+        records.append({"type": AGENT_ITEM, **ident, "item": item.wire()})
+        decided = child.decided.get(str(getattr(item, "call_id", "")))
+        if decided is not None and item.wire().get("type") in CALLS:  # after its call
+            records.append(decision_record(path, child.agent_id, decided))
+    status, text = ended
+    records.append({"type": AGENT_STATUS, **ident, "status": status, "final_text": text})
     return records

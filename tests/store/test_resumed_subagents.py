@@ -161,7 +161,13 @@ async def test_resume_agent_reopens_a_saved_child_with_its_history(
     spawn = next(n for n, line in enumerate(lines) if line.startswith("• spawn_agent"))
     assert lines[spawn + 2] == f"    ↳ sub-agent {nickname} · shut down · {CHILD}"
     assert lines[spawn + 3] == "        • exec_command: $ echo child-ran [redacted] · exit code 0"
-    assert "        agent: four files now" in lines[spawn + 4 : spawn + 8]
+    # It reads as it happened: its saved past under the spawn, its new work (the
+    # message it was sent, its answer) under the resume_agent call that reopened it.
+    reopened = next(n for n, line in enumerate(lines) if line.startswith("• resume_agent"))
+    assert "        agent: three files" in lines[spawn + 4 : reopened]
+    assert "four files now" not in "\n".join(lines[:reopened])
+    assert lines[reopened + 2] == f"    ↳ sub-agent {nickname} · shut down · {CHILD}"
+    assert "        agent: four files now" in lines[reopened + 3 :]
 
 
 async def test_history_nests_a_live_child_and_redacts_it(tmp_path: Path, folder: Path) -> None:
