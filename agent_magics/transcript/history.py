@@ -22,7 +22,14 @@ from agent_magics.agent.instructions import ENVIRONMENT_OPEN, told_environment
 from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.document import command, decided_by, recorded_output
 from agent_magics.transcript.export_md import DECISIONS, clip, one_line, summary
-from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import (
+    SENT,
+    AgentRun,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+)
 from agent_magics.transcript.saved import fold, history_records
 
 OUTPUT_LINES = 6
@@ -157,6 +164,8 @@ def agent_lines(run: AgentRun) -> list[str]:
             body = call_lines(entry)
         elif isinstance(entry, TextBlock):
             body = indented("agent: ", entry.text.strip())
+        elif isinstance(entry, NoticeBlock) and entry.text.startswith(SENT):
+            body = indented("sent: ", entry.text.removeprefix(SENT).strip())
         else:
             continue
         lines.extend(f"{INDENT}{line}".rstrip() for line in body)

@@ -100,6 +100,10 @@ def server_notice(
     )
 
 
+SENT = "Message sent to it: "
+"""How a message sent to a sub-agent (send_input) reads in its nested transcript."""
+
+
 @dataclass
 class Transcript:
     """Blocks in the order they happened, plus the state of the turn as a whole.
@@ -119,6 +123,7 @@ class Transcript:
     final_text: str | None = None  # the model's final answer, once the turn finished
     undone: list[str] = field(default_factory=list)  # the files an undo put back
     undone_cells: list[str] = field(default_factory=list)  # and the open notebook's cells
+    nested: bool = False  # a sub-agent's: each later turn starts with a message sent to it
     _tools: dict[str, ToolBlock] = field(default_factory=dict)
     _agents: dict[str, tuple[AgentRun, ToolBlock]] = field(default_factory=dict)
 
@@ -161,6 +166,10 @@ class Transcript:
 
     def _apply(self, event: Event) -> Block | None:
         if isinstance(event, TurnStarted):
+            later = self.status != "starting" or event.prompt != self.prompt
+            if self.nested and self.prompt is not None and later:
+                self.status, self.prompt = "running", event.prompt  # (send_input's message)
+                return self._add(NoticeBlock("info", f"{SENT}{event.prompt}"))
             self.status, self.prompt = "running", event.prompt
             return None
         if isinstance(event, TextDelta):
@@ -215,7 +224,7 @@ class Transcript:
                 tool = ToolBlock(event.call_id, "spawn_agent", "{}", status="done")
                 self._tools[event.call_id] = tool
                 self._add(tool)
-            child = Transcript(policy_note=self.policy_note, prompt=event.prompt)
+            child = Transcript(policy_note=self.policy_note, prompt=event.prompt, nested=True)
             run = AgentRun(event.agent_id, event.nickname, event.depth, event.prompt, child)
             tool.agents.append(run)
             self._agents[event.agent_id] = (run, tool)

@@ -24,6 +24,7 @@ from agent_magics.events import (
     Event,
     ToolCallFinished,
     ToolCallProposed,
+    TurnStarted,
 )
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.model import Transcript
@@ -88,6 +89,9 @@ class AgentFolder:
         kind = item.get("type")
         if kind == "message" and item.get("role") == "assistant":
             return [AssistantMessage(_text(item.get("content")))]
+        if kind == "message" and item.get("role") == "user":
+            text = _text(item.get("content"))  # its task, or a message sent to it later
+            return [] if text.startswith("<") else [TurnStarted(text)]  # (not context)
         if kind in ("function_call", "custom_tool_call"):
             call_id, name = str(item.get("call_id")), item.get("name")
             name = name if isinstance(name, str) else "(no name)"

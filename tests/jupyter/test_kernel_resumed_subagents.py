@@ -93,4 +93,10 @@ def test_a_child_is_reopened_after_a_kernel_restart(kernel: Kernel) -> None:
     assert lines[spawn + 2] == f"    ↳ sub-agent {nickname} · completed · {CHILD}", history
     assert lines[spawn + 3].startswith("        • exec_command: $ echo child-ran")
     assert "        agent: three files" in lines[spawn + 4 : spawn + 8]
-    assert "        agent: four files now" in lines[spawn + 4 : spawn + 8]
+    # As it happened: turn 1's helper as it ended then; its new work, and the message
+    # that started it, under the resume_agent call of the later turn.
+    reopened = next(n for n, line in enumerate(lines) if line.startswith("• resume_agent"))
+    assert "four files now" not in "\n".join(lines[:reopened]), history
+    assert lines[reopened + 2] == f"    ↳ sub-agent {nickname} · completed · {CHILD}", history
+    later = lines[reopened + 3 :]
+    assert later.index(f"        sent: {MORE}") < later.index("        agent: four files now")

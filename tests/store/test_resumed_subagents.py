@@ -167,7 +167,11 @@ async def test_resume_agent_reopens_a_saved_child_with_its_history(
     assert "        agent: three files" in lines[spawn + 4 : reopened]
     assert "four files now" not in "\n".join(lines[:reopened])
     assert lines[reopened + 2] == f"    ↳ sub-agent {nickname} · shut down · {CHILD}"
-    assert "        agent: four files now" in lines[reopened + 3 :]
+    assert lines[reopened + 3 :].index(f"        sent: {MORE}") < lines[reopened + 3 :].index(
+        "        agent: four files now"
+    )
+    sent = markdown.index(f"Message sent to it: {MORE}")  # so in exports
+    assert markdown.index("resume_agent") < sent < markdown.index("four files now")
 
 
 async def test_history_nests_a_live_child_and_redacts_it(tmp_path: Path, folder: Path) -> None:

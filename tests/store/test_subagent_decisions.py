@@ -108,3 +108,52 @@ async def test_a_failed_childs_error_reads_in_our_words_in_history_too(
     assert told and ours not in told[0] and "errored" in told[0]  # the model: Codex's text
     assert ours in markdown
     assert ours in history and '"invalid_request"' not in history, history
+
+
+async def test_a_message_sent_to_a_child_shows_in_its_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    more = "AND ALSO: count the lines"
+
+    def send_then_wait(body: dict[str, Any]) -> list[dict[str, Any]]:
+        said = {i["call_id"]: i["output"] for i in body["input"] if "output" in i}
+        agent_id = json.loads(said["s1"])["agent_id"]
+        return [
+            agent_call("send_input", {"target": agent_id, "message": more}, "i1"),
+            agent_call("wait_agent", {"targets": [agent_id]}, "w2"),
+        ]
+
+    scripts: dict[str, list[Turn]] = {
+        PARENT: [
+            [agent_call("spawn_agent", {"message": CHILD}, "s1")],
+            wait_on_spawned,
+            send_then_wait,
+        ],
+        CHILD: [[message("first answer")], [message("second answer")]],
+    }
+    settings: dict[str, Any] = {"shell_type": "unified_exec"}
+    live = Transcript()
+    with ConversationsServer(scripts, final_text="parent done") as server:
+        config = config_for(ws, server.base_url, allow_login_shell=False, **settings)
+        session = session_for(ws, server.base_url, allow_login_shell=False, **settings)
+        folder = sessions_folder(config) or tmp_path
+        recorder = SessionRecorder(session, folder)
+        session.subscribe(live.apply)
+        await session.run_turn(PARENT)
+        items = [i.wire() for i in session.history]
+        history = history_text(items, agents=tree_records(session.agents))
+        await session.aclose()
+        recorder.close()
+    sent = f"Message sent to it: {more}"
+    [run] = [r for b in live.blocks if isinstance(b, ToolBlock) for r in b.agents]
+    texts = [getattr(b, "text", "") for b in run.transcript.blocks]
+    assert texts.index(sent) < texts.index("second answer"), texts  # the live card's
+    doc = stored_document(folder / f"{session.thread_id}.jsonl")
+    for suffix in (".md", ".html", ".ipynb"):
+        text = render(doc, suffix)
+        assert text.index("first answer") < text.index(more) < text.index("second answer")
+    lines = history.splitlines()
+    assert lines.index(f"        sent: {more}") < lines.index("        agent: second answer")
