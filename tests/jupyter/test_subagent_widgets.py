@@ -226,3 +226,36 @@ async def test_closing_the_view_closes_every_childs_widgets(tmp_path: Path) -> N
     assert len(_instances) > before
     view.close()
     assert len(_instances) == before
+
+
+def widget_texts(widget: W.Widget) -> str:
+    """Every text a widget and those inside it show."""
+    own = getattr(widget, "value", "")
+    inner = getattr(widget, "children", ())
+    return "\n".join([own if isinstance(own, str) else "", *map(widget_texts, inner)])
+
+
+async def test_a_message_sent_to_a_child_shows_in_its_panel() -> None:
+    """A child's later turn (a message send_input gave it) starts with that message in
+    its panel, before what it answered; its first turn (its task) adds nothing."""
+    loop = asyncio.get_running_loop()
+    view = TranscriptView(loop_scheduler(loop))
+    view(TurnStarted("go"))
+    view(spawn("call_1", "count"))
+    view(AgentSpawned("call_1", "agent-a", "Ada", 1, "count"))
+    for event in (
+        TurnStarted("count"),
+        AssistantMessage("three"),
+        TurnFinished("three"),
+        TurnStarted("and the lines?"),
+        AssistantMessage("nine lines"),
+    ):
+        view(AgentEvent("agent-a", event))
+    panel = view.agents["agent-a"]
+    panel.view.throttle.now()
+    text = widget_texts(panel.root)
+    assert text.count("Message sent to it") == 1, text
+    assert "Message sent to it: and the lines?" in text
+    drawn = [getattr(b, "text", "") for b in panel.view.state.blocks]
+    assert drawn == ["three", "Message sent to it: and the lines?", "nine lines"]
+    view.close()

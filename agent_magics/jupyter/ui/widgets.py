@@ -144,6 +144,7 @@ class TranscriptView:
                 interval=interval,
                 clock=clock,
             )
+            child.state.nested, child.state.prompt = True, run.prompt  # (its later messages)
             panel = self.agents[run.agent_id] = AgentPanel(run, child)
             card.agents.children = (*card.agents.children, panel.root)
         if isinstance(event, AgentEvent) and panel is not None:
