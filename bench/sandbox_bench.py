@@ -5,8 +5,11 @@ Seatbelt), ``true`` is spawned and waited for through ``SandboxSpec.wrap`` with 
 ``workspace-write`` spec (a workspace, ``/tmp``, network off), interleaved with plain
 ``true`` runs, after one warm-up of each. The workspace's ``.git`` and ``.agent_magics``
 are protected as in a turn (missing: bubblewrap mounts placeholders, Landlock grants
-the workspace entry by entry). Value = median milliseconds of the confined
-run; ratio = confined / unconfined median. A mechanism that does not work here gives a
+the workspace entry by entry), and what a turn hides from commands is hidden (the
+session signing key, Jupyter's runtime folder: bubblewrap mounts over those that exist,
+Landlock grants reading entry by entry on the way to them; the note gives the number of
+rules). Value = median milliseconds of the confined run; ratio = confined / unconfined
+median. A mechanism that does not work here gives a
 row with ``value`` None and the reason in ``note``.
 
     python bench/sandbox_bench.py [--quick]
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, if 
 
 from agent_magics.protocol.approval import SandboxMode
 from agent_magics.tools.sandbox import SandboxSpec
-from agent_magics.tools.sandbox.platform import candidates
+from agent_magics.tools.sandbox.platform import candidates, hidden
 from agent_magics.tools.sandbox.roots import guarded_paths, writable_roots
 
 TARGETS = {"bwrap": "<= 15", "landlock": "<= 40", "seatbelt": "<= 15"}
@@ -67,8 +70,10 @@ def bench_sandbox_start(quick: bool) -> list[dict[str, Any]]:
                                  note=f"not available here: {problem}"))  # fmt: skip
                 continue
             protected = tuple(guarded_paths(roots[0]))  # .git, .agent_magics: missing
-            spec = SandboxSpec(kind, roots, protected, network=False)
-            confined, plain = _measure(spec.wrap([TRUE]), runs)
+            spec = SandboxSpec(kind, roots, protected, network=False, hidden=hidden(roots[0]))
+            argv = spec.wrap([TRUE])
+            confined, plain = _measure(argv, runs)
+            rules = f"; {argv.count('--read')} read and {argv.count('--rw')} write rules"
             rows.append(
                 {
                     "name": name,
@@ -77,7 +82,8 @@ def bench_sandbox_start(quick: bool) -> list[dict[str, Any]]:
                     "ratio": round(confined / plain, 2),
                     "target": target,
                     "baseline": round(plain * 1e3, 3),
-                    "note": f"{describe()}; `true` spawned and waited for; median of {runs}",
+                    "note": f"{describe()}; `true` spawned and waited for; median of {runs}"
+                    + (rules if kind == "landlock" else ""),
                 }
             )
     return rows

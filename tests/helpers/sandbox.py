@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -246,3 +247,13 @@ def sleepers(marker: str) -> list[int]:
         if cmdline[:2] == [b"sleep", marker.encode()]:
             found.append(int(entry.name))
     return found
+
+
+def make_key(home: Path) -> str:
+    """A signing key in ``home`` as the package writes it (hex, 0600); its text."""
+    folder = home / ".agent_magics"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    key = secrets.token_hex(32)
+    (folder / "session_key").write_text(key + "\n")
+    os.chmod(folder / "session_key", 0o600)
+    return key

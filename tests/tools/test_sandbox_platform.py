@@ -22,7 +22,14 @@ from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval.orchestrator import NEVER_PROMPT
 from agent_magics.tools.context import SessionServices, TurnContext
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
-from agent_magics.tools.sandbox import NO_SANDBOX, SandboxSpec, bwrap, landlock_exec, seatbelt
+from agent_magics.tools.sandbox import (
+    NO_SANDBOX,
+    SandboxSpec,
+    bwrap,
+    landlock,
+    landlock_exec,
+    seatbelt,
+)
 from agent_magics.tools.sandbox.landlock import INTERPRETER, LAUNCHER
 from agent_magics.tools.sandbox.landlock import grants as landlock_grants
 from agent_magics.tools.sandbox.landlock import wrap as landlock_wrap
@@ -59,6 +66,25 @@ def test_seatbelt_profile_text() -> None:
         "(allow system-socket)\n"
     )
     assert "(allow file-read*)\n" in profile and '(literal "/dev/null")' in profile
+
+
+def test_seatbelt_profile_denies_reading_the_hidden_paths() -> None:
+    """After ``(allow file-read*)``, a deny naming a path wins (Seatbelt matches the path
+    a symlink leads to); it holds for a path that does not exist yet. The profile allows
+    neither ``file-link`` nor ``file-clone`` (denied by default): no hard link or clone of
+    a hidden file can be made where reading is allowed."""
+    hidden = (
+        Path("/Users/me/.agent_magics/session_key"),
+        Path("/Users/me/Library/Jupyter/runtime"),
+    )
+    profile = seatbelt.profile(SandboxSpec("seatbelt", network=False, hidden=hidden))
+    assert profile == seatbelt.BASE_RULES + (
+        "(deny file-read*\n"
+        '  (subpath "/Users/me/.agent_magics/session_key")\n'
+        '  (subpath "/Users/me/Library/Jupyter/runtime"))\n'
+    )
+    assert profile.index("(allow file-read*)") < profile.index("(deny file-read*")
+    assert "file-link" not in profile and "file-clone" not in profile
 
 
 def test_seatbelt_profile_without_network_or_roots() -> None:
@@ -127,11 +153,11 @@ def test_landlock_launcher_argv() -> None:
     argv = landlock_wrap(spec, ["echo", "hi"])
     assert argv[:5] == [INTERPRETER, "-I", "-S", "-c", LAUNCHER.read_text()]
     rw = ["--rw", "/project/ws", "--rw", "/nonexistent", "--rw", "/dev/shm"]
-    assert argv[5:] == [*rw, "--no-network", "--", "echo", "hi"]
+    assert argv[5:] == ["--read", "/", *rw, "--no-network", "--", "echo", "hi"]
     assert landlock_exec.parse(argv[5:]) == (
-        ["/project/ws", "/nonexistent", "/dev/shm"], False, False, ["echo", "hi"]
+        ["/"], ["/project/ws", "/nonexistent", "/dev/shm"], False, False, ["echo", "hi"]
     )  # fmt: skip
-    assert landlock_exec.parse(["--seccomp-only", "--", "x"]) == ([], True, True, ["x"])
+    assert landlock_exec.parse(["--seccomp-only", "--", "x"]) == ([], [], True, True, ["x"])
 
 
 def test_landlock_grants_go_around_protected_paths(tmp_path: Path) -> None:
@@ -151,6 +177,39 @@ def test_landlock_grants_go_around_protected_paths(tmp_path: Path) -> None:
     assert tmp_path / "cfg" not in landlock_grants((tmp_path,), protected)
 
 
+def launcher_reads(spec: SandboxSpec) -> list[str]:
+    argv = landlock_wrap(spec, ["true"])
+    return [argv[i + 1] for i, arg in enumerate(argv[: argv.index("--")]) if arg == "--read"]
+
+
+def test_landlock_reads_are_granted_around_the_hidden_paths(tmp_path: Path) -> None:
+    """Reading is granted beneath every entry on the way from ``/`` to a hidden path but
+    the one leading there (the key also while it is missing: a key made later lands in
+    a folder granted entry by entry, so it stays unreadable); symlinks are skipped. A
+    path is hidden only when no folder on its way lies beneath a write grant (there a
+    command's new file could not be read back): then it stays readable, and says so."""
+    user = tmp_path / "home" / ".agent_magics"
+    (user / "shell_snapshots").mkdir(parents=True)
+    (user / "config.toml").write_text("")
+    (tmp_path / "home" / "notes.txt").write_text("")
+    (tmp_path / "home" / "key_link").symlink_to(user / "session_key")
+    key = user / "session_key"  # not made yet
+    spec = SandboxSpec("landlock", (tmp_path / "ws",), network=False, hidden=(key,))
+    reads = launcher_reads(spec)
+    assert {str(user / "config.toml"), str(user / "shell_snapshots")} <= set(reads)
+    assert str(tmp_path / "home" / "notes.txt") in reads
+    along = [key, *key.parents]
+    assert not any(path in reads for path in map(str, along))
+    assert str(tmp_path / "home" / "key_link") not in reads
+    top = next(p for p in along if p.parent == Path("/"))
+    assert {str(p) for p in Path("/").iterdir() if p != top and not p.is_symlink()} <= set(reads)
+    assert landlock.hideable(key, [tmp_path / "ws"]) and landlock.unhidden(spec) == []
+    writable_beside = SandboxSpec("landlock", (tmp_path,), network=False, hidden=(key,))
+    assert not landlock.hideable(key, [tmp_path])
+    assert landlock.unhidden(writable_beside) == [key]
+    assert launcher_reads(writable_beside) == ["/"]
+
+
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
@@ -165,7 +224,7 @@ def test_landlock_launcher_refuses_bad_arguments(args: list[str], problem: str) 
 
 
 def test_landlock_rights_grow_with_the_abi() -> None:
-    assert landlock_exec.handled_fs(1) == 0b1_1111_1111_0010
+    assert landlock_exec.handled_fs(1) == 0b1_1111_1111_1111  # reading and running too
     assert landlock_exec.handled_fs(2) == landlock_exec.handled_fs(1) | 1 << 13
     assert landlock_exec.handled_fs(7) == landlock_exec.handled_fs(2) | 1 << 14
 

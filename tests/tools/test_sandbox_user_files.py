@@ -5,9 +5,9 @@ session start are not changed when the home is the working folder.
 
 End to end: ``agent-magics exec`` with a scripted model on 127.0.0.1 whose command and
 patches go for them, under bubblewrap and under Landlock. Bubblewrap shows commands an
-empty key file; Landlock cannot hide a file from reading, so what the command prints is
-scrubbed and the session says so once. Codex keeps no such key; it protects ``.git``
-and ``.codex`` only.
+empty key file, Landlock refuses to read it (more ways of reading it in
+``test_sandbox_hidden_reads.py``). Codex keeps no such key; it protects ``.git`` and
+``.codex`` only.
 """
 
 from __future__ import annotations
@@ -69,12 +69,12 @@ def test_a_command_never_gets_the_signing_key_to_the_model(
     assert leaked(sent, key, *encoded) == []
     assert leaked(stderr, key, *encoded) == []
     assert path.read_text() == key + "\n"  # and it is not replaced by one the model knows
-    if mechanism == "bwrap":  # an empty file in its place: nothing to scrub
-        assert REDACTED not in output, output
-        assert WEAKNESS not in stderr
-    else:  # read, and scrubbed; the session says so once
-        assert REDACTED in output, output
-        assert stderr.count(WEAKNESS) == 1, stderr
+    # Never read (bubblewrap: an empty file in its place; Landlock: refused): nothing to
+    # scrub, and no weakness to tell.
+    assert REDACTED not in output, output
+    assert WEAKNESS not in stderr
+    if mechanism == "landlock":
+        assert "Permission denied" in output, output
 
 
 def _update(name: str) -> str:

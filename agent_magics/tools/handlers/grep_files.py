@@ -32,6 +32,7 @@ from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.handlers.ripgrep import find_rg
+from agent_magics.tools.sandbox.platform import off_limits, without_secrets
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 GREP_FILES_DESCRIPTION = (
@@ -257,6 +258,8 @@ class GrepFilesHandler:
         limit = min(args.limit, MAX_LIMIT)
         cwd = str(inv.turn.cwd)
         search_path = cwd if args.path is None else join_path(cwd, args.path)
+        if (why := off_limits(inv.turn.cwd, search_path)) is not None:
+            raise RespondToModel(f"unable to access `{search_path}`: {why}")
         include = (args.include or "").strip(RUST_WHITESPACE) or None
         try:
             await asyncio.to_thread(os.stat, search_path)
@@ -270,7 +273,7 @@ class GrepFilesHandler:
         if code == 0:
             found = [path for path in stdout.split(b"\0") if path]
             ordered = await asyncio.to_thread(order_like_rg, found, search_path, limit)
-            results = parse_rg_output(b"\n".join(ordered), limit)
+            results = without_secrets(inv.turn.cwd, parse_rg_output(b"\n".join(ordered), limit))
         if not results:
             return ToolOutput(NO_MATCHES, success=False)
         return ToolOutput("\n".join(results))

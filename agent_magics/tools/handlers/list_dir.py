@@ -21,6 +21,7 @@ from agent_magics.text.rust import U64_MAX, cut_at_char_boundary, io_error_text
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.sandbox.platform import off_limits
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 LIST_DIR_DESCRIPTION = (
@@ -150,6 +151,8 @@ class ListDirHandler:
             raise RespondToModel("depth must be greater than zero")
         if not os.path.isabs(args.dir_path):
             raise RespondToModel("dir_path must be an absolute path")
+        if (why := off_limits(inv.turn.cwd, args.dir_path)) is not None:
+            raise RespondToModel(f"failed to read directory: {why}")
         entries = await asyncio.to_thread(collect_entries, args.dir_path, args.depth)
         lines = page(entries, args.offset, args.limit)
         return ToolOutput("\n".join([f"Absolute path: {args.dir_path}", *lines]))

@@ -20,6 +20,7 @@ from agent_magics.text.rust import RUST_WHITESPACE, U64_MAX, cut_at_char_boundar
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.sandbox.platform import off_limits
 from agent_magics.tools.spec import (
     FunctionSpec,
     JsonSchema,
@@ -288,6 +289,8 @@ class ReadFileHandler:
             raise RespondToModel("limit must be greater than zero")
         if not os.path.isabs(args.file_path):
             raise RespondToModel("file_path must be an absolute path")
+        if (why := off_limits(inv.turn.cwd, args.file_path)) is not None:
+            raise RespondToModel(f"failed to read file: {why}")
         path, offset, limit = args.file_path, args.offset, args.limit
         options = args.indentation or IndentationOptions()
         try:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
+from agent_magics.events import GradedCellsNoted
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ContentItem, ToolInvocation, ToolOutput
@@ -37,9 +38,13 @@ from agent_magics.tools.notebook.graded import (
     add_notes,
     entries,
     fresh,
+    shown_path,
     touched_ids,
     withheld,
+    withheld_sources,
 )
+from agent_magics.tools.notebook.masking import OutputMask, Withheld
+from agent_magics.tools.sandbox.platform import off_limits
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, boolean, number, obj, string
 
 READ_NOTEBOOK_DESCRIPTION = (
@@ -119,13 +124,19 @@ async def _read_open(live: LiveNotebook, path: Path, said: bool) -> tuple[Any, s
         await doc.close()
 
 
-async def _note_reads(inv: ToolInvocation, live: LiveNotebook, cells: Any, policy: str) -> None:
-    """Note in the open notebook's metadata the graded cells this call showed the model,
-    once a turn each (see :mod:`agent_magics.tools.notebook.graded`). Only the open notebook gets
-    the note, through its editor: a read never writes a file."""
+async def _note_reads(
+    inv: ToolInvocation, live: LiveNotebook | None, path: Path, cells: Any, policy: str
+) -> None:
+    """Note the graded cells this call showed the model, once a turn each (see
+    :mod:`agent_magics.tools.notebook.graded`): in the turn's saved output always, and in
+    the open notebook's metadata through its editor (``live``), as a read never writes
+    a file."""
     notes = entries(inv.turn.thread_id, touched_ids(cells, policy), "read")
-    notes = fresh(inv.services.state(NOTED_KEY, list), inv.turn, "open", notes)
+    notes = fresh(inv.services.state(NOTED_KEY, list), inv.turn, str(path), notes)
     if not notes:
+        return
+    inv.emit(GradedCellsNoted(inv.call_id, shown_path(path, inv.turn.cwd), tuple(notes)))
+    if live is None:
         return
     try:
         doc = await live.open()
@@ -145,13 +156,26 @@ class ReadNotebookHandler:
     supports_parallel = True
 
     def __init__(
-        self, live: LiveNotebook | None = None, solution_cells: Callable[[], str] = lambda: "edit"
+        self,
+        live: LiveNotebook | None = None,
+        solution_cells: Callable[[], str] = lambda: "edit",
+        also_withheld: Callable[[], Withheld] = Withheld,
     ) -> None:
         self.live = live
         self.solution_cells = solution_cells  # the teacher's policy, read at each call
+        self.also_withheld = also_withheld  # the kernel's notebook's, for any notebook read
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         return read_notebook_spec(config)
+
+    def _mask(self, nb: Any, policy: str) -> Callable[[str], str]:
+        """The mask of the outputs shown: the lines of the notebook's own withheld
+        answers and of the kernel's notebook's (a saved output ties no frame to a cell)."""
+        if policy != "withhold":
+            return str
+        _, sources = withheld_sources(nb.cells, policy)
+        found = Withheld.of(sources) | self.also_withheld()
+        return OutputMask(found) if found else str
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ReadNotebookArgs, inv)
@@ -159,6 +183,8 @@ class ReadNotebookHandler:
         if end < args.start_cell:
             raise RespondToModel("end_cell must not be smaller than start_cell")
         path = inv.resolve(args.path)
+        if (why := off_limits(inv.turn.cwd, path)) is not None:
+            raise RespondToModel(why)
         policy = self.solution_cells()
         live: LiveNotebook | None = None
         if self.live is not None and await self.live.owns(path):
@@ -173,9 +199,9 @@ class ReadNotebookHandler:
         if args.start_cell > max(len(nb.cells), 1):
             raise RespondToModel(f"start_cell {args.start_cell} is past the last cell")
         hide = functools.partial(withheld, solution_cells=policy)
-        text, found = render(nb, path, args.start_cell, end, args.include_outputs, hide)
-        if live is not None:
-            await _note_reads(inv, live, nb.cells[args.start_cell - 1 : end], policy)
+        mask = self._mask(nb, policy)
+        text, found = render(nb, path, args.start_cell, end, args.include_outputs, hide, mask)
+        await _note_reads(inv, live, path, nb.cells[args.start_cell - 1 : end], policy)
         if source:
             head, _, rest = text.partition("\n")
             text = f"{head} {source}\n{rest}" if rest else f"{head} {source}"

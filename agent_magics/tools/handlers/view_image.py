@@ -28,6 +28,7 @@ from agent_magics.text.rust import io_error_text
 from agent_magics.tools.args import decode_args
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
+from agent_magics.tools.sandbox.platform import off_limits
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ class ViewImageHandler:
         args = decode_args(ViewImageArgs, inv.payload.arguments)
         # Joined as text, as Rust's PathBuf::join does: no normalisation of the path.
         path = os.path.join(inv.turn.cwd, args.path)
+        if (why := off_limits(inv.turn.cwd, path)) is not None:
+            raise RespondToModel(f"unable to read image: {why}")
         image = await asyncio.to_thread(load_image, path)
         url = image.data_url()
         inv.emit(ImageViewed(inv.call_id, path, url))

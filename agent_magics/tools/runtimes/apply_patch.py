@@ -12,8 +12,12 @@ from pathlib import Path
 
 from agent_magics.apply_patch import (
     PatchApplyError,
+    PatchParseError,
     PatchVerificationError,
+    UpdateFile,
     VerifiedPatch,
+    parse_patch,
+    resolve_patch_path,
     verify_patch,
 )
 from agent_magics.apply_patch.files import PlainFiles
@@ -28,6 +32,7 @@ from agent_magics.tools.approval.requirement import (
 from agent_magics.tools.approval.shadowing import kernel_folder, shadow_reason, shadowing
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.sandbox.platform import off_limits
 from agent_magics.tools.sandbox.roots import (
     confined_files,
     is_writable,
@@ -67,8 +72,11 @@ class PatchRuntime:
     the attempt and the denial check."""
 
     rejection = REJECTED_BY_USER
+    runs_outside_sandbox = False  # its path check is its sandbox
 
     def __init__(self, inv: ToolInvocation, patch_text: str, cwd: Path) -> None:
+        if (why := _off_limits(inv, patch_text, cwd)) is not None:
+            raise RespondToModel(VERIFICATION_FAILED + why)  # before any file is read
         try:
             verified = verify_patch(patch_text, cwd)
         except PatchVerificationError as exc:
@@ -82,9 +90,11 @@ class PatchRuntime:
         writes = [c.move_path or c.path for c in verified.changes if c.kind != "delete"]
         self.shadows = dict(shadowing(writes, [turn.cwd, *kernel_folder()]))
         reason = shadow_reason(list(self.shadows.items())) if self.shadows else None
-        self.inside = all(is_writable(p, self.roots) for p in paths) and not self.shadows
+        self.kept = turn.read_only_paths  # the notebook the kernel runs, say
+        self.inside = all(is_writable(p, self.roots, self.kept) for p in paths)
+        self.inside = self.inside and not self.shadows
         self.requirement = patch_approval_requirement(
-            turn.approval_policy, turn.sandbox_mode, self.inside, reason
+            turn.approval_policy, turn.sandbox_mode, self.inside, reason, turn.sandbox_limit
         )
         self.request = ApprovalRequest(
             call_id=inv.call_id,
@@ -102,10 +112,14 @@ class PatchRuntime:
     async def attempt(self, sandbox: SandboxSpec) -> Applied:
         started = time.monotonic()
         if sandbox.confined and not self.inside:
-            outside = [p for p in self.paths if p in self.shadows or not is_writable(p, self.roots)]
+            outside = [
+                p
+                for p in self.paths
+                if p in self.shadows or not is_writable(p, self.roots, self.kept)
+            ]
             denied = "".join(write_denied(p) for p in outside)
             return denied, 1, time.monotonic() - started
-        files = confined_files(self.roots) if sandbox.confined else PlainFiles()
+        files = confined_files(self.roots, self.kept) if sandbox.confined else PlainFiles()
         written = self.inv.services.before_write(self.paths)
         try:
             text, code = await asyncio.to_thread(_apply, self.verified, files)
@@ -119,6 +133,21 @@ class PatchRuntime:
 
     def release(self, result: Applied) -> None:
         pass
+
+
+def _off_limits(inv: ToolInvocation, patch_text: str, cwd: Path) -> str | None:
+    """Why a patch may not touch one of its paths: it is among the machine's secrets
+    (checking a hunk against such a file would tell the model what it holds)."""
+    try:
+        hunks = parse_patch(patch_text).hunks
+    except PatchParseError:
+        return None  # verify_patch says why, reading nothing
+    for hunk in hunks:
+        move = hunk.move_path if isinstance(hunk, UpdateFile) else None
+        for raw in (hunk.path, move):
+            if raw is not None and (why := off_limits(inv.turn.cwd, resolve_patch_path(cwd, raw))):
+                return why
+    return None
 
 
 def _apply(verified: VerifiedPatch, files: PlainFiles) -> tuple[str, int]:

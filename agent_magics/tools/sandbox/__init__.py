@@ -25,8 +25,9 @@ class SandboxSpec:
     read_only_subpaths: tuple[Path, ...] = ()
     network: bool = True
     hidden: tuple[Path, ...] = ()
-    """Folders (or files) whose contents commands must not read: Jupyter's runtime
-    folder. Only bubblewrap can hide them (see ``sandbox/jupyter.py``)."""
+    """Folders (or files, existing or not) whose contents commands must not read:
+    Jupyter's runtime folder, the session signing key (see ``sandbox/jupyter.py`` and
+    ``sandbox/user_files.py``; Landlock leaves a few readable: ``landlock.hideable``)."""
 
     @property
     def confined(self) -> bool:

@@ -6,11 +6,13 @@ file ``kernel-<id>.json`` holds the key that signs the messages it obeys. Whoeve
 the token runs code wherever the server is reachable (Binder, JupyterHub, a server on
 ``0.0.0.0``). So:
 
-- sandboxed commands do not see the folder: bubblewrap mounts an empty one over it
-  (:func:`hidden_paths`, with the folder of the kernel's own connection file when that
-  lies elsewhere, or the file alone when it lies in a shared folder such as ``/tmp``);
-  Landlock cannot take reading away below a readable folder, and the session says so
-  once (:func:`.platform.weakness_notices`);
+- sandboxed commands cannot read the folder (:func:`hidden_paths`, with the folder of
+  the kernel's own connection file when that lies elsewhere, or the file alone when it
+  lies in a shared folder such as ``/tmp``): bubblewrap mounts an empty one over it,
+  Landlock and Seatbelt refuse to read it. Landlock leaves one readable where commands
+  may create files on its way (a runtime folder in ``/tmp``: see
+  :func:`.landlock.hideable`), and the session says so once
+  (:func:`.platform.weakness_notices`);
 - the secrets found there join the ones every output is scrubbed of
   (:func:`runtime_secrets`, read by :mod:`agent_magics.agent.redaction`).
 

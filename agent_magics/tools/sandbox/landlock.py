@@ -10,9 +10,21 @@ level) cannot be created, renamed or removed, only the existing files written; s
 command meets a sandbox denial and goes to approval like any other. The network is cut
 with a seccomp filter on sockets plus Landlock's TCP rules (ABI >= 4).
 
+Reading is granted the same way around the paths the spec hides (the session signing
+key, Jupyter's runtime folder, see :func:`hideable`): every folder can be listed, and
+files can be read and run beneath each entry along the way to a hidden path but the
+hidden one, from ``/`` down. The hidden path stays unreadable also through a symlink, a
+hard link (Landlock refuses a link or rename that would give a file more rights) or a
+file created there later (a key made after the command started). What it costs: a file
+that appears directly in a folder along the way after the command started cannot be
+read by that command; a path is hidden only where no command can create files in those
+folders (they lie outside the writable roots, or are granted entry by entry already),
+so only a process outside the sandbox can put one there.
+
 No PID namespace hides this process from the command, so before the first command
 starts, the API key is overwritten in the start-up environment that ``/proc/PID/environ``
-shows (see :mod:`.environ`).
+shows (see :mod:`.environ`). The rest of ``/proc/PID`` of a process outside the sandbox
+(its open files, its memory) is refused by Landlock, as ``ptrace`` is.
 """
 
 from __future__ import annotations
@@ -47,19 +59,24 @@ def abi_version() -> int:
     return landlock_exec.abi_version()
 
 
+ROOT = Path("/")
+
+
 def grants(roots: tuple[Path, ...], protected: tuple[Path, ...]) -> list[Path]:
-    """The paths to grant write access beneath: each root, or, when a protected path
-    lies inside it, its entries other than the protected ones (symlinks are skipped:
-    a rule would follow them), recursively along the way to the protected path. A
-    protected path that is a symlink protects its target too."""
+    """The paths to grant access beneath: each root, or, when a protected path lies
+    inside it, its entries other than the protected ones (symlinks are skipped: a rule
+    would follow them), recursively along the way to the protected path. A protected
+    path that is a symlink protects its target too."""
     protected = (*protected, *(real(p) for p in protected))
+    stops = {str(p) for p in protected}
+    along = {str(folder) for p in protected for folder in p.parents}
     out: list[Path] = []
 
-    def visit(path: Path) -> None:
-        if path in protected:
+    def visit(path: str) -> None:
+        if path in stops:
             return
-        if not any(path in p.parents for p in protected):
-            out.append(path)
+        if path not in along:
+            out.append(Path(path))
             return
         try:
             entries = sorted(os.scandir(path), key=lambda e: e.name)
@@ -67,11 +84,34 @@ def grants(roots: tuple[Path, ...], protected: tuple[Path, ...]) -> list[Path]:
             return
         for entry in entries:
             if not entry.is_symlink():
-                visit(Path(entry.path))
+                visit(entry.path)
 
     for root in roots:
-        visit(root)
+        visit(str(root))
     return out
+
+
+def hideable(path: Path, writable: list[Path]) -> bool:
+    """Whether reading can be taken away from ``path`` at no cost to commands: no
+    folder on its way lies beneath a ``writable`` grant. The folders on the way are
+    granted for reading entry by entry, so a file a command created in one of them
+    (``mktemp`` in ``/tmp`` beside a kernel's connection file) could not be read back by
+    that command; where none is writable, no command can create one."""
+    granted = {str(p) for p in writable}
+    return not any(str(folder) in granted for folder in path.parents)
+
+
+def write_grants(spec: SandboxSpec) -> list[Path]:
+    writable = grants(spec.writable_roots, spec.read_only_subpaths)
+    if spec.writable_roots and SHARED_MEMORY.is_dir():
+        writable.append(SHARED_MEMORY)
+    return writable
+
+
+def unhidden(spec: SandboxSpec) -> list[Path]:
+    """The paths ``spec`` hides that stay readable under Landlock (see :func:`hideable`)."""
+    writable = write_grants(spec)
+    return [p for p in spec.hidden if not hideable(p, writable)]
 
 
 @functools.cache
@@ -85,9 +125,10 @@ def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
     # -I -S: start without site-packages or the environment's PYTHON* settings (fast,
     # and nothing of the user's can run before the restrictions are in place).
     out = [INTERPRETER, "-I", "-S", "-c", LAUNCHER_CODE]
-    writable = grants(spec.writable_roots, spec.read_only_subpaths)
-    if spec.writable_roots and SHARED_MEMORY.is_dir():
-        writable.append(SHARED_MEMORY)
+    writable = write_grants(spec)
+    hidden = tuple(p for p in spec.hidden if hideable(p, writable))
+    for path in grants((ROOT,), hidden):
+        out += ["--read", str(path)]
     for path in writable:
         out += ["--rw", str(path)]
     if not spec.network:

@@ -1,14 +1,16 @@
-"""Run a command confined by Landlock (writes) and seccomp (network).
+"""Run a command confined by Landlock (reads and writes) and seccomp (network).
 
-    python -I -S landlock_exec.py [--rw PATH]... [--no-network] [--seccomp-only] -- CMD...
+    python -I -S landlock_exec.py [--read PATH]... [--rw PATH]... [--no-network]
+        [--seccomp-only] -- CMD...
 
 The process restricts itself, then forks: the child execs ``CMD``, so the command and
 everything it starts inherit the restrictions and nothing can lift them again. The
 parent stays as a child subreaper: every process the command leaves behind, also one
 that left its session with ``setsid``, is re-parented to it and killed when the command
 ends (as bubblewrap's PID namespace does). Writes are allowed only beneath the ``--rw``
-paths (plus a few harmless devices such as ``/dev/null``); reads and program execution
-stay allowed everywhere.
+paths (plus a few harmless devices such as ``/dev/null``); reading files and running
+programs only beneath the ``--read`` paths, while every folder can be listed (a rule on
+``/``): names are not secret, contents may be.
 
 ``--no-network`` installs a seccomp filter in the spirit of Codex's: no ``socket()`` of
 any family, ``socketpair()`` of Unix sockets only, no ``connect``, ``bind``, ``listen``,
@@ -30,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import struct
 import sys
 
@@ -37,6 +40,7 @@ SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 
+FS_EXECUTE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 2, 1 << 3
 FS_WRITE_FILE = 1 << 1
 FS_REMOVE_DIR = 1 << 4
 FS_REMOVE_FILE = 1 << 5
@@ -46,7 +50,12 @@ FS_TRUNCATE = 1 << 14  # ABI 3
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
-FILE_RIGHTS_MASK = FS_WRITE_FILE | FS_TRUNCATE
+FILE_RIGHTS_MASK = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE
+"""The rights a rule on a file (not a folder) may carry."""
+FS_READ = FS_EXECUTE | FS_READ_FILE
+"""What a ``--read`` path grants beneath it."""
+LISTED = "/"
+"""Where folders can be listed: everywhere."""
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
@@ -70,6 +79,9 @@ RET_ALLOW, RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+RULE = struct.Struct("=Qi")  # landlock_path_beneath_attr, packed
+_rule = ctypes.create_string_buffer(RULE.size)
+"""One buffer for every rule: a new one per rule doubled the cost of a rule."""
 
 
 class SetupError(Exception):
@@ -90,8 +102,8 @@ def abi_version() -> int:
 
 
 def handled_fs(abi: int) -> int:
-    """The write rights this ABI can restrict (reads and execution are never handled)."""
-    rights = FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_ALL
+    """The rights this ABI can restrict: reading, running, writing."""
+    rights = FS_READ | FS_READ_DIR | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_ALL
     if abi >= 2:
         rights |= FS_REFER
     if abi >= 3:
@@ -99,23 +111,30 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-def _add_path(ruleset: int, path: str, rights: int) -> None:
+def _add_path(ruleset: int, path: str, rights: int, follow: bool = True) -> None:
+    """Grant ``rights`` beneath ``path`` (a file: its file rights); ``follow=False``: a
+    path that is a symlink by now grants nothing (a rule would land on its target)."""
+    flags = os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError:
         return  # a root that does not exist grants nothing
     try:
-        if not os.path.isdir(path):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode):
+            return
+        if not stat.S_ISDIR(mode):
             rights &= FILE_RIGHTS_MASK
-        attr = struct.pack("=Qi", rights, fd)  # landlock_path_beneath_attr, packed
-        buf = ctypes.create_string_buffer(attr, len(attr))
-        _check(_libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, buf, 0), f"rule {path}")
+        RULE.pack_into(_rule, 0, rights, fd)
+        if _libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, _rule, 0) < 0:
+            _check(-1, f"rule {path}")
     finally:
         os.close(fd)
 
 
-def restrict_writes(writable: list[str], network: bool, abi: int) -> None:
-    """Confine this process's writes to ``writable`` (and TCP when ``network`` is off)."""
+def restrict(readable: list[str], writable: list[str], network: bool, abi: int) -> None:
+    """Confine this process's reads to ``readable`` (every folder stays listable), its
+    writes to ``writable``, and TCP when ``network`` is off."""
     if abi < 1:
         raise SetupError("Landlock is not available in this kernel")
     fs = handled_fs(abi)
@@ -134,8 +153,11 @@ def restrict_writes(writable: list[str], network: bool, abi: int) -> None:
         _libc.syscall(SYS_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), 0), "ruleset"
     )
     try:
-        for path in writable:
-            _add_path(ruleset, path, fs)
+        _add_path(ruleset, LISTED, FS_READ_DIR)
+        for path in readable:
+            _add_path(ruleset, path, FS_READ, follow=False)
+        for path in writable:  # writing only: reading comes from the rules above
+            _add_path(ruleset, path, fs & ~(FS_READ | FS_READ_DIR))
         for device in DEVICES:
             _add_path(ruleset, device, FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0))
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -186,13 +208,17 @@ def block_network() -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
-def parse(args: list[str]) -> tuple[list[str], bool, bool, list[str]]:
-    """``(writable roots, network allowed, seccomp only, command)`` from the arguments."""
+def parse(args: list[str]) -> tuple[list[str], list[str], bool, bool, list[str]]:
+    """``(readable paths, writable roots, network allowed, seccomp only, command)`` from
+    the arguments."""
+    readable: list[str] = []
     writable: list[str] = []
     network, seccomp_only = True, False
     while args and args[0] != "--":
         flag = args.pop(0)
-        if flag == "--rw" and args:
+        if flag == "--read" and args:
+            readable.append(args.pop(0))
+        elif flag == "--rw" and args:
             writable.append(args.pop(0))
         elif flag == "--no-network":
             network = False
@@ -202,7 +228,7 @@ def parse(args: list[str]) -> tuple[list[str], bool, bool, list[str]]:
             raise SetupError(f"unknown argument {flag!r}")
     if len(args) < 2:
         raise SetupError("no command given after --")
-    return writable, network, seccomp_only, args[1:]
+    return readable, writable, network, seccomp_only, args[1:]
 
 
 def _set_signals(signals: tuple[int, ...], action: int) -> None:
@@ -289,9 +315,9 @@ def supervise(command: list[str]) -> int:
 
 def main(args: list[str]) -> int:
     try:
-        writable, network, seccomp_only, command = parse(list(args))
+        readable, writable, network, seccomp_only, command = parse(list(args))
         if not seccomp_only:
-            restrict_writes(writable, network, abi_version())
+            restrict(readable, writable, network, abi_version())
         if not network:
             block_network()
         if seccomp_only:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +24,12 @@ from agent_magics.tools.sandbox import NO_SANDBOX, SandboxKind, SandboxSpec
 from agent_magics.tools.sandbox.jupyter import hidden_paths
 from agent_magics.tools.sandbox.roots import (
     guarded_paths,
+    kept_files,
     read_only_subpaths,
     real,
     writable_roots,
 )
-from agent_magics.tools.sandbox.user_files import hidden_files, home, signing_key_path
+from agent_magics.tools.sandbox.user_files import hidden_files, home
 
 MECHANISM_ENV = "AGENT_MAGICS_SANDBOX_MECHANISM"
 
@@ -90,9 +91,12 @@ def probe() -> Mechanism:
     return Mechanism(None, "; ".join(reasons))
 
 
-def platform_sandbox(cwd: Path, mode: SandboxMode, network: bool) -> SandboxSpec | None:
+def platform_sandbox(
+    cwd: Path, mode: SandboxMode, network: bool, kept: Sequence[Path] = ()
+) -> SandboxSpec | None:
     """The sandbox for a confined first attempt in ``cwd`` under ``mode`` (``network``:
-    whether commands may reach the network), or ``None`` when no mechanism works.
+    whether commands may reach the network; ``kept``: files of the turn that stay
+    read-only, see :func:`.roots.kept_files`), or ``None`` when no mechanism works.
 
     ``None`` makes the orchestrator fail closed: the command runs only after a person
     approves it (and never under the ``never`` policy).
@@ -106,11 +110,17 @@ def platform_sandbox(cwd: Path, mode: SandboxMode, network: bool) -> SandboxSpec
     protected = dict.fromkeys(p for root in roots for p in read_only_subpaths(root))
     if roots:  # the working folder's .git and .agent_magics, also while missing
         protected |= dict.fromkeys(guarded_paths(roots[0]))
+    protected |= dict.fromkeys(kept_files(kept, roots))
+    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network, hidden(cwd))
+
+
+def hidden(cwd: Path) -> tuple[Path, ...]:
+    """What commands in ``cwd`` must not read, under any mode: Jupyter's runtime folder
+    (or files) and the session signing key."""
     # What commands must see under any mode: hiding a folder that holds one of these
     # would hide the working folder, or the home's signing key and shell snapshot.
     seen = [*writable_roots(cwd, SandboxMode.WORKSPACE_WRITE), real(home())]
-    hidden = tuple(dict.fromkeys([*hidden_paths(seen), *hidden_files()]))
-    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network, hidden)
+    return tuple(dict.fromkeys([*hidden_paths(seen), *hidden_files()]))
 
 
 def unavailable_notice(mode: SandboxMode) -> str | None:
@@ -147,43 +157,109 @@ def proc_environ_notice(mode: SandboxMode) -> str | None:
     )
 
 
-def _unhiding_mechanism(mode: SandboxMode) -> str | None:
-    """The name of the mechanism confining commands when it cannot hide a path from
-    reading (every one but bubblewrap), else ``None``."""
-    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind in (None, "bwrap"):
-        return None
-    return {"landlock": "Landlock", "seatbelt": "Seatbelt"}.get(str(probe().kind), "it")
+def unhidden(cwd: Path, mode: SandboxMode) -> list[Path]:
+    """The existing paths the sandbox hides from commands in ``cwd`` under ``mode`` that
+    the mechanism working here leaves readable. Bubblewrap mounts over each, Seatbelt
+    denies reading them, Landlock grants reading around them where no command can create
+    a file on their way (see :func:`.landlock.hideable`)."""
+    if mode is SandboxMode.DANGER_FULL_ACCESS or probe().kind != "landlock":
+        return []
+    from agent_magics.tools.sandbox import landlock
+
+    spec = platform_sandbox(cwd, mode, network=False)
+    if spec is None:
+        return []
+    return [p for p in landlock.unhidden(spec) if os.path.lexists(p)]
 
 
-def runtime_folder_notice(mode: SandboxMode) -> str | None:
+def runtime_folder_notice(mode: SandboxMode, cwd: Path) -> str | None:
     """The sentence a session shows once when sandboxed commands can read Jupyter's
-    runtime folder (every mechanism but bubblewrap, which hides it), else ``None``."""
-    mechanism = _unhiding_mechanism(mode)
-    folders = [str(p) for p in hidden_paths([]) if os.path.lexists(p)]
-    if mechanism is None or not folders:
+    runtime folder or a kernel's connection file, else ``None``."""
+    keys = set(hidden_files())
+    found = [str(p) for p in unhidden(cwd, mode) if p not in keys]
+    if not found:
         return None
     return (
-        f"Sandboxed commands can read Jupyter's runtime folder ({', '.join(folders)}: the "
-        f"server's token, the kernels' signing keys): {mechanism} does not hide a folder "
-        "from reading. What they print is scrubbed of those secrets, but not an encoded copy."
+        f"Sandboxed commands can read Jupyter's runtime files ({', '.join(found)}: the "
+        "server's token, the kernels' signing keys): Landlock cannot hide a file in a "
+        "folder where commands may create files. What they print is scrubbed of those "
+        "secrets, but not an encoded copy."
     )
 
 
-def signing_key_notice(mode: SandboxMode) -> str | None:
+def signing_key_notice(mode: SandboxMode, cwd: Path) -> str | None:
     """The sentence a session shows once when sandboxed commands can read the session
-    signing key (every mechanism but bubblewrap, which hides it), else ``None``."""
-    mechanism = _unhiding_mechanism(mode)
-    if mechanism is None or not signing_key_path().exists():  # made at a first save
+    signing key, else ``None``: in practice always, as where the home lies in a writable
+    root the folders on the key's way are granted entry by entry already (its folder is
+    protected, see :mod:`.roots`), so Landlock hides it too."""
+    keys = set(hidden_files())
+    found = [str(p) for p in unhidden(cwd, mode) if p in keys]
+    if not found:
         return None
     return (
-        f"Sandboxed commands can read the session signing key ({signing_key_path()}), "
-        f"which vouches for the settings of saved sessions: {mechanism} does not hide a "
-        "file from reading. What they print is scrubbed of it (as written and in base64), "
-        "but not of every encoding; check the settings 'resume last' shows."
+        f"Sandboxed commands can read the session signing key ({found[0]}), which "
+        "vouches for the settings of saved sessions: Landlock cannot hide a file in a "
+        "folder where commands may create files. What they print is scrubbed of it (as "
+        "written and in base64), but not of every encoding; check the settings 'resume "
+        "last' shows."
     )
 
 
-def weakness_notices(mode: SandboxMode) -> list[str]:
-    """What the sandbox that works here cannot hold, one sentence each (shown once)."""
-    found = (proc_environ_notice(mode), runtime_folder_notice(mode), signing_key_notice(mode))
+def weakness_notices(mode: SandboxMode, cwd: Path) -> list[str]:
+    """What the sandbox that works here cannot hold for commands in ``cwd``, one
+    sentence each (shown once)."""
+    found = (
+        proc_environ_notice(mode),
+        runtime_folder_notice(mode, cwd),
+        signing_key_notice(mode, cwd),
+    )
     return [notice for notice in found if notice is not None]
+
+
+OFF_LIMITS = (
+    "{path} holds this machine's secrets (the session signing key, Jupyter's runtime "
+    "files, the memory and environment of the processes running the agent), which no "
+    "tool of the agent reads"
+)
+
+
+def off_limits(cwd: Path, path: str | os.PathLike[str]) -> str | None:
+    """Why the agent's own file tools (read_file, list_dir, grep_files, view_image,
+    read_notebook, apply_patch: they run in the kernel's process, outside any sandbox)
+    must not touch ``path``, or None: it is, or lies in, what the sandbox hides from
+    commands (:func:`hidden`), once links are followed, or the ``/proc`` entry of this
+    process or one of its ancestors (their memory and environment hold the API key and
+    the Jupyter server's token, which commands never get)."""
+    return OFF_LIMITS.format(path=path) if _secret(cwd, path, _secrets(cwd)) else None
+
+
+def without_secrets(cwd: Path, paths: list[str]) -> list[str]:
+    """``paths`` (found by a search) but those :func:`off_limits` refuses."""
+    secrets = _secrets(cwd)
+    return [p for p in paths if not _secret(cwd, p, secrets)]
+
+
+def _secrets(cwd: Path) -> tuple[Path, ...]:
+    return (*hidden(cwd), *_own_processes())
+
+
+def _own_processes() -> list[Path]:
+    """``/proc/<pid>`` of this process and of each of its ancestors (Linux)."""
+    found, pid = [], os.getpid()
+    while pid > 1 and sys.platform.startswith("linux"):
+        found.append(Path(f"/proc/{pid}"))
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
+def _secret(cwd: Path, path: str | os.PathLike[str], secrets: tuple[Path, ...]) -> bool:
+    try:
+        target = Path(os.path.realpath(os.path.join(cwd, os.fspath(path))))
+    except (OSError, ValueError):
+        return False
+    return any(target == s or s in target.parents for s in secrets)

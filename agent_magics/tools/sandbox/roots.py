@@ -15,7 +15,9 @@ is protected from its first missing folder on, so it cannot be created. So are t
 person's own files (:func:`user_paths`): ``~/.agent_magics`` (settings, the session
 signing key) and the shell start-up files that exist (the shell snapshot runs them
 unconfined); a missing start-up file is refused to patches by name only (see
-:mod:`.user_files`).
+:mod:`.user_files`). A turn may name files of its own to keep read-only
+(:func:`kept_files`: the notebook the kernel runs, whose metadata holds the teacher's
+policy), which its front end knows and this module does not.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import site
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from agent_magics.apply_patch.files import ConfinedFiles
@@ -131,13 +134,31 @@ def guarded_paths(root: Path) -> list[Path]:
     return [*found, *missing]
 
 
-def is_writable(path: Path, roots: list[Path]) -> bool:
-    """Whether ``path`` (absolute) lies inside a root and outside its protected parts.
+def kept_files(paths: Sequence[Path], roots: Sequence[Path]) -> list[Path]:
+    """Of ``paths`` (a turn's read-only files, see ``TurnContext.read_only_paths``), the
+    real paths of those that exist inside a root: a missing one is not protected (a
+    mount point in its place would be a folder where the editor saves a file)."""
+    out: list[Path] = []
+    for path in paths:
+        try:
+            target = real(path)
+            if target.is_file() and any(r == target or r in target.parents for r in roots):
+                out.append(target)
+        except (OSError, ValueError):
+            continue
+    return list(dict.fromkeys(out))
+
+
+def is_writable(path: Path, roots: list[Path], kept: Sequence[Path] = ()) -> bool:
+    """Whether ``path`` (absolute) lies inside a root and outside its protected parts
+    and the files ``kept`` (see :func:`kept_files`).
 
     A path that changes while it is resolved (a symlink removed mid-way) is not writable.
     """
     try:
         target = real(path)
+        if any(target == p for p in kept_files(kept, roots)):
+            return False
         for root in roots:
             if target == root or root in target.parents:
                 protected = [*read_only_subpaths(root), *(root / n for n in GUARDED_NAMES)]
@@ -154,10 +175,11 @@ def write_denied(path: Path) -> str:
     return f"Failed to write file {path}: Operation not permitted (os error 1)\n"
 
 
-def confined_files(roots: list[Path]) -> ConfinedFiles:
-    """File operations that stay in ``roots`` and out of their protected folders, even
-    when a path is swapped for a symlink while the patch is written."""
-    read_only: list[Path] = []
+def confined_files(roots: list[Path], kept: Sequence[Path] = ()) -> ConfinedFiles:
+    """File operations that stay in ``roots`` and out of their protected folders and the
+    files ``kept`` (see :func:`kept_files`), even when a path is swapped for a symlink
+    while the patch is written."""
+    read_only: list[Path] = kept_files(kept, roots)
     for root in roots:
         read_only += [root / name for name in GUARDED_NAMES]  # as is_writable has them
         read_only += start_file_names(root)

@@ -3,7 +3,10 @@
 The profile denies everything by default, then allows what a command-line program
 needs: running and forking programs, reading any file, the system services reached
 through Mach lookups and sysctls, terminals, and writes beneath each writable root
-except its protected parts. The network is allowed only when the turn allows it.
+except its protected parts. Reading is then denied beneath each path the spec hides
+(the session signing key, Jupyter's runtime folder), existing or not: a deny naming a
+path wins over the allow of every path, and Seatbelt matches the path a symlink leads
+to. The network is allowed only when the turn allows it.
 """
 
 from __future__ import annotations
@@ -73,6 +76,9 @@ def profile(spec: SandboxSpec) -> str:
         text += "(allow file-write*\n" + "\n".join(lines) + ")\n"
     if spec.network:
         text += NETWORK_RULES
+    if spec.hidden:
+        denied = "\n".join(f"  (subpath {quote(p)})" for p in spec.hidden)
+        text += f"(deny file-read*\n{denied})\n"
     return text
 
 

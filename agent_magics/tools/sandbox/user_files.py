@@ -4,10 +4,11 @@
   :mod:`agent_magics.store.signing`): it seals the session files, and a file it seals
   gives its settings (approval policy, sandbox, model server, MCP servers) to
   ``%agent resume last``. Whoever reads it, the model server included, can forge such a
-  file and ship it in a repository. So bubblewrap shows commands an empty file in its
-  place (:func:`hidden_files`; the folder itself stays visible, as it holds the shell
-  snapshot commands source), Landlock cannot and the session says so once, and the key
-  in its written forms joins the secrets every output is scrubbed of
+  file and ship it in a repository. So it is hidden from commands (:func:`hidden_files`;
+  the folder itself stays visible, as it holds the shell snapshot commands source):
+  bubblewrap shows them an empty file in its place, Landlock and Seatbelt refuse to read
+  it, also before it exists (it is made at a first save, perhaps while a command runs),
+  and the key in its written forms joins the secrets every output is scrubbed of
   (:func:`signing_key_secrets`).
 - The shell's start-up files (:data:`SHELL_START_FILES`): the person's next terminal
   runs them unconfined. When the home lies in a writable root (JupyterLab started in
@@ -63,10 +64,17 @@ def shell_start_files() -> list[Path]:
 
 
 def hidden_files() -> list[Path]:
-    """What bubblewrap shows commands as empty: the signing key, when it exists (a
-    missing file cannot get a mount point outside the writable roots)."""
+    """What commands must not read (real paths): the signing key, existing or not (only
+    bubblewrap skips a missing one: a missing file cannot get a mount point outside the
+    writable roots), and any copy of it left beside it where it is made
+    (``.session_key.<pid>.<hex>``, linked in place, then removed)."""
     key = Path(os.path.realpath(signing_key_path()))
-    return [key] if key.is_file() else []
+    try:
+        entries = list(os.scandir(key.parent))
+    except OSError:
+        entries = []
+    aside = [Path(e.path) for e in entries if e.name.startswith(f".{SIGNING_KEY}.")]
+    return [key, *sorted(aside)]
 
 
 class _Seen:
