@@ -8,6 +8,7 @@ calls need a person is decided in :mod:`agent_magics.tools.approval.requirement`
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -84,6 +85,14 @@ class ApprovalRequest:
     session_scope: str | None = None
     """What "approve for session" would cover, said from what ``keys`` hold (the tool
     that builds the keys writes it beside them)."""
+    ticket: str = ""
+    """The question's own key, made by :func:`new_ticket` when it is asked: a click, a
+    typed answer or a Stop answers the question of its ticket only. A call id cannot be
+    the key: the model chooses it, and may choose one another agent's question has."""
+    agents: tuple[str, ...] = ()
+    """The sub-agent that asks, as the path of agent ids from the main agent's child
+    down (empty: the main agent asks). Set by the session that forwards the question,
+    never read from anything the model wrote."""
 
     def subject(self) -> str:
         """What would run, in one piece of text: the command, the patch, or the MCP
@@ -100,6 +109,13 @@ class ApprovalRequest:
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ReviewDecision]]
+
+TICKET_BYTES = 16
+
+
+def new_ticket() -> str:
+    """A fresh question key no model can guess or choose."""
+    return secrets.token_hex(TICKET_BYTES)
 
 
 async def deny_all(request: ApprovalRequest) -> ReviewDecision:

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID|last",
         help="continue a saved session (an id, its start, or last) with this prompt",
     )
+    ex.add_argument(
+        "--compact",
+        action="store_true",
+        help="compact the resumed session's conversation instead of running a turn; "
+        "the prompt, if any, says what the summary must keep",
+    )
     ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")
     tr = sub.add_parser("trust", help="trust the project config (.agent_magics/config.toml)")
     tr.add_argument("folder", nargs="?", type=Path, default=Path(), help="default: here")
@@ -131,6 +137,8 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     from agent_magics.terminal.console import say
 
     session, recorder, console = await _start_exec(args)
+    if args.compact:
+        return await _compact(session, recorder, prompt)
     try:
         result = await session.run_turn(prompt)
     except UserError as exc:
@@ -153,6 +161,20 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
             f"{u.total_tokens} total",
             file=sys.stderr,
         )
+    return EXIT_OK
+
+
+async def _compact(session: Session, recorder: SessionRecorder | None, words: str) -> int:
+    """``exec --resume ID --compact [WORDS]``: the summary on stdout, the line on stderr."""
+    from agent_magics.terminal.console import say
+
+    try:
+        event = await session.compact(words)
+    finally:
+        await session.aclose()
+        if recorder is not None:
+            recorder.close()
+    say(session.redact.text(event.summary or "(the server kept its own summary)"), sys.stdout)
     return EXIT_OK
 
 
@@ -187,9 +209,10 @@ async def _start_exec(
     if args.resume:
         if folder is None:
             raise UserError("Sessions are not saved here (sessions_dir), so none can resume.")
+        from agent_magics.store.recorder import restored_fields
         from agent_magics.store.resume import load_resume  # only when resuming
 
-        resume = load_resume(folder, args.resume)
+        resume = load_resume(folder, args.resume, in_force=restored_fields(config))
         for note in resume.notes:
             print(f"agent-magics: {note}", file=sys.stderr)
         given = {k: v for k, v in options.items() if v is not None and (k != "cwd" or args.cd)}
@@ -263,8 +286,14 @@ def main(argv: list[str] | None = None) -> int:
         except UserError as exc:
             print(f"agent-magics: {exc}", file=sys.stderr)
             return EXIT_USER_ERROR
-    prompt = args.prompt if prompt_from_args(args) else sys.stdin.read()
-    if not prompt.strip():
+    if args.compact and not args.resume:
+        print("agent-magics: --compact needs --resume ID|last.", file=sys.stderr)
+        return EXIT_USER_ERROR
+    if args.compact:
+        prompt = args.prompt or ""
+    else:
+        prompt = args.prompt if prompt_from_args(args) else sys.stdin.read()
+    if not prompt.strip() and not args.compact:
         print("agent-magics: the prompt is empty.", file=sys.stderr)
         return EXIT_USER_ERROR
     from agent_magics.terminal.console import say

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Mapping
 from typing import TextIO
 
 from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event
@@ -53,17 +54,35 @@ def stderr_is_tty() -> bool:
         return False
 
 
-def question(request: ApprovalRequest, style: Style | None = None, show_patch: bool = True) -> str:
+def question(
+    request: ApprovalRequest,
+    style: Style | None = None,
+    show_patch: bool = True,
+    names: Mapping[str, str] | None = None,
+) -> str:
     """The question a terminal asks, with the one-letter answers it takes: "Run this
     command?" with the command as a shell needs it, "Apply this patch?" with the diff
-    (or only the files it touches when ``show_patch`` is false: the diff was shown)."""
+    (or only the files it touches when ``show_patch`` is false: the diff was shown).
+    Once sub-agents are at work (``names``: their nicknames by id), its first line says
+    which agent asks."""
     style = style or Style()
-    lines = ["", *_asked(request, style, show_patch)]
+    lines = ["", *asker_lines(request, names or {}), *_asked(request, style, show_patch)]
     if request.reason and request.kind in ("exec", "patch"):
         lines.append(f"  Reason: {visible(request.reason)}")
     session = "  [a] approve for session" if request.remember_allowed else ""
     lines.append(f"[y] approve{session}  [n] deny  [q] abort turn: ")
     return "\n".join(lines)
+
+
+def asker_lines(request: ApprovalRequest, names: Mapping[str, str]) -> list[str]:
+    """``[Kant] asks:`` for a sub-agent's question (``[Kant] [Hume] asks:`` for its
+    child's), ``The main agent asks:`` for the main agent's while sub-agents are known;
+    nothing when the main agent is the only one. The path comes from the session that
+    forwarded the question, never from a call id (the model picks those)."""
+    if request.agents:
+        who = "".join(f"[{terminal_safe(names.get(a, a))}] " for a in request.agents)
+        return [f"{who}asks:"]
+    return ["The main agent asks:"] if names else []
 
 
 def _asked(request: ApprovalRequest, style: Style, show_patch: bool) -> list[str]:
@@ -114,14 +133,54 @@ def _ask(safe_text: str) -> str:
         return "n"
 
 
-def stdin_approver(style: Style | None = None, show_patch: bool = True) -> Approver:
-    """Ask on stdin: y approve, a approve for session, n deny, q abort the turn."""
+def stdin_approver(
+    style: Style | None = None,
+    show_patch: bool = True,
+    names: Mapping[str, str] | None = None,
+    held: HeldLines | None = None,
+) -> Approver:
+    """Ask on stdin: y approve, a approve for session, n deny, q abort the turn.
+
+    One question at a time: a question is printed and its answer read as one step under
+    a lock, so two agents asking at once are asked one after the other, each naming who
+    asks (with ``names``), and a line typed answers the question printed last. While a
+    question waits, the lines given to ``held`` wait too, and follow the answer."""
+    lock = asyncio.Lock()
 
     async def ask(request: ApprovalRequest) -> ReviewDecision:
-        text = question(request, style, show_patch)
-        return answer(request, await asyncio.to_thread(_ask, text))
+        async with lock:
+            text = question(request, style, show_patch, names)
+            if held is not None:
+                held.hold()
+            try:
+                return answer(request, await asyncio.to_thread(_ask, text))
+            finally:
+                if held is not None:
+                    held.release()
 
     return ask
+
+
+class HeldLines:
+    """Lines for stderr that wait while a question is on screen (see
+    :func:`stdin_approver`): another agent's progress printed under a question would
+    take the place of the answer's line."""
+
+    def __init__(self) -> None:
+        self._held: list[str] | None = None
+
+    def emit(self, lines: list[str]) -> None:
+        if self._held is not None:
+            self._held.extend(lines)
+        else:
+            emit(lines)
+
+    def hold(self) -> None:
+        self._held = []
+
+    def release(self) -> None:
+        lines, self._held = self._held or [], None
+        emit(lines)
 
 
 def say(text: str, file: TextIO | None = None) -> None:
@@ -154,14 +213,12 @@ class TerminalConsole:
         self.lines = TerminalLines(
             self.style, interactive=interactive, first_denial=note, names=self._names
         )
-        self._ask = stdin_approver(self.style, show_patch=False)
+        self._out = HeldLines()
+        self._ask = stdin_approver(self.style, False, self._names, self._out)
         self._children: dict[tuple[str, ...], tuple[Transcript, TerminalLines]] = {}
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
         if self.interactive:
-            *path, _ = request.call_id.split("/")  # a sub-agent's question: scoped ids
-            if path and all(agent_id in self._names for agent_id in path):
-                emit(["".join(f"[{self._name(agent_id)}] " for agent_id in path) + "asks:"])
             return await self._ask(request)
         return ReviewDecision.DENIED
 
@@ -183,7 +240,7 @@ class TerminalConsole:
             self._names[event.agent_id] = event.nickname
             self._started(path, event)
         if not path:
-            emit(self.lines.lines(self.state.apply(event)))
+            self._out.emit(self.lines.lines(self.state.apply(event)))
             if isinstance(event, AgentStatusChanged) and event.status in ("completed", "errored"):
                 self._finished(event)
             return
@@ -192,19 +249,22 @@ class TerminalConsole:
             self._children[path] = (Transcript(), lines)
         state, lines = self._children[path]
         prefix = "".join(f"[{self._name(agent_id)}] " for agent_id in path)
-        emit([prefix + line for line in lines.lines(state.apply(event))])
+        self._out.emit([prefix + line for line in lines.lines(state.apply(event))])
 
     def _name(self, agent_id: str) -> str:
         return terminal_safe(self._names.get(agent_id, agent_id))
 
     def _started(self, path: tuple[str, ...], event: AgentSpawned) -> None:
-        """Which helper took which task: its later lines carry only its nickname."""
-        first = event.prompt.strip().splitlines()[:1]
-        task = terminal_safe(first[0][:100]) if first else ""
+        """Which helper took which task: its later lines carry only its nickname. The
+        task and the answer are the model's text, written out as :func:`visible` does
+        (an escape shown, not dropped; a bidi control named, not obeyed)."""
+        first = event.prompt.strip().split("\n")[:1]
+        task = visible(first[0][:100]) if first else ""
         prefix = "".join(f"[{self._name(agent_id)}] " for agent_id in (*path, event.agent_id))
-        emit([prefix + "started" + (f": {task}" if task else "")])
+        self._out.emit([prefix + "started" + (f": {task}" if task else "")])
 
     def _finished(self, event: AgentStatusChanged) -> None:
-        first = (event.final_text or "").strip().splitlines()[:1]
-        text = terminal_safe(first[0]) if first else ""
-        emit([f"[{self._name(event.agent_id)}] {event.status}" + (f": {text}" if text else "")])
+        first = (event.final_text or "").strip().split("\n")[:1]
+        text = visible(first[0]) if first else ""
+        line = f"[{self._name(event.agent_id)}] {event.status}" + (f": {text}" if text else "")
+        self._out.emit([line])

@@ -29,43 +29,47 @@ HEADLESS_NOTES: dict[str, str] = {
 class WidgetApprover:
     """An :data:`~agent_magics.protocol.approval.Approver` answered by button clicks.
 
+    Each question waits under its ticket (``ApprovalRequest.ticket``, made when it is
+    asked), never under its call id: the model picks call ids, and a parent that names a
+    call after its helper's must not be able to have the helper's card answer for it.
     ``decide`` may be called from any thread; the decision lands on ``loop``. Decisions
-    for calls that are not (or no longer) waiting are ignored, so a second click on a
-    card is harmless.
+    for questions that are not (or no longer) waiting are ignored, so a second click on
+    a card is harmless.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._waiting: dict[str, asyncio.Future[ReviewDecision]] = {}
+        self._waiting: dict[str, tuple[ApprovalRequest, asyncio.Future[ReviewDecision]]] = {}
 
     @property
-    def waiting(self) -> list[str]:
-        """Call ids that wait for a person, oldest first."""
-        return list(self._waiting)
+    def waiting(self) -> list[ApprovalRequest]:
+        """The questions that wait for a person, oldest first."""
+        return [request for request, _ in self._waiting.values()]
 
     async def __call__(self, request: ApprovalRequest) -> ReviewDecision:
+        if not request.ticket or request.ticket in self._waiting:
+            raise ValueError("an approval question needs a ticket of its own")
         fut: asyncio.Future[ReviewDecision] = self.loop.create_future()
-        self._waiting[request.call_id] = fut
+        self._waiting[request.ticket] = (request, fut)
         try:
             return await fut
         finally:
-            if self._waiting.get(request.call_id) is fut:
-                del self._waiting[request.call_id]
+            self._waiting.pop(request.ticket, None)
 
-    def decide(self, call_id: str, decision: ReviewDecision) -> None:
-        """Answer the question of ``call_id`` (thread-safe)."""
+    def decide(self, ticket: str, decision: ReviewDecision) -> None:
+        """Answer the question of ``ticket`` (thread-safe)."""
         if self.loop.is_closed():
             return
-        self.loop.call_soon_threadsafe(self._resolve, call_id, decision)
+        self.loop.call_soon_threadsafe(self._resolve, ticket, decision)
 
-    def _resolve(self, call_id: str, decision: ReviewDecision) -> None:
-        fut = self._waiting.get(call_id)
+    def _resolve(self, ticket: str, decision: ReviewDecision) -> None:
+        _, fut = self._waiting.get(ticket, (None, None))
         if fut is not None and not fut.done():
             fut.set_result(decision)
 
     def cancel_all(self) -> None:
         """Drop every open question (the turn is being stopped)."""
-        for fut in list(self._waiting.values()):
+        for _, fut in list(self._waiting.values()):
             if not fut.done():
                 fut.cancel()
         self._waiting.clear()

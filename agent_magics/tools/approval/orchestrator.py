@@ -27,8 +27,12 @@ from agent_magics.protocol.approval import (
     ApprovalRequest,
     ReviewDecision,
     SandboxMode,
+    new_ticket,
 )
 from agent_magics.tools.approval.requirement import (
+    LIMIT_ESCALATION,
+    LIMIT_NO_SANDBOX,
+    LIMIT_RETRY,
     ApprovalRequirement,
     Forbidden,
     NeedsApproval,
@@ -87,6 +91,9 @@ class Guarded(Protocol[T]):
     @property
     def confinement(self) -> SandboxSpec | None: ...
 
+    @property
+    def runs_outside_sandbox(self) -> bool: ...
+
     def attempt(self, sandbox: SandboxSpec, /) -> Awaitable[T]: ...
 
     def is_sandbox_denial(self, result: T, /) -> bool: ...
@@ -105,6 +112,7 @@ class GuardedCall(Generic[T]):
     only when ``can_retry_unsandboxed``; the dropped result is handed to ``release``.
     ``confinement`` is a tool's own way of staying inside the writable roots (the
     in-process path check of apply_patch), used instead of the platform's mechanism.
+    ``runs_outside_sandbox``: see :class:`Guarded`.
     """
 
     request: ApprovalRequest
@@ -115,6 +123,7 @@ class GuardedCall(Generic[T]):
     can_retry_unsandboxed: bool = False
     confinement: SandboxSpec | None = None
     release: Callable[[T], None] = _keep
+    runs_outside_sandbox: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,10 @@ async def run_guarded(inv: ToolInvocation, call: Guarded[T]) -> Ran[T]:
     if isinstance(requirement, Forbidden):
         raise RespondToModel(requirement.reason)
     sandbox = sandbox_for(inv.turn, requirement, call.confinement)
+    limit = None if call.runs_outside_sandbox else inv.turn.sandbox_limit
+    if limit is not None and (sandbox is None or not sandbox.confined):
+        template = LIMIT_NO_SANDBOX if sandbox is None else LIMIT_ESCALATION
+        raise RespondToModel(template.format(limit=limit))  # before anyone is asked
     approved_by_person = False
     if isinstance(requirement, NeedsApproval) or sandbox is None:
         if inv.turn.approval_policy is ApprovalPolicy.NEVER:
@@ -151,6 +164,9 @@ async def run_guarded(inv: ToolInvocation, call: Guarded[T]) -> Ran[T]:
         return Ran(result, sandbox)
     if not call.can_retry_unsandboxed:
         return Ran(result, sandbox, denied=True)
+    if limit is not None:
+        call.release(result)
+        raise RespondToModel(LIMIT_RETRY.format(limit=limit))
     try:
         if not approved_by_person:
             rule = retry_rule(inv.turn.approval_policy)
@@ -172,6 +188,7 @@ async def ask(
     if use_cache and store.all_approved(request.keys):
         services.emit(ApprovalDecided(request.call_id, ReviewDecision.APPROVED_FOR_SESSION, True))
         return ReviewDecision.APPROVED_FOR_SESSION
+    request = replace(request, ticket=new_ticket())  # each question its own key
     services.emit(ApprovalRequested(request))
     asked = time.monotonic()
     decision = await services.approver(request)
@@ -206,4 +223,5 @@ def sandbox_for(
         return NO_SANDBOX
     if confinement is not None:
         return confinement
-    return platform_sandbox(turn.cwd, turn.sandbox_mode, turn.network_access)
+    kept = turn.read_only_paths  # the turn's own read-only files (its notebook)
+    return platform_sandbox(turn.cwd, turn.sandbox_mode, turn.network_access, kept)

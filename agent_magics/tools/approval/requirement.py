@@ -54,6 +54,18 @@ class Forbidden:
 ApprovalRequirement = Skip | NeedsApproval | Forbidden
 
 
+LIMIT_ESCALATION = "{limit}, so no command or patch runs outside the sandbox here: not this one."
+LIMIT_RETRY = (
+    "{limit}, so no command or patch runs outside the sandbox here: the sandbox blocked "
+    "this one, and it cannot run again without it."
+)
+LIMIT_NO_SANDBOX = (
+    "{limit}, and no sandbox works on this machine, so no command or patch can run here."
+)
+"""What the model reads when a teacher's ``max_sandbox`` (``limit``, the policy's own
+words) refuses a call more access than the sandbox gives."""
+
+
 def files_scope(paths: Sequence[Path]) -> str:
     """What "approve for session" covers for a write keyed by the files it touches: a
     later write passes when every file it touches was approved
@@ -187,10 +199,18 @@ RULE_PATCH_OUTSIDE = (
 
 
 def patch_approval_requirement(
-    policy: ApprovalPolicy, sandbox: SandboxMode, all_writable: bool, shadows: str | None = None
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    all_writable: bool,
+    shadows: str | None = None,
+    limit: str | None = None,
 ) -> ApprovalRequirement:
     """Codex's patch safety: ask under ``untrusted``; run when every touched path is
     writable (or under ``on-failure``); otherwise refuse under ``never``, else ask.
+
+    ``limit``: a teacher's limit on the sandbox (its words). A patch that would write
+    outside the writable roots could run only without its confinement, so it is refused
+    before anyone is asked.
 
     ``shadows``: why the patch would write a file that shadows a module Python imports
     (see :mod:`agent_magics.tools.approval.shadowing`). Such a write is one outside the writable
@@ -201,6 +221,8 @@ def patch_approval_requirement(
     Patches are applied in-process after a path check against the writable roots, so
     that check is the patch's sandbox on every platform.
     """
+    if limit is not None and (not all_writable or shadows is not None):
+        return Forbidden(LIMIT_ESCALATION.format(limit=limit))
     if policy is ApprovalPolicy.UNTRUSTED:
         return NeedsApproval(shadows, rule=RULE_PATCH_UNTRUSTED)
     if sandbox is SandboxMode.DANGER_FULL_ACCESS:
