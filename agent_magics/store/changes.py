@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agent_magics.apply_patch.files import MAX_FILE_BYTES
-from agent_magics.events import FileDiff
+from agent_magics.events import CellsEdited, Event, FileDiff, ModuleShadowed, TurnDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
 from agent_magics.store.undo_copies import UndoCopies
@@ -114,6 +114,17 @@ class TurnChanges:
     def files(self) -> tuple[FileDiff, ...]:
         return tuple(c.diff for c in self.changes)
 
+    def events(self) -> list[Event]:
+        """What a front end is told of them: the diffs, the cell edits, the shadows."""
+        told: list[Event] = []
+        if self.changes:
+            told.append(TurnDiff(self.turn, self.files))
+        if self.cells:
+            told.append(CellsEdited(self.turn, tuple(c.record() for c in self.cells)))
+        shown = {c.shown for c in self.changes}
+        told += [ModuleShadowed(path, module, path in shown) for path, module in self.planted]
+        return told
+
 
 def shown_path(path: Path, cwd: Path) -> str:
     """``path`` relative to the working folder when inside it, else absolute."""
@@ -153,11 +164,11 @@ class ChangeTracker:
     _planted: dict[Path, tuple[str, Stamp]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start_turn(self, cwd: Path, folder: Path | None) -> None:
-        """A turn begins in ``cwd``; its originals are copied under ``folder`` (``None``:
-        memory only)."""
+    def start_turn(self, cwd: Path, folder: Path | None, number: int) -> None:
+        """Turn ``number`` (the session's count) begins in ``cwd``; its originals are
+        copied under ``folder`` (``None``: memory only)."""
         with self._lock:
-            self.turn += 1
+            self.turn = number
             self._cwd = Path(os.path.realpath(cwd))
             self._copies = UndoCopies(folder, self.turn, self.redact)
             self._originals = {}

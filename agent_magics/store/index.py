@@ -42,6 +42,9 @@ class SessionInfo:
     verified: bool
     """Written by this user's agent_magics, every line (see the module's docstring)."""
     mtime: float
+    answered: bool = True
+    """The model answered in it (in the part of the file read): a session whose every
+    turn failed before an answer holds nothing to go on from."""
 
 
 def _head(handle: Any, size: int) -> bytes:
@@ -100,7 +103,19 @@ def session_info(path: Path, key: bytes) -> SessionInfo | None:
         tokens=tokens if isinstance(tokens, int) else 0,
         verified=ours,
         mtime=st.st_mtime,
+        answered=any(_answers(r) for r in records),
     )
+
+
+def _answers(record: dict[str, Any]) -> bool:
+    """A record of the model's part of the conversation: an item it sent (a message, a
+    call) or a compaction (a summary of what it did)."""
+    if record["type"] == "compacted":
+        return True
+    item = record.get("item") if record["type"] == "item" else None
+    if not isinstance(item, dict):
+        return False
+    return item.get("type") != "message" or item.get("role") == "assistant"
 
 
 def _looks_ours(first: dict[str, Any], last: dict[str, Any], key: bytes) -> bool:

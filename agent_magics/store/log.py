@@ -10,7 +10,8 @@ settings (those a resumed session takes) differ from the last ones written. Then
 history item, its wire JSON, as it joins the history), ``decision``, ``tool_finished``,
 ``turn_ended`` and the records other parts add through :meth:`SessionLog.write`. A
 ``rollback`` record takes back the last ``items`` items written (a turn that failed
-before the model answered leaves the history as it was).
+before the model answered leaves the history as it was); a ``compacted`` record replaces
+the history written so far with its ``replacement_history``.
 
 Every line is sealed with this user's key and chained to the line before it (see
 :mod:`.signing`), so reading a file back tells the lines we wrote from the others. The
@@ -32,7 +33,6 @@ Reading a file back is :mod:`.readback`'s (its names are imported here too).
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import stat
@@ -48,18 +48,21 @@ from agent_magics.config import SessionConfig, looks_secret
 from agent_magics.models.secret import REDACTED
 from agent_magics.store.folder import FILE_MODE, open_file, open_sessions_folder
 from agent_magics.store.readback import (
+    COMPACTED,
     META,
     ROLLBACK,
     SETTINGS,
     SUFFIX,
     UNFINISHED_CALL_OUTPUT,
     LoadedSession,
+    append_point,
     parse_lines,
     read_session,
 )
-from agent_magics.store.signing import START, provenance, seal, session_key
+from agent_magics.store.signing import START, seal_line, session_key
 
 __all__ = [
+    "COMPACTED",
     "META",
     "ROLLBACK",
     "SETTINGS",
@@ -173,9 +176,9 @@ class SessionLog:
         except OSError:
             os.close(fd)
             raise
-        found = provenance(parse_lines(data)[0], key)
+        last, untrusted = append_point(data, key)
         # Lines we did not write stay unvouched: what we add after them says so.
-        log = cls(path, fd, redact, key, found.last, found.mixed or found.foreign > 0)
+        log = cls(path, fd, redact, key, last, untrusted)
         meta: dict[str, Any] = {
             "type": META,
             "version": FORMAT_VERSION,
@@ -200,8 +203,8 @@ class SessionLog:
         with self._lock:
             if self._fd is None:
                 return
-            line, after = seal(record, self._prev, self._key, mixed=self._mixed)
-            data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
+            line, after = seal_line(record, self._prev, self._key, mixed=self._mixed)
+            data = line + b"\n"
             try:
                 view = memoryview(data)
                 while view:

@@ -1,16 +1,16 @@
 """A session file read back, whoever wrote it.
 
 A line that does not parse (a torn last line after a kill) is skipped and reported, and
-the history is rebuilt from the ``item`` records that still make valid items. Whose
+the history is rebuilt from the ``item`` records that still make valid items (from the
+last ``compacted`` record on, whose replacement history stands for all before it). Whose
 lines they are is checked against this user's key (:mod:`.signing`): lines not written
 by this user never speak as instructions (their developer, system and unknown items are
-dropped, and their ``rollback`` records are ignored), and only a file that is wholly
-this user's gives settings.
+dropped, and their ``rollback`` and ``compacted`` records are ignored), and only a file
+that is wholly this user's gives settings.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -26,7 +26,33 @@ from agent_magics.protocol.items import (
     UnknownItem,
     server_item,
 )
+from agent_magics.store.lines import (
+    COMPACTED,
+    REPLACEMENT,
+    append_point,
+    parse_lines,
+    parse_record,
+    parse_since_compaction,
+    parse_with_lines,
+    remember_checked,
+)
 from agent_magics.store.signing import Provenance, provenance, session_key
+
+__all__ = [
+    "COMPACTED",
+    "META",
+    "REPLACEMENT",
+    "ROLLBACK",
+    "SETTINGS",
+    "SUFFIX",
+    "UNFINISHED_CALL_OUTPUT",
+    "LoadedSession",
+    "answer_unfinished_calls",
+    "append_point",
+    "parse_lines",
+    "parse_record",
+    "read_session",
+]
 
 SUFFIX = ".jsonl"
 META = "session_meta"
@@ -83,6 +109,8 @@ class LoadedSession:
     interleaved: bool = False
     dropped: int = 0
     saved: dict[str, Any] = field(default_factory=dict)
+    provenance: Provenance = field(default_factory=lambda: Provenance(()))
+    """Whose each record is, as checked when the file was read."""
 
     @property
     def id(self) -> str:
@@ -94,37 +122,24 @@ class LoadedSession:
         return self.saved if self.verified else {}
 
 
-def parse_lines(data: bytes) -> tuple[list[dict[str, Any]], list[int], bool]:
-    """Records, the numbers of the lines that are not records, and whether the last
-    line is torn (no newline at its end)."""
-    lines = data.split(b"\n")
-    torn = bool(lines[-1].strip())
-    records: list[dict[str, Any]] = []
-    bad: list[int] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            record = None
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
-            records.append(record)
-        else:
-            bad.append(number)
-    return records, bad, torn
-
-
-def read_session(path: Path, *, key: bytes | None = None) -> LoadedSession:
+def read_session(path: Path, *, key: bytes | None = None, whole: bool = True) -> LoadedSession:
     """Read a session file; never raises for its content (OSError if it cannot be
-    opened; a symlink is refused)."""
+    opened; a symlink is refused). Not ``whole`` (to resume it): the ``item`` records
+    of ours before the last compaction of ours are checked but not parsed, since its
+    replacement stands for them; in ``records`` they hold only their type and ``prev``."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
         data = handle.read()
-    records, bad, torn = parse_lines(data)
-    found = provenance(records, key if key is not None else session_key())
+    key = key if key is not None else session_key()
+    if whole:
+        records, lines, bad, torn = parse_with_lines(data)
+        found = provenance(records, key, lines)
+    else:
+        records, lines, bad, torn, digests = parse_since_compaction(data, key)
+        found = provenance(records, key, lines, digests)
+    remember_checked(data, key, found)
     metas = [(r, mine) for r, mine in zip(records, found.ours, strict=True) if r["type"] == META]
     ours = [r for r, mine in metas if mine]
     meta = ours[-1] if ours else (metas[0][0] if metas else None)
@@ -143,6 +158,7 @@ def read_session(path: Path, *, key: bytes | None = None) -> LoadedSession:
         found.breaks > 0,
         dropped,
         saved,
+        found,
     )
 
 
@@ -162,27 +178,51 @@ def _settings(records: list[dict[str, Any]], found: Provenance) -> dict[str, Any
 
 
 def _items(records: list[dict[str, Any]], found: Provenance) -> tuple[list[AnyItem | None], int]:
-    """The history the ``item`` and ``rollback`` records make (None: an item record that
-    is not a valid item), and how many items of lines not ours were dropped because
-    they could speak as instructions."""
+    """The history the ``item``, ``rollback`` and ``compacted`` records make (None: an
+    item that is not a valid item), and how many items of lines not ours were dropped
+    because they could speak as instructions.
+
+    The history starts at the last ``compacted`` record of ours, with its
+    ``replacement_history``: what came before it is gone from the conversation, so it is
+    not rebuilt. A ``rollback`` after it takes back items written after it only: the
+    replacement is one record, never taken back in part. A ``compacted`` record not ours
+    is ignored whole (it would replace the history with words of its own)."""
+    start = _last_compaction(records, found)
     kept: list[AnyItem | None] = []
+    floor = 0  # items a rollback cannot take back
+    if start is not None:
+        kept = [_item_or_none(wire) for wire in records[start][REPLACEMENT]]
+        floor = len(kept)
     dropped = 0
-    for record, mine in zip(records, found.ours, strict=True):
+    begin = 0 if start is None else start + 1
+    for record, mine in zip(records[begin:], found.ours[begin:], strict=True):
         taken = record.get("items") if record["type"] == ROLLBACK else None
         if isinstance(taken, int) and not isinstance(taken, bool) and taken > 0 and mine:
-            del kept[-taken:]
+            del kept[max(floor, len(kept) - taken) :]
         if record["type"] != "item":
             continue
-        try:
-            item = server_item(record.get("item"))
-        except MalformedItem:
-            kept.append(None)
-            continue
-        if not mine and _instructs(item):
+        item = _item_or_none(record.get("item"))
+        if item is not None and not mine and _instructs(item):
             dropped += 1
             continue
         kept.append(item)
     return kept, dropped
+
+
+def _last_compaction(records: list[dict[str, Any]], found: Provenance) -> int | None:
+    """Where the last ``compacted`` record of ours is (one whose replacement is a list)."""
+    for index in range(len(records) - 1, -1, -1):
+        record, mine = records[index], found.ours[index]
+        if mine and record["type"] == COMPACTED and isinstance(record.get(REPLACEMENT), list):
+            return index
+    return None
+
+
+def _item_or_none(data: Any) -> AnyItem | None:
+    try:
+        return server_item(data)
+    except MalformedItem:
+        return None
 
 
 def _instructs(item: AnyItem) -> bool:

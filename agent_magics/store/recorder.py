@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agent_magics.events import (
     ApprovalDecided,
     CellsEdited,
+    ContextCompacted,
     Event,
     ToolCallFinished,
     ToolCallProposed,
@@ -26,6 +27,7 @@ from agent_magics.events import (
 )
 from agent_magics.store.agent_records import AgentRecords
 from agent_magics.store.log import (
+    COMPACTED,
     ROLLBACK,
     SETTINGS,
     SessionInUse,
@@ -118,7 +120,10 @@ class SessionRecorder:
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, TurnStarted):
-            self._start(event.prompt)
+            self._start(event.prompt, event.number)
+            return
+        if isinstance(event, ContextCompacted):  # before sync: the history was replaced
+            self._compacted(event)
             return
         self.sync()
         self._agents.on_event(event)
@@ -154,7 +159,26 @@ class SessionRecorder:
         elif isinstance(event, CellsEdited):  # the open notebook's cells: no file changed
             self.write({"type": "cell_edits", "cells": list(event.cells)})
 
-    def _start(self, prompt: str) -> None:
+    def _compacted(self, event: ContextCompacted) -> None:
+        """The history from now on is the compacted one: a resume reads it from here."""
+        history = self.session.history
+        self.write(
+            {
+                "type": COMPACTED,
+                "time": now_iso(),
+                "trigger": event.trigger,
+                "phase": event.phase,
+                "tokens_before": event.tokens_before,
+                "tokens_after": event.tokens_after,
+                "summary": event.summary,
+                "kept_messages": len(event.kept),
+                "window": event.window,
+                "replacement_history": [item.wire() for item in history],
+            }
+        )
+        self._written = len(history)
+
+    def _start(self, prompt: str, number: int = 0) -> None:
         if self._in_turn:  # the turn before failed without telling
             self._end("failed", None, "the turn ended without a result")
         if self.session.thread_id != self.log.id:  # a new conversation: a new file
@@ -174,7 +198,7 @@ class SessionRecorder:
         if settings != self._settings:
             self.log.write({"type": SETTINGS, "time": now_iso(), "config": settings})
             self._settings = settings
-        self.turn += 1
+        self.turn = number or self.turn + 1  # the session's count, carried on by a resume
         self._in_turn = True
         self.log.write(
             {"type": "turn_started", "turn": self.turn, "time": now_iso(), "prompt": prompt}
@@ -197,6 +221,8 @@ class SessionRecorder:
         record["usage"] = usage_record(usage or Usage())
         record["error"] = error
         record["session_tokens"] = self.session.usage.total_tokens
+        record["context_tokens"] = self.session.context.tokens  # the next compaction's count
+        record["context_full"] = self.session.context.full
         record["goal"] = goal_record(self.session.services)  # restored on resume
         self.log.write(record)
         self.log.sync()

@@ -13,18 +13,23 @@ resumed: the two would append to one file and mix their histories.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from itertools import takewhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_magics.errors import UserError
 from agent_magics.events import Usage
-from agent_magics.models.secret import REDACTED
 from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.log import in_use
-from agent_magics.store.readback import META, RESUMED_SETTINGS, LoadedSession, read_session
+from agent_magics.store.readback import COMPACTED, META, LoadedSession, read_session
+from agent_magics.store.resumed_settings import (
+    DEFAULTS_IN_FORCE,
+    held_line,
+    restorable,
+    restored_line,
+    resumed_settings,
+)
 from agent_magics.store.saved_children import SavedChildren, saved_children
 from agent_magics.store.signing import session_key
 from agent_magics.tools.goal_state import restore_goal
@@ -48,6 +53,9 @@ class Resume:
     notes: list[str] = field(default_factory=list)
     goal: Any = None  # the thread's goal as the last turn left it (see goal_state)
     children: SavedChildren = field(default_factory=SavedChildren)  # closed sub-agents
+    context: tuple[int, bool] = (0, False)
+    """How full the window was when the file ended (tokens, said full): a resumed
+    conversation over the limit is compacted before its first request."""
 
     @property
     def id(self) -> str:
@@ -82,41 +90,64 @@ def find_session(
 def newest_yours(
     folder: Path, *, key: bytes | None = None, current: str | None = None
 ) -> tuple[LoadedSession | None, list[str]]:
-    """The newest session wholly yours, read and checked line by line (the list checks
-    a long file's first and last lines only), and the ids of newer ones passed over
-    because lines of them are not yours."""
+    """The newest session that can go on here (see :func:`resumable`), read and checked
+    line by line (the list checks a long file's first and last lines only), and what to
+    say of newer ones passed over: lines of them not yours, or another kernel writing
+    them now."""
     key = key if key is not None else session_key()
     sessions = [s for s in list_sessions(folder, key=key) if s.id != current]
-    passed = [s.id for s in takewhile(lambda s: not s.verified, sessions)]
-    for info in [s for s in sessions if s.verified][:LAST_CHECKED]:
-        try:
-            loaded = read_session(info.path, key=key)
-        except OSError:
-            continue
-        if loaded.verified:
-            return loaded, passed
-        passed.append(info.id)
-    return None, passed
+    foreign: list[str] = []
+    busy: list[str] = []
+    found, checked = None, 0
+    for info in sessions:
+        if not info.verified:
+            foreign.append(info.id)
+        elif in_use(info.path):
+            busy.append(info.id)
+        elif checked < LAST_CHECKED:
+            checked += 1
+            try:
+                loaded = read_session(info.path, key=key, whole=False)
+            except OSError:
+                continue
+            if not loaded.verified:
+                foreign.append(info.id)
+            elif info.answered:
+                found = loaded
+                break
+    return found, [note for note in (_passed_over(foreign), _busy(busy)) if note]
+
+
+def resumable(info: SessionInfo) -> bool:
+    """Whether ``last`` may mean this session: wholly yours (as the list sees it), with
+    an answer of the model in it, and not being written by another kernel now."""
+    return info.verified and info.answered and not in_use(info.path)
 
 
 def load_resume(
-    folder: Path, ref: str, *, key: bytes | None = None, current: str | None = None
+    folder: Path,
+    ref: str,
+    *,
+    key: bytes | None = None,
+    current: str | None = None,
+    in_force: dict[str, Any] | None = None,
 ) -> Resume:
     """Read the session ``ref`` names, for a front end to continue (see :func:`continue_in`);
-    ``current``: the session running now, which ``last`` does not mean."""
+    ``current``: the session running now, which ``last`` does not mean; ``in_force``: the
+    settings in force now (as a session file keeps them; the defaults when not given),
+    which the file may tighten but not loosen (see :func:`held_back`)."""
     key = key if key is not None else session_key()
     notes: list[str] = []
     if (ref or LAST) == LAST:
         found, passed = newest_yours(folder, key=key, current=current)
         if found is None:
-            raise UserError(f"No saved session to resume in {folder}.")
+            raise UserError(" ".join([f"No saved session to resume in {folder}.", *passed]))
         loaded = found
-        if passed:
-            notes.append(_passed_over(passed))
+        notes += passed
     else:
         info = find_session(folder, ref, key=key, current=current)
         try:
-            loaded = read_session(info.path, key=key)
+            loaded = read_session(info.path, key=key, whole=False)
         except OSError as exc:
             raise UserError(f"Cannot read session {info.id}: {exc}.") from None
     if loaded.id != current and in_use(loaded.path):
@@ -126,6 +157,7 @@ def load_resume(
             "or stop that kernel)."
         )
     settings = resumed_settings(loaded.config)
+    settings, held = restorable(settings, DEFAULTS_IN_FORCE if in_force is None else in_force)
     turns = [r["turn"] for r in loaded.records if isinstance(r.get("turn"), int)]
     notes = [resuming_line(loaded, max(turns, default=0)), *notes]
     notes += provenance_notes(loaded)
@@ -135,11 +167,17 @@ def load_resume(
         )
     if restored := restored_line(settings):
         notes.append(restored)
-    children = saved_children(loaded.records, key)
+    if held:
+        notes.append(held_line(held))
+    children = saved_children(loaded.records, loaded.provenance)
     if children.refused:
         notes.append(_refused_children(len(children.refused)))
     ended = [r for r in loaded.records if r["type"] == "turn_ended"]
     tokens = ended[-1].get("session_tokens", 0) if ended else 0
+    # the records are read: a session that goes on holds only its history (a long
+    # file's records, kept alive, would slow every garbage collection of the turn)
+    context = _context(loaded.records)
+    loaded = replace(loaded, records=[])
     return Resume(
         loaded,
         settings,
@@ -148,7 +186,19 @@ def load_resume(
         notes,
         ended[-1].get("goal") if ended else None,
         children,
+        context,
     )
+
+
+def _context(records: list[dict[str, Any]]) -> tuple[int, bool]:
+    """The window's fill the last turn end or compaction recorded."""
+    tokens, full = 0, False
+    for record in records:
+        if record["type"] == "turn_ended":
+            tokens, full = record.get("context_tokens", 0), record.get("context_full") is True
+        elif record["type"] == COMPACTED:
+            tokens, full = record.get("tokens_after", 0), False
+    return (tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0), full
 
 
 def _refused_children(count: int) -> str:
@@ -175,18 +225,6 @@ def resuming_line(loaded: LoadedSession, turns: int) -> str:
     except OSError:
         pass  # gone since it was read: the rest still holds
     return f"Resuming session {loaded.id}: {', '.join(said)}."
-
-
-def restored_line(settings: dict[str, Any]) -> str | None:
-    """The one line that says which approval policy and sandbox a resume brings back
-    (none when the file gives no settings)."""
-    policy, sandbox = settings.get("approval_policy"), settings.get("sandbox_mode")
-    if policy is None and sandbox is None:
-        return None
-    return (
-        f"Restored the session's latest settings: approval policy {policy or 'default'}, "
-        f"sandbox {sandbox or 'default'} (options given now still win)."
-    )
 
 
 def provenance_notes(loaded: LoadedSession) -> list[str]:
@@ -217,6 +255,8 @@ def provenance_notes(loaded: LoadedSession) -> list[str]:
 
 
 def _passed_over(ids: list[str]) -> str:
+    if not ids:
+        return ""
     names = ", ".join(i[:8] for i in ids[:3]) + (" ..." if len(ids) > 3 else "")
     return (
         f"Passed over newer session(s) {names}: lines of them were not written by your "
@@ -224,23 +264,11 @@ def _passed_over(ids: list[str]) -> str:
     )
 
 
-def resumed_settings(saved: dict[str, Any]) -> dict[str, Any]:
-    """The settings a session takes from its signed file. An MCP server whose secrets
-    were left out when it was saved is not taken (the one configured now stands)."""
-    settings = {k: saved[k] for k in RESUMED_SETTINGS if saved.get(k) is not None}
-    servers = settings.get("mcp_servers")
-    if isinstance(servers, dict):
-        settings["mcp_servers"] = {
-            name: server
-            for name, server in servers.items()
-            if isinstance(server, dict) and not _redacted(server)
-        }
-    return settings
-
-
-def _redacted(server: dict[str, Any]) -> bool:
-    tables = (server.get("env") or {}, server.get("http_headers") or {})
-    return any(REDACTED in str(v) for table in tables for v in table.values())
+def _busy(ids: list[str]) -> str:
+    if not ids:
+        return ""
+    names = ", ".join(i[:8] for i in ids[:3]) + (" ..." if len(ids) > 3 else "")
+    return f"Passed over newer session(s) {names}: another kernel is writing them now."
 
 
 def continue_in(session: Session, resume: Resume) -> None:
@@ -250,4 +278,6 @@ def continue_in(session: Session, resume: Resume) -> None:
     session.agents.restore(resume.children.children)
     session.thread_id = resume.id
     session.usage = resume.usage
+    session.turns = resume.turns  # the next turn's number follows the file's
+    session.context.tokens, session.context.full = resume.context
     restore_goal(session.services, resume.goal)  # its usage carries on

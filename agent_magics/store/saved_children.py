@@ -21,7 +21,7 @@ from typing import Any
 from agent_magics.protocol.items import AnyItem, MalformedItem, server_item
 from agent_magics.store.agent_records import AGENT_ITEM, AGENT_SPAWNED, AGENT_STATUS
 from agent_magics.store.readback import answer_unfinished_calls
-from agent_magics.store.signing import PREV, START, digest, provenance
+from agent_magics.store.signing import Provenance
 
 
 @dataclass
@@ -45,19 +45,12 @@ class SavedChildren:
     refused: list[str] = field(default_factory=list)
 
 
-def saved_children(records: Sequence[dict[str, Any]], key: bytes) -> SavedChildren:
-    """The main agent's children in ``records`` (a session file read back), checked
-    record by record against this user's ``key``."""
-    ours = provenance(list(records), key).ours
+def saved_children(records: Sequence[dict[str, Any]], checked: Provenance) -> SavedChildren:
+    """The main agent's children in ``records`` (a session file read back), by whose
+    each record is and whether it follows the record before it (``checked``)."""
     found: dict[str, SavedChild] = {}
     refused: list[str] = []
-    prev = START
-    for record, mine in zip(records, ours, strict=True):
-        linked = record.get(PREV) == prev
-        try:
-            prev = digest(record)
-        except (RecursionError, ValueError):
-            prev = "?"
+    for record, mine, linked in zip(records, checked.ours, checked.linked, strict=True):
         agent_id, kind = record.get("agent_id"), record["type"]
         if kind not in (AGENT_SPAWNED, AGENT_STATUS, AGENT_ITEM) or not isinstance(agent_id, str):
             continue

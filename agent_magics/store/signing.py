@@ -25,6 +25,7 @@ import hmac
 import json
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,15 @@ def digest(record: dict[str, Any]) -> str:
 
 
 def _mac(canon: bytes, key: bytes) -> str:
-    return hmac.new(key, _DOMAIN + canon, hashlib.sha256).hexdigest()
+    return hmac.digest(key, _DOMAIN + canon, "sha256").hex()
+
+
+def _body(record: dict[str, Any], prev: str, mixed: bool) -> dict[str, Any]:
+    body = {k: v for k, v in record.items() if k not in (MAC, PREV, MIXED)}
+    body[PREV] = prev
+    if mixed:
+        body[MIXED] = True
+    return body
 
 
 def seal(
@@ -112,19 +121,52 @@ def seal(
 ) -> tuple[dict[str, Any], str]:
     """``record`` (JSON values only, as it will be read back) with its ``prev`` and
     ``mac``, and its digest (the ``prev`` of the next line)."""
-    body = {k: v for k, v in record.items() if k not in (MAC, PREV, MIXED)}
-    body[PREV] = prev
-    if mixed:
-        body[MIXED] = True
+    body = _body(record, prev, mixed)
     canon = canonical(body)
     body[MAC] = _mac(canon, key)
     return body, hashlib.sha256(canon).hexdigest()
 
 
+_MAC_AT, _END = b',"mac":"', b'"}'
+_TAIL = len(_MAC_AT) + 2 * hashlib.sha256().digest_size + len(_END)
+
+
+def seal_line(
+    record: dict[str, Any], prev: str, key: bytes, *, mixed: bool = False
+) -> tuple[bytes, str]:
+    """``record`` sealed as :func:`seal` seals it, as the line to write (no newline), and
+    its digest. The line is the very bytes the seal is taken over with the ``mac`` added
+    last, so a reader checks it on its bytes (:func:`line_digest`) without parsing and
+    canonicalising it; it parses to the same record as any other layout would."""
+    if not isinstance(record.get("type"), str):  # else a reader would not take it as one
+        raise TypeError(f"a session record needs a type: {sorted(record)}")
+    canon = canonical(_body(record, prev, mixed))
+    line = canon[:-1] + _MAC_AT + _mac(canon, key).encode() + _END  # (never "{}": it has prev)
+    return line, hashlib.sha256(canon).hexdigest()
+
+
+def line_digest(line: bytes, key: bytes) -> str | None:
+    """The digest of ``line`` when it is one of ours laid out as :func:`seal_line` lays
+    it out, its seal checked on its bytes; None when it is not (a line not ours, or one
+    of ours written otherwise: :func:`provenance` checks the record it parses to).
+
+    The same answer as checking the parsed record: our key only ever seals canonical
+    bytes, so bytes whose seal holds are the canonical form of the record they parse to
+    (without its ``mac``), which is what the seal and digest are taken over."""
+    if len(line) <= _TAIL or not line.endswith(_END) or not line[:-_TAIL].startswith(b"{"):
+        return None
+    if line[-_TAIL : -_TAIL + len(_MAC_AT)] != _MAC_AT:
+        return None
+    canon = line[:-_TAIL] + b"}"
+    given = line[-_TAIL + len(_MAC_AT) : -len(_END)]
+    if not hmac.compare_digest(given, _mac(canon, key).encode()):
+        return None
+    return hashlib.sha256(canon).hexdigest()
+
+
 def sealed(record: dict[str, Any], key: bytes) -> bool:
     """Whether this user's agent_magics wrote ``record`` (its ``mac`` verifies)."""
-    given = record.get(MAC)
-    return isinstance(given, str) and hmac.compare_digest(given, _mac(canonical(record), key))
+    return _given(record, _mac(canonical(record), key))
 
 
 @dataclass(frozen=True)
@@ -139,6 +181,8 @@ class Provenance:
     """A record of ours says lines not ours came before it."""
     last: str = START
     """The digest of the last record: the ``prev`` of the next one written."""
+    linked: tuple[bool, ...] = ()
+    """Per record: its ``prev`` names the record before it (whoever wrote it)."""
 
     @property
     def foreign(self) -> int:
@@ -149,25 +193,50 @@ class Provenance:
         return bool(self.ours) and self.foreign == 0 and not self.mixed
 
 
-def provenance(records: list[dict[str, Any]], key: bytes) -> Provenance:
-    """Check each record's seal and its link to the record before it."""
+def provenance(
+    records: list[dict[str, Any]],
+    key: bytes,
+    lines: Sequence[bytes] | None = None,
+    digests: Sequence[str | None] | None = None,
+) -> Provenance:
+    """Check each record's seal and its link to the record before it. ``lines``: each
+    record's line as read, whose seal is checked on its bytes when it is laid out as
+    :func:`seal_line` lays it out (else on the record, canonicalised); ``digests``:
+    what :func:`line_digest` gave for each line, when the reader has checked them."""
     ours: list[bool] = []
+    linked: list[bool] = []
     breaks = 0
     mixed = False
     prev = START
-    for record in records:
-        given = record.get(MAC)
-        try:
-            canon = canonical(record)
-        except (RecursionError, ValueError):  # nested too deep to write back: not ours
-            ours.append(False)
-            prev = "?"
-            continue
-        mine = isinstance(given, str) and hmac.compare_digest(given, _mac(canon, key))
-        after = hashlib.sha256(canon).hexdigest()
+    for index, record in enumerate(records):
+        if digests is not None:
+            after = digests[index]
+        else:
+            after = None if lines is None else line_digest(lines[index], key)
+        mine = after is not None
+        if after is None:
+            mine, after = check_record(record, key)
         ours.append(mine)
+        linked.append(record.get(PREV) == prev)
         if mine:
-            breaks += record.get(PREV) != prev
+            breaks += not linked[-1]
             mixed = mixed or record.get(MIXED) is True
         prev = after
-    return Provenance(tuple(ours), breaks, mixed, prev)
+    return Provenance(tuple(ours), breaks, mixed, prev, tuple(linked))
+
+
+def check_record(record: dict[str, Any], key: bytes) -> tuple[bool, str]:
+    """Whether ``record`` is ours, and its digest ("?": one nested too deep to write back,
+    which is not ours)."""
+    try:
+        canon = canonical(record)
+    except (RecursionError, ValueError):
+        return False, "?"
+    return _given(record, _mac(canon, key)), hashlib.sha256(canon).hexdigest()
+
+
+def _given(record: dict[str, Any], mac: str) -> bool:
+    """Whether ``record``'s ``mac`` is ``mac`` (compared in constant time, which takes
+    ASCII text only: a planted ``mac`` of other characters is simply not it)."""
+    given = record.get(MAC)
+    return isinstance(given, str) and given.isascii() and hmac.compare_digest(given, mac)

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from agent_magics.store.log import UNFINISHED_CALL_OUTPUT
-from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics import SessionConfig
+from agent_magics.store.log import UNFINISHED_CALL_OUTPUT, SessionLog
+from agent_magics.testing import HttpFailure, ScriptedResponsesServer, function_call, message
 from tests.helpers.kernels import Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
@@ -76,3 +77,38 @@ def test_a_kernel_killed_in_the_middle_of_a_turn_leaves_a_session_that_resumes(
         kernel.wait_for(lambda: len(server.requests) == 2)
         outputs = server.outputs(1)
     assert outputs == {"c-sleep": UNFINISHED_CALL_OUTPUT}
+
+
+def test_only_a_session_that_can_go_on_here_is_offered(kernel: Kernel) -> None:
+    """After a restart, the first cell offers no session another kernel is writing (a
+    second notebook's, live) and none whose every turn failed before an answer, and
+    ``%agent resume last`` passes over both, saying why for the live one."""
+    failure = HttpFailure(400, json.dumps({"error": {"message": "bad model", "type": "x"}}))
+    script = [[message("first answer")], failure, [message("later answer")]]
+    folder = kernel.ws / ".agent_magics" / "sessions"
+    with ScriptedResponsesServer(script) as server:
+        kernel.run(agent_cell(server.base_url, "", "answered question"))
+        kernel.wait_for(lambda: kernel.shows("Done."))
+        [answered] = folder.glob("*.jsonl")
+        kernel.run("%agent reset")
+        kernel.run(agent_cell(server.base_url, "", "a question that fails"))
+        kernel.wait_for(
+            lambda: len(list(folder.glob("*.jsonl"))) == 2 and kernel.shows("bad model")
+        )
+        kernel.km.restart_kernel(now=True)
+        kernel.kc.wait_for_ready(timeout=60)
+        kernel.run("%load_ext agent_magics")
+        # another kernel writes the answered session now (its writer's lock is held)
+        live = SessionLog.open(folder, answered.stem, SessionConfig(cwd=kernel.ws), str)
+        try:
+            kernel.run(agent_cell(server.base_url, "", "a new question"))
+            kernel.wait_for(lambda: len(server.requests) == 3)
+            assert not kernel.shows("can be continued")
+            out = kernel.outputs_text(kernel.run("%agent resume last"))
+            assert "No saved session to resume" in out
+            assert f"Passed over newer session(s) {answered.stem[:8]}" in out
+            assert "another kernel is writing them now" in out
+        finally:
+            live.close()
+        out = kernel.outputs_text(kernel.run("%agent resume last"))
+    assert f"agent: Resuming session {answered.stem}" in out

@@ -23,7 +23,7 @@ from agent_magics.store.index import list_sessions
 from agent_magics.store.log import UNFINISHED_CALL_OUTPUT, SessionLog
 from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder
-from agent_magics.store.signing import session_key
+from agent_magics.store.signing import seal, session_key
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.sandbox import Arena
 
@@ -262,7 +262,11 @@ def test_kill_9_in_the_middle_of_a_turn_leaves_a_file_that_resumes(tmp_path: Pat
     assert again.stdout == "resumed fine\n"
     outputs = {i["call_id"]: i["output"] for i in sent if i.get("type") == "function_call_output"}
     assert outputs == {"c-sleep": UNFINISHED_CALL_OUTPUT}
-    assert user_texts(server.requests[1])[-2:] == ["sleep a while", "go on"]
+    texts = user_texts(server.requests[1])
+    assert texts[-1] == "go on" and "sleep a while" in texts
+    # -a never and danger-full-access were not restored: they were not given again
+    assert "Not restored: approval policy never; sandbox danger-full-access" in again.stderr
+    assert "<approval_policy>on-request</approval_policy>" in texts[-2]
 
 
 def planted_file(ws: Path, foreign_url: str, signature: str | None) -> str:
@@ -351,7 +355,9 @@ def test_sessions_list_and_resume_in_a_new_shell(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A new extension instance (as after a restart) lists the saved session, resumes it
-    with its model server and model, and a cell's own option still wins."""
+    with its model, and a cell's own option still wins. Its model server is not taken
+    from the file (a resume never names another server than the one in force): the
+    resume says so and how, and the next cell names it again."""
     from IPython.core.interactiveshell import InteractiveShell
 
     (tmp_path / "home").mkdir()
@@ -372,7 +378,7 @@ def test_sessions_list_and_resume_in_a_new_shell(
             table = capsys.readouterr().out.splitlines()
             ip.run_cell("%agent resume last")
             resumed = capsys.readouterr().out
-            ip.run_cell("%%agent\nsecond")
+            ip.run_cell(f"%%agent --base-url {server.base_url}\nsecond")
             ip.run_cell(f"%agent resume {path.stem[:8]}")
             ip.run_cell("%%agent -m other-model\nthird")
             requests = server.requests
@@ -391,6 +397,10 @@ def test_sessions_list_and_resume_in_a_new_shell(
     assert resumed.split("\n", 1)[1] == (
         "agent: Restored the session's latest settings: approval policy on-request, "
         "sandbox workspace-write (options given now still win).\n"
+        f"agent: Not restored: model server {server.base_url} (a saved session may tighten "
+        "the settings in force, never loosen them or name another server, folder or "
+        f"program); to use them, give --base-url {server.base_url} again (on the next "
+        "%%agent cell, or to agent-magics exec).\n"
         "agent: The next %%agent cell continues it.\n"
     )
     assert [r["model"] for r in requests] == ["saved-model", "saved-model", "other-model"]
@@ -458,3 +468,48 @@ def test_a_damaged_key_file_is_replaced_by_a_whole_key(tmp_path: Path) -> None:
     key = session_key(tmp_path)
     assert len(key) == 32 and path.read_text() == key.hex() + "\n"
     assert session_key(tmp_path) == key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ref", ["last", "0badc0de"])
+def test_a_file_sealed_with_a_leaked_key_tightens_but_never_loosens(
+    tmp_path: Path, arena: Arena, ref: str
+) -> None:
+    """The worst case of a planted file: sealed with this user's own key (as if a command
+    had read it). It is "yours", yet a resume restores neither ``never`` nor
+    ``danger-full-access`` nor its model server: the key goes to the server in force, the
+    command runs under today's policy and sandbox, and a line says what was not restored
+    and how to restore it."""
+    outside = arena.outside
+    touch = function_call("exec_command", {"cmd": f"touch {outside}/pwned"}, "c-touch")
+    with (
+        ScriptedResponsesServer([[touch], [message("ok")]]) as foreign,
+        ScriptedResponsesServer([[touch], [message("ok")]]) as ours,
+    ):
+        ws = tmp_path / "ws"
+        session_id = planted_file(ws, foreign.base_url, None)
+        path = ws / ".agent_magics" / "sessions" / f"{session_id}.jsonl"
+        key = session_key(tmp_path / "home")
+        prev, lines = "", []
+        for record in map(json.loads, path.read_text().splitlines()):
+            line, prev = seal(record, prev, key)
+            lines.append(json.dumps(line) + "\n")
+        path.write_text("".join(lines))
+        env = cli_env(tmp_path) | {"OPENAI_BASE_URL": ours.base_url}
+        argv = [sys.executable, "-m", "agent_magics", "exec", "--provider", "responses"]
+        done = subprocess.run(
+            [*argv, "-c", "allow_login_shell=false", "--resume", ref, "go"], env=env, cwd=ws,
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert foreign.requests == [] and foreign.headers == []  # the key never went there
+        sent = ours.requests
+    assert done.returncode == 0, done.stderr
+    assert read_session(path, key=key).verified  # it passes for the user's own
+    assert (
+        "agent-magics: Not restored: approval policy never; sandbox danger-full-access; "
+        f"model server {foreign.base_url} (a saved session may tighten the settings in "
+        "force, never loosen them or name another server, folder or program); to use them, "
+        f"give -a never -s danger-full-access --base-url {foreign.base_url} again"
+    ) in done.stderr
+    assert "planted answer" in json.dumps(sent[0]["input"])
+    assert not (outside / "pwned").exists()  # under on-request and workspace-write

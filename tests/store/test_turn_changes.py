@@ -398,7 +398,7 @@ def test_a_path_swapped_while_it_is_tracked_never_stops_the_write(tmp_path: Path
                 pass
 
     tracker = ChangeTracker(lambda text: text)
-    tracker.start_turn(ws, None)
+    tracker.start_turn(ws, None, 1)
     thread = threading.Thread(target=flipper)
     thread.start()
     try:

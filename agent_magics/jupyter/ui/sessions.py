@@ -10,8 +10,8 @@ from agent_magics.config import SessionConfig
 from agent_magics.errors import UserError
 from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.paths import sessions_folder
-from agent_magics.store.recorder import SessionRecorder, record_session
-from agent_magics.store.resume import LAST, Resume, continue_in, load_resume
+from agent_magics.store.recorder import SessionRecorder, record_session, restored_fields
+from agent_magics.store.resume import LAST, Resume, continue_in, load_resume, resumable
 from agent_magics.transcript.calls import one_line
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class SessionFiles:
             continue_in(session, self.pending)
             turns = self.pending.turns
         elif not self._hinted and folder is not None:
-            ours = [s for s in list_sessions(folder) if s.verified]
+            ours = [s for s in list_sessions(folder) if resumable(s)]
             if ours:
                 about = one_line(ours[0].first_prompt, PROMPT_CHARS)
                 view.note(f"A previous session ({about!r}) can be continued: {RESUME_HINT}.")
@@ -108,6 +108,7 @@ class SessionFiles:
         folder = sessions_folder(config)
         if folder is None:
             raise UserError("Sessions are not saved here (sessions_dir), so none can resume.")
-        self.pending = load_resume(folder, ref or LAST, current=current)
+        in_force = restored_fields(config)  # what the file may tighten, never loosen
+        self.pending = load_resume(folder, ref or LAST, current=current, in_force=in_force)
         notes = [*self.pending.notes, "The next %%agent cell continues it."]
         return self.pending.settings, notes
