@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_magics.errors import UserError
+from agent_magics.protocol.approval import SandboxMode
 from agent_magics.teaching.policy import APPROVAL_ORDER, SANDBOX_ORDER, CoursePolicy
 
 if TYPE_CHECKING:
@@ -69,7 +70,19 @@ def bind(
         lowered["approval_policy"] = approval
     if loose_s:
         lowered["sandbox_mode"] = sandbox
+    if (limit := sandbox_limit(policy)) is not None:
+        lowered["sandbox_limit"] = limit
     return config.model_copy(update=lowered) if lowered else config
+
+
+def sandbox_limit(policy: CoursePolicy) -> str | None:
+    """The words that refuse a call more access than the policy's sandbox gives (an
+    escalation, a retry without the sandbox), or None when the policy allows full access.
+    The session hands them to every command and patch, its helpers' included."""
+    if policy.max_sandbox in (None, SandboxMode.DANGER_FULL_ACCESS):
+        return None
+    where = policy.where("max_sandbox")
+    return f"The teacher's policy ({where}) allows sandbox up to {policy.max_sandbox.value}"
 
 
 def limits_text(policy: CoursePolicy) -> str:

@@ -36,12 +36,22 @@ SANDBOX_ORDER = (
 SOLUTION_ORDER: tuple[SolutionCells, ...] = get_args(SolutionCells)
 """What the agent may do with nbgrader solution cells, from the loosest to the strictest."""
 
+SHELL_TOOLS = ("exec_command", "shell", "shell_command")
+NAMESPACES: Mapping[str, tuple[str, ...]] = {
+    "multi_agent_v1": ("spawn_agent", "send_input", "resume_agent", "wait_agent", "close_agent"),
+}
+"""Tools offered as one namespace: a policy names the namespace (all of its tools) or
+each tool in it by its own name."""
+GROUPS: Mapping[str, tuple[str, ...]] = {
+    **{tool: (space,) for space, tools in NAMESPACES.items() for tool in tools},
+    "local_shell": SHELL_TOOLS,  # a local_shell_call runs as a command: it goes with them
+}
+"""The names that also stand for a tool: its namespace, or the tools it goes with."""
 KNOWN_TOOLS = frozenset(
     {
-        "exec_command",
+        *SHELL_TOOLS,
         "write_stdin",
-        "shell",
-        "shell_command",
+        "local_shell",
         "apply_patch",
         "update_plan",
         "request_user_input",
@@ -57,9 +67,16 @@ KNOWN_TOOLS = frozenset(
         "list_mcp_resources",
         "list_mcp_resource_templates",
         "read_mcp_resource",
+        "get_goal",
+        "create_goal",
+        "update_goal",
+        "web_search",
+        *NAMESPACES,
+        *(tool for tools in NAMESPACES.values() for tool in tools),
     }
 )
-"""Tool names a policy may list; an MCP server's tools are named ``mcp__SERVER__TOOL``."""
+"""Tool names a policy may list: every tool a session can offer (a test walks a session
+that offers them all); an MCP server's tools are named ``mcp__SERVER__TOOL``."""
 MCP_PREFIX = "mcp__"
 
 
@@ -94,10 +111,20 @@ class CoursePolicy:
         return self != CoursePolicy()
 
     def offers(self, tool: str) -> bool:
-        """Whether the model may be offered ``tool``."""
-        if tool in self.denied_tools or (tool == "run_python" and not self.run_python):
+        """Whether the model may be offered ``tool``: named itself or by its group (see
+        :data:`GROUPS`), not denied, and allowed when only some tools are; a namespace
+        goes while any of its tools does."""
+        names = {tool, *GROUPS.get(tool, ())}
+        members = set(NAMESPACES.get(tool, ()))
+        denied = set(self.denied_tools)
+        if names & denied or (members and members <= denied):
             return False
-        return self.allowed_tools is None or tool in self.allowed_tools
+        if tool == "run_python" and not self.run_python:
+            return False
+        if self.allowed_tools is None:
+            return True
+        allowed = set(self.allowed_tools)
+        return bool(names & allowed or members & allowed)
 
     def where(self, *names: str) -> str:
         """Where the fields ``names`` came from, in words ("this notebook's metadata")."""

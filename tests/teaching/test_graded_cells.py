@@ -17,6 +17,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.helpers.agents import agent_call
 from tests.helpers.kernels import NO_LOGIN, write_kernelspec
 
 pytestmark = pytest.mark.slow
@@ -27,6 +28,7 @@ SECRET_OUTPUT = "kumquat-output-5519"
 """...and their outputs."""
 SOLUTION = f'{SECRET_SOURCE} = "{SECRET_OUTPUT}"\nprint({SECRET_SOURCE})'
 EARLY = f"early_{SECRET_SOURCE} = 1"  # run before %load_ext: the context reads history
+HELPER_TOOLS = ("spawn_agent", "wait_agent")
 
 
 def marked(cell: Any, grade_id: str, **marks: Any) -> Any:
@@ -55,9 +57,9 @@ def calls(body: dict[str, Any]) -> list[dict[str, Any]]:
         return [message("done")]
     text = last["content"][0]["text"]
     planned = json.loads(text) if text.startswith("[") else []
-    return [function_call(name, args, f"call_{i}") for i, (name, args) in enumerate(planned)] or [
-        message("done")
-    ]
+    made = [(agent_call if name in HELPER_TOOLS else function_call) for name, _ in planned]
+    return [make(name, args, f"call_{i}") for i, (make, (name, args)) in
+            enumerate(zip(made, planned, strict=True))] or [message("done")]  # fmt: skip
 
 
 @pytest.fixture
@@ -160,3 +162,33 @@ def test_locked_cell_refused_and_graded_edit_noted(
     (note,) = edited.metadata["agent_magics"]["graded_turns"]
     assert (note["grade_id"], note["action"]) == ("answer", "edit")
     assert note["session"] and note["time"]
+
+
+def saved_notes(cell: Any) -> list[dict[str, str]]:
+    """The notes for the teacher in the metadata of a cell's saved outputs."""
+    return [
+        note
+        for o in cell.outputs
+        for note in o.get("metadata", {}).get("agent_magics", {}).get("graded_turns", [])
+    ]
+
+
+def test_a_read_of_graded_cells_is_noted_where_the_notebook_cannot_be_written(
+    home: Path, model: ScriptedResponsesServer
+) -> None:
+    """The kernel's own notebook with no editor's document to reach (no server, as in a
+    kernel without the live extra): its file is not written, and the turn's read, and its
+    helper's, are noted in the metadata of the ``%%agent`` cell's saved output."""
+    read = [["read_notebook", {"path": "course.ipynb"}]]
+    plan = [*read, ["spawn_agent", {"message": json.dumps(read)}]]
+    cells = [nbformat.v4.new_code_cell("%load_ext agent_magics"), *assignment().cells]
+    nb = run(home, None, [*cells, agent_cell(model, plan)])
+    notes = saved_notes(nb.cells[-1])
+    assert [(n["notebook"], n["grade_id"], n["action"]) for n in notes] == [
+        ("course.ipynb", "answer", "read"),
+        ("course.ipynb", "tests", "read"),
+        ("course.ipynb", "answer", "read"),  # the helper's read, in its own session
+        ("course.ipynb", "tests", "read"),
+    ]
+    assert notes[0]["session"] != notes[2]["session"] and all(n["time"] for n in notes)
+    assert "agent_magics" not in nbformat.read(home / "course.ipynb", 4).metadata

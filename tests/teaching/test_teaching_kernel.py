@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from nbclient import NotebookClient
 
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from tests.helpers.kernels import KERNEL_PYTHONS, NO_LOGIN, write_kernelspec
+from tests.helpers.teaching import site_file
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +108,7 @@ def test_notebook_policy_keeps_run_python_out_and_refuses_a_loosening(
             f"%%agent {url} -a never -s danger-full-access\ngo",
             f"%%agent {url} -s read-only\ntry python",  # a cell may tighten
             "%agent status",
-            f"%%agent --new {url}\nloosen",  # the turn rewrites the notebook's metadata
+            f"%%agent --new {url}\nloosen",  # the turn tries to rewrite its metadata
             "%%agent\ntry python",
         ],
     )
@@ -127,7 +126,10 @@ def test_notebook_policy_keeps_run_python_out_and_refuses_a_loosening(
     assert f"policy:          {header}" in text_of(status)
     assert "**apply_patch**" in transcript(loosen)
     saved = json.loads((home / "course.ipynb").read_text())
-    assert saved["metadata"]["agent_magics"]["run_python"] is True  # the turn did loosen it
+    assert saved["metadata"]["agent_magics"]["run_python"] is False  # read-only to patches
+    inputs = [json.dumps(body["input"]) for body in model.requests]
+    refused = "so no command or patch runs outside the sandbox here: not this one."
+    assert any(refused in i for i in inputs)  # outside the writable roots: refused
     assert header in transcript(after)  # ...and the next turn is bound all the same
     tools = offered(model)
     assert len(tools) == 6 and all("exec_command" in t for t in tools)
@@ -136,35 +138,6 @@ def test_notebook_policy_keeps_run_python_out_and_refuses_a_loosening(
         o for i in range(len(model.requests)) for k, o in model.outputs(i).items() if k == "call_py"
     ]
     assert py == ["unsupported call: run_python"] * 2  # a call anyway is to an unknown tool
-
-
-@pytest.fixture(scope="module")
-def site_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A kernel environment of the test's own, built over this one, so that its site file
-    (``{sys.prefix}/etc/agent_magics/policy.toml``) is where an administrator puts it."""
-    ours = sysconfig.get_paths()["purelib"]
-    if any(Path(ours).is_relative_to(tmp) for tmp in ("/tmp", os.environ.get("TMPDIR") or "/tmp")):
-        # The kernel of that environment imports our packages from a folder it does not
-        # own; under /tmp the import guard rightly refuses them.
-        pytest.skip("the project's venv lies under /tmp, where the import guard trusts no package")
-    env = tmp_path_factory.mktemp("site") / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
-    python = env / "bin" / "python"
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "parent_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
-    return python
-
-
-def site_file(python: Path, text: str) -> Path:
-    path = python.parents[1] / "etc" / "agent_magics" / "policy.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def test_a_site_file_stricter_than_the_notebook_wins(

@@ -13,6 +13,7 @@ from agent_magics.config import load_config
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.teaching.bounds import PolicyRefused, bind, summary
 from agent_magics.teaching.guard import PolicyGuard
+from agent_magics.teaching.pins import PINNED, pin_file
 from agent_magics.teaching.policy import CoursePolicy, merge, parse
 from agent_magics.teaching.sources import notebook_policy, site_policy
 
@@ -155,11 +156,46 @@ def test_site_files_and_notebooks_are_read_where_they_exist(tmp_path: Path) -> N
 
 def test_the_guard_keeps_the_strictest_policy_it_has_seen(tmp_path: Path) -> None:
     nb = write_notebook(tmp_path / "n.ipynb", {"max_sandbox": "read-only", "run_python": False})
-    guard = PolicyGuard(lambda: nb, site_files=[])
+    guard = PolicyGuard(lambda: nb, site_files=[], pins=tmp_path / "pins")
     write_notebook(nb, {})  # a turn took the policy out of the metadata
     assert guard.read().max_sandbox is SandboxMode.READ_ONLY and not guard.seen.run_python
     write_notebook(nb, {"enabled": False})  # ...or made it stricter: that counts
     assert not guard.read().enabled
+
+
+def test_the_first_policy_of_a_notebook_is_pinned_and_holds_in_the_next_guard(
+    tmp_path: Path,
+) -> None:
+    """A new guard (a new kernel) reads a notebook whose policy was loosened meanwhile:
+    the pin the first guard left holds; a stricter notebook still counts."""
+    pins, nb = tmp_path / "pins", write_notebook(tmp_path / "n.ipynb", {"run_python": False})
+    PolicyGuard(lambda: nb, site_files=[], pins=pins)
+    pinned = json.loads(pin_file(nb, pins).read_text())
+    assert pinned == {"notebook": str(nb), "policy": {"run_python": False}}
+    write_notebook(nb, {"run_python": True})
+    guard = PolicyGuard(lambda: nb, site_files=[], pins=pins)
+    assert not guard.seen.run_python and guard.seen.where("run_python") == PINNED
+    assert guard.pin() == pin_file(nb, pins)
+    write_notebook(nb, {"run_python": True, "max_sandbox": "read-only"})
+    assert guard.read().max_sandbox is SandboxMode.READ_ONLY and not guard.seen.run_python
+    assert json.loads(pin_file(nb, pins).read_text()) == pinned  # the first one stays
+
+
+def test_no_pin_for_a_default_or_broken_policy_and_a_damaged_pin_turns_the_agent_off(
+    tmp_path: Path,
+) -> None:
+    pins = tmp_path / "pins"
+    plain = write_notebook(tmp_path / "plain.ipynb", {"graded_turns": []})
+    broken = write_notebook(tmp_path / "broken.ipynb", {"run_python": "no"})
+    for nb in (plain, broken):
+        PolicyGuard(lambda nb=nb: nb, site_files=[], pins=pins)
+        assert not pin_file(nb, pins).exists()
+    nb = write_notebook(tmp_path / "n.ipynb", {"run_python": False})
+    PolicyGuard(lambda: nb, site_files=[], pins=pins)
+    pin_file(nb, pins).write_text("{")
+    seen = PolicyGuard(lambda: nb, site_files=[], pins=pins).seen
+    assert not seen.enabled
+    assert f"{PINNED} ({pin_file(nb, pins)}) cannot be read" in seen.problems[0]
 
 
 def test_a_notebook_caught_mid_save_is_read_from_its_last_save(tmp_path: Path) -> None:

@@ -27,8 +27,8 @@ import re
 import sys
 import threading
 import traceback
-from collections import deque
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -51,6 +51,11 @@ ERROR_TAIL_CHARS = 1_500
 """Characters of a cell's error (traceback and message) kept from its start and end."""
 MAX_TRACEBACK_FRAMES = 4
 """Frames of an error's traceback kept (the innermost ones)."""
+MAX_CELL_IDS = 1000
+MAX_RAN_CHARS = 200_000
+"""Cell ids whose last source is remembered, and the characters kept of each
+(:meth:`CellLog.sources_of`): a teacher's policy may withhold a cell whose unsaved
+source ran."""
 HOOK_TIMEOUT_S = 5.0
 """How long registering a hook on ipykernel's IOPub thread may take."""
 AGENT_CELL = re.compile(r"\s*%%?agent(\s|$)")
@@ -179,6 +184,7 @@ class CellLog:
         self._running: dict[int, CellRecord] = {}  # by id of the cell's ExecutionInfo
         self._streams: list[Any] = []
         self._publisher: Any = None
+        self._ran: OrderedDict[str, str] = OrderedDict()  # by cell id, kept past take()
 
     # -- hooks -------------------------------------------------------------------------
 
@@ -235,6 +241,11 @@ class CellLog:
         cell_id = getattr(info, "cell_id", None)
         record.cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
         with self._lock:
+            if record.cell_id is not None:
+                self._ran[record.cell_id] = raw[:MAX_RAN_CHARS]
+                self._ran.move_to_end(record.cell_id)
+                while len(self._ran) > MAX_CELL_IDS:
+                    self._ran.popitem(last=False)
             self._cells.append(record)
             if msg_id:
                 self._by_msg[msg_id] = record
@@ -306,6 +317,13 @@ class CellLog:
             for record in done:
                 self._by_msg.pop(record.msg_id or "", None)
         return done, dropped
+
+    def sources_of(self, ids: Collection[str]) -> list[str]:
+        """The source each cell of ``ids`` last ran (of the cells the front end named
+        since the log listened), though the cell is long taken: a frame of that code in
+        a later cell's traceback is still that cell's."""
+        with self._lock:
+            return [source for cell_id, source in self._ran.items() if cell_id in ids]
 
     def peek(self) -> tuple[list[CellRecord], int]:
         """What :meth:`take` would return, leaving it in place."""

@@ -14,6 +14,7 @@ runs none of it either.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -26,6 +27,7 @@ from agent_magics.text.rust import U64_MAX
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.notebook.masking import OutputMask
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 DEFAULT_MAX_ROWS = 10  # first rows of a data frame or series
@@ -146,8 +148,9 @@ class InspectVariableHandler:
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = True
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Any, mask: Callable[[], OutputMask | None] = lambda: None) -> None:
         self.shell = shell
+        self.mask = mask  # the teacher's withheld answers: ``In``, ``Out`` quote them
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         params = obj(
@@ -170,4 +173,5 @@ class InspectVariableHandler:
         if args.max_rows > MAX_ROWS:
             raise RespondToModel(f"max_rows must be at most {MAX_ROWS}")
         value = resolve(self.shell.user_ns, args.name)
-        return ToolOutput(describe(args.name.strip(), value, args.max_rows))
+        text, mask = describe(args.name.strip(), value, args.max_rows), self.mask()
+        return ToolOutput(text if mask is None else mask(text))

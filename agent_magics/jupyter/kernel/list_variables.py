@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import types
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -22,6 +23,7 @@ from agent_magics.jupyter.kernel.static import module_name
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.notebook.masking import OutputMask
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
 
 MAX_VARIABLES = 100  # lines listed; the rest are counted
@@ -102,8 +104,9 @@ class ListVariablesHandler:
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = True
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Any, mask: Callable[[], OutputMask | None] = lambda: None) -> None:
         self.shell = shell
+        self.mask = mask  # the teacher's withheld answers: a value may quote their lines
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         params = obj(
@@ -118,4 +121,5 @@ class ListVariablesHandler:
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(ListVariablesArgs, inv)
-        return ToolOutput(listing(self.shell, args.filter))
+        text, mask = listing(self.shell, args.filter), self.mask()
+        return ToolOutput(text if mask is None else mask(text))

@@ -47,17 +47,21 @@ LIVE_NOTE = "the proposed cell is shown to them in the tool's card"
 
 class LiveUnavailable(RespondToModel):
     """The open notebook cannot be changed through its editor; ``reason`` says why, in
-    words that finish the sentence of :func:`live_unavailable`."""
+    words that finish the sentence of :func:`live_unavailable`. ``maybe``: whether the
+    notebook is open at all could not be learned (a server that did not answer), so its
+    file is not written either."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, maybe: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.maybe = maybe
 
 
-def live_unavailable(path: Path, reason: str) -> str:
+def live_unavailable(path: Path, reason: str, maybe: bool = False) -> str:
     """The one sentence the model gets when the open notebook could not be edited."""
+    where = "may be open" if maybe else "is open"
     return (
-        f"The notebook was not changed: {path} is open in the user's editor and {reason}, "
+        f"The notebook was not changed: {path} {where} in the user's editor and {reason}, "
         f"so tell the user what to change by hand ({LIVE_NOTE})."
     )
 
@@ -109,6 +113,27 @@ class LiveNotebook(Protocol):
 
     async def close(self) -> None:
         """Leave what :meth:`open` kept for the next calls (the session ended)."""
+        ...
+
+
+class HeldNotebook(LiveNotebook, Protocol):
+    """Another notebook a Jupyter server holds open, reached through its document."""
+
+    @property
+    def target(self) -> Path:
+        """The file the server keeps the document for (resolved when it was found): what
+        the writable roots are checked against, whatever the path given names by then."""
+        ...
+
+
+class LiveNotebooks(LiveNotebook, Protocol):
+    """The notebook this kernel belongs to, and the others a Jupyter server holds open."""
+
+    async def held_open(self, path: Path) -> HeldNotebook | None:
+        """Another notebook ``path`` when a Jupyter server holds it open, reached through
+        its editor's document; ``None`` when no server does (its file may be written).
+        Raises :class:`LiveUnavailable` when one does, or may, but its document cannot be
+        edited."""
         ...
 
 
@@ -198,15 +223,22 @@ def image_bytes(data: Any) -> bytes | None:
         return None
 
 
-def render_output(out: Any, cell_no: int, out_no: int, images: list[tuple[str, bytes]]) -> str:
-    """One output as text; its images are listed and appended to ``images``."""
+def render_output(
+    out: Any,
+    cell_no: int,
+    out_no: int,
+    images: list[tuple[str, bytes]],
+    mask: Callable[[str], str] = str,
+) -> str:
+    """One output as text, ``mask`` applied (the teacher's withheld answers) before it is
+    cut; its images are listed and appended to ``images``."""
     kind = out.get("output_type", "?")
     if kind == "stream":
-        text = _cut(_joined(out.get("text", "")), MAX_OUTPUT_BYTES)
+        text = _cut(mask(_joined(out.get("text", ""))), MAX_OUTPUT_BYTES)
         return f"[{kind} {out.get('name', '')}]\n{text}"
     if kind == "error":
-        trace = _ANSI.sub("", "\n".join(out.get("traceback", [])))
-        head = f"{out.get('ename', '')}: {out.get('evalue', '')}"
+        trace = mask(_ANSI.sub("", "\n".join(str(line) for line in out.get("traceback", []))))
+        head = mask(f"{out.get('ename', '')}: {out.get('evalue', '')}")
         return f"[error] {head}\n{_cut(trace, MAX_OUTPUT_BYTES)}"
     data = out.get("data", {})
     lines = [f"[{kind}]"]
@@ -219,7 +251,7 @@ def render_output(out: Any, cell_no: int, out_no: int, images: list[tuple[str, b
                 images.append((label, raw))
     text_mime = next((m for m in TEXT_TYPES if m in data), None)
     if text_mime is not None:
-        lines.append(_cut(_joined(data[text_mime]), MAX_OUTPUT_BYTES))
+        lines.append(_cut(mask(_joined(data[text_mime])), MAX_OUTPUT_BYTES))
     return "\n".join(lines)
 
 
@@ -230,10 +262,12 @@ def render(
     end: int,
     outputs: bool,
     hide: Callable[[Any], bool] | None = None,
+    mask: Callable[[str], str] = str,
 ) -> tuple[str, list[tuple[str, bytes]]]:
     """Cells ``start..end`` (1-based, inclusive) as text, and the images of their outputs;
     a cell ``hide`` picks (a graded answer the teacher withholds) shows only its head and
-    :data:`agent_magics.tools.notebook.graded.WITHHELD`, no source, no outputs."""
+    :data:`agent_magics.tools.notebook.graded.WITHHELD`, no source, no outputs, and the
+    other cells' outputs go through ``mask`` (:mod:`agent_magics.tools.notebook.masking`)."""
     count = len(nb.cells)
     version = f"{nb.nbformat}.{nb.nbformat_minor}"
     language = (
@@ -255,7 +289,7 @@ def render(
         if cell.cell_type == "code" and cell.get("outputs"):
             if outputs:
                 for n, out in enumerate(cell.outputs, 1):
-                    parts.append(render_output(out, index + 1, n, images))
+                    parts.append(render_output(out, index + 1, n, images, mask))
             else:
                 parts.append(f"[{len(cell.outputs)} outputs not shown]")
     return "\n".join(parts), images

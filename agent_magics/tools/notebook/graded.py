@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 SolutionCells = Literal["edit", "read-only", "withhold"]
@@ -142,7 +143,10 @@ def withheld_sources(
 NOTE_KEY = "agent_magics"
 TOUCHED_KEY = "graded_turns"
 """``metadata.agent_magics.graded_turns``: where a notebook notes the turns that read or
-changed its graded cells, for the teacher (a policy reader skips this key)."""
+changed its graded cells, for the teacher (a policy reader skips this key). The open
+notebook gets them through its editor and a notebook file with the edit that changes
+it; every note also goes to the turn's saved output (as an event, see
+:class:`agent_magics.events.GradedCellsNoted`), under the same key of its metadata."""
 MAX_NOTES = 1000
 """Entries a notebook keeps (the oldest go first): the note must not outgrow the work."""
 NOTED_KEY = "graded.noted"
@@ -156,6 +160,14 @@ def touched_ids(cells: Iterable[Mapping[str, Any]], solution_cells: str) -> list
         for cell in cells
         if is_graded(cell) and not withheld(cell, solution_cells)
     ]
+
+
+def shown_path(path: Path, cwd: Path) -> str:
+    """``path`` as a note names its notebook: relative to the working folder inside it."""
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
 
 
 def entries(session: str, ids: Iterable[str], action: str) -> list[dict[str, str]]:
