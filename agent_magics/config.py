@@ -83,6 +83,11 @@ class SessionConfig(BaseModel):
     """When a person is asked before a tool runs."""
     sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
     """What commands may write and reach."""
+    sandbox_limit: str | None = Field(default=None, exclude=True)
+    """Set by a teacher's ``max_sandbox`` (not a setting to choose): the policy's words
+    ("The teacher's policy (...) allows sandbox up to read-only"). While set, no command
+    or patch of the agent or its helpers runs outside the sandbox: an escalation, a retry
+    without the sandbox and a machine with no sandbox are refused with these words."""
     cwd: Path = Field(default_factory=Path.cwd)
     """The folder the agent works in."""
     apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"
@@ -130,6 +135,21 @@ class SessionConfig(BaseModel):
     sessions_dir: Path | Literal[False] | None = None
     """Where sessions are saved as they run, one JSONL file each (default:
     ``.agent_magics/sessions`` in the working folder; ``false``: not saved)."""
+    model_context_window: int | None = Field(default=None, gt=0)
+    """The model's context window in tokens (Codex's key). Unset: from the model catalog
+    for known models, else asked of the model server (vLLM, llama.cpp, Ollama, LM
+    Studio); unknown, nothing compacts until the server says the window is full."""
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
+    """Compact once a response's ``total_tokens`` reaches this (Codex's key); the limit is
+    the smaller of this and 90% of the window."""
+    model_post_turn_compact_threshold_percent: int | None = Field(default=None, gt=0, le=100)
+    """Also compact right after a turn whose last response used this share of the window
+    (Codex's key; off by default)."""
+    compact_prompt: str | None = None
+    """Replaces the prompt that asks the model for the conversation's summary."""
+    remote_compaction: bool | None = None
+    """Let the server compact the conversation itself (OpenAI's ``compaction`` item)
+    instead of asking the model for a summary; unset, on for OpenAI's own API only."""
 
     @field_validator("experimental_supported_tools", mode="before")
     @classmethod
@@ -246,6 +266,10 @@ def looks_secret(name: str) -> bool:
     return SECRET_NAME.search(name) is not None
 
 
+NOT_SETTINGS = frozenset({"sandbox_limit"})
+"""Fields a person does not set: a teacher's policy does (see ``teaching.bounds.bind``)."""
+
+
 def build_config(
     base: dict[str, Any],
     *layers: dict[str, Any],
@@ -258,7 +282,7 @@ def build_config(
     for item in overrides:
         key, value = parse_override(item)
         _set_dotted(merged, key, value)
-    unknown = sorted(k for k in merged if k not in SessionConfig.model_fields)
+    unknown = sorted(k for k in merged if k not in SessionConfig.model_fields or k in NOT_SETTINGS)
     if unknown:
         raise ConfigError(f"Unknown setting(s): {', '.join(unknown)}.")
     try:

@@ -6,6 +6,7 @@
     ├── UserError             a person must fix a setting: one clear sentence, no traceback
     │   ├── ConfigError       a bad option or config value
     │   ├── ModelError        the model server refused (no key, unknown model, bad request)
+    │   │   └── ContextWindowFull  the conversation no longer fits the model's window
     │   └── ConnectionFailed  the model server could not be reached (after retries)
     ├── TurnAborted           the person stopped the turn (Abort turn, kernel interrupt)
     └── Fatal                 a bug or a broken invariant: the turn ends with the message
@@ -51,6 +52,11 @@ class ModelError(UserError):
     """The model server answered with an error a person must fix (401, 404, 400...)."""
 
 
+class ContextWindowFull(ModelError):
+    """The model server said the request is longer than the model's context window
+    (``context_length_exceeded``, or a local server's words for it)."""
+
+
 class ConnectionFailed(UserError):
     """The model server could not be reached, or kept failing, after the retries."""
 
@@ -68,6 +74,7 @@ __all__ = [
     "ArgumentError",
     "ConfigError",
     "ConnectionFailed",
+    "ContextWindowFull",
     "Fatal",
     "ModelError",
     "RespondToModel",

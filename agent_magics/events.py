@@ -6,53 +6,28 @@ is listening.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_magics.notices import (  # events too: named here with the rest
+    ContextWindowNoted as ContextWindowNoted,
+)
+from agent_magics.notices import McpServerFailed as McpServerFailed
+from agent_magics.notices import McpServerReady as McpServerReady
+from agent_magics.notices import SandboxUnavailable as SandboxUnavailable
+from agent_magics.notices import SandboxWeakness as SandboxWeakness
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 
 
 @dataclass(frozen=True)
-class SandboxUnavailable:
-    """No sandbox mechanism works here: every command will wait for a person's approval."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class SandboxWeakness:
-    """Something the sandbox that works here cannot hold (said once per session), e.g. a
-    parent process whose environment a confined command can still read."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class McpServerReady:
-    """An MCP server started (or was reached) and listed its tools."""
-
-    server: str
-    transport: str
-    tools: Sequence[str] = ()
-
-
-@dataclass(frozen=True)
-class McpServerFailed:
-    """An MCP server could not start, timed out or died; its tools answer an error.
-
-    ``log_path``: where its stderr went (stdio servers)."""
-
-    server: str
-    reason: str
-    log_path: str | None = None
-
-
-@dataclass(frozen=True)
 class TurnStarted:
-    """A turn began with this prompt."""
+    """A turn began with this prompt; ``number`` is its number in the conversation (the
+    session's count, which a resumed session carries on: its file and its undo copies
+    number turns by it)."""
 
     prompt: str
+    number: int = 0
 
 
 @dataclass(frozen=True)
@@ -197,6 +172,27 @@ class RetryScheduled:
 
 
 @dataclass(frozen=True)
+class ContextCompacted:
+    """The conversation was compacted to fit the model's window: ``trigger`` is
+    ``auto`` or ``manual``; ``phase`` when (Codex's ``mid_turn``, ``pre_turn``,
+    ``post_turn``, ``standalone_turn``, and ours, ``overflow``: a request the server
+    found too long, compacted and sent again); ``tokens_before`` / ``tokens_after``
+    the context's size (the last response's count, and an estimate of what is kept);
+    ``summary`` the model's summary (empty when the server compacted it itself);
+    ``kept`` the person's messages kept; ``trimmed`` the oldest items left out so the
+    summarising request fit."""
+
+    trigger: str
+    phase: str
+    tokens_before: int
+    tokens_after: int
+    summary: str
+    kept: tuple[str, ...] = ()
+    trimmed: int = 0
+    window: int | None = None
+
+
+@dataclass(frozen=True)
 class Usage:
     """Tokens a request (or, added up, a turn or session) used."""
 
@@ -260,10 +256,12 @@ class ModuleShadowed:
 
 @dataclass(frozen=True)
 class TurnFinished:
-    """The turn ended with the model's final answer."""
+    """The turn ended with the model's final answer; ``context`` is how full the
+    model's window is (tokens, and the window when known)."""
 
     final_text: str
     usage: Usage = field(default_factory=Usage)
+    context: tuple[int, int | None] = (0, None)
 
 
 @dataclass(frozen=True)
@@ -282,6 +280,19 @@ class CellPlaced:
 
     call_id: str
     place: str
+
+
+@dataclass(frozen=True)
+class GradedCellsNoted:
+    """Cells nbgrader grades that a call showed the model or changed: the notebook (as
+    the call named it) and one note per cell (``session``, ``time``, ``grade_id``,
+    ``action``). Front ends keep them with the turn's saved output, which every setup
+    saves with the notebook, beside the notebook's own ``graded_turns`` where a tool can
+    write those (see :mod:`agent_magics.tools.notebook.graded`)."""
+
+    call_id: str
+    notebook: str
+    notes: tuple[Mapping[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -308,8 +319,8 @@ class AgentSpawned:
 class AgentEvent:
     """An event of sub-agent ``agent_id``, as that child's session emitted it (a
     grandchild's arrives wrapped twice). A child's approval questions reach the parent's
-    approver with the call id scoped by :func:`scoped_call_id`, so the cards of several
-    agents never answer for each other."""
+    approver with the child's path in ``ApprovalRequest.agents`` and a ticket of their
+    own, so the cards of several agents never answer for each other."""
 
     agent_id: str
     event: Event
@@ -326,15 +337,10 @@ class AgentStatusChanged:
     final_text: str | None = None
 
 
-def scoped_call_id(agent_id: str, call_id: str) -> str:
-    """The key a sub-agent's approval question is asked under: its call id alone would
-    clash with the parent's and its siblings' (models reuse ids such as ``call_1``)."""
-    return f"{agent_id}/{call_id}"
-
-
 Event = (
     SandboxUnavailable
     | SandboxWeakness
+    | ContextWindowNoted
     | McpServerReady
     | McpServerFailed
     | TurnStarted
@@ -352,7 +358,9 @@ Event = (
     | ImageViewed
     | WebSearched
     | CellPlaced
+    | GradedCellsNoted
     | RetryScheduled
+    | ContextCompacted
     | TurnDiff
     | CellsEdited
     | ModuleShadowed

@@ -44,7 +44,7 @@ def sandbox_notices(turn: TurnContext) -> list[Event]:
         log.warning(notice)
         events.append(SandboxUnavailable(notice))
     startup = startup_notice(turn.cwd, turn.approval_policy, turn.sandbox_mode)
-    for weakness in [*weakness_notices(turn.sandbox_mode), *filter(None, [startup])]:
+    for weakness in [*weakness_notices(turn.sandbox_mode, turn.cwd), *filter(None, [startup])]:
         log.warning(weakness)
         events.append(SandboxWeakness(weakness))
     return events

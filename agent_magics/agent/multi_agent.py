@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -286,7 +287,7 @@ async def _wait_any(
         left = deadline - loop.time()
         if left <= 0:
             return {}
-        waits = [asyncio.ensure_future(c.wait_changed()) for c in children]
+        waits = [asyncio.ensure_future(c.changed.wait()) for c in children]  # bound now
         try:
             await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -304,8 +305,9 @@ class MultiAgentTools:
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = False
 
-    def __init__(self, node: AgentNode) -> None:
-        self.members: list[ToolHandler] = [_Member(node, s) for s in _specs()]
+    def __init__(self, node: AgentNode, offers: Callable[[str], bool] | None = None) -> None:
+        kept = [s for s in _specs() if offers is None or offers(s.name)]
+        self.members: list[ToolHandler] = [_Member(node, s) for s in kept]
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         tools = tuple(m.spec(config) for m in self.members)
@@ -319,5 +321,10 @@ class MultiAgentTools:
         raise RespondToModel(f"unsupported call: {inv.tool_name}")  # the router refuses first
 
 
-def multi_agent_tools(node: AgentNode) -> tuple[ToolHandler, ...]:
-    return (MultiAgentTools(node),)
+def multi_agent_tools(
+    node: AgentNode, offers: Callable[[str], bool] | None = None
+) -> tuple[ToolHandler, ...]:
+    """The namespace with the tools ``offers`` lets through (a teacher's policy may
+    name one of them), or nothing when it lets none through."""
+    tools = MultiAgentTools(node, offers)
+    return (tools,) if tools.members else ()

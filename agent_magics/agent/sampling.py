@@ -30,6 +30,7 @@ from agent_magics.models.base import (
     StreamFailed,
 )
 from agent_magics.models.codex_text import stream_text
+from agent_magics.models.overflow import OVERFLOW_CODE, window_full
 from agent_magics.models.retry import backoff
 from agent_magics.protocol.items import (
     AnyItem,
@@ -44,6 +45,10 @@ from agent_magics.protocol.items import (
 from agent_magics.protocol.web_search import WEB_SEARCH_CALL, card_fields
 
 EMPTY_ANSWER = "the model server sent an answer with no message and no tool call"
+SILENT_OVERFLOW = (
+    "it closed the stream without a word, twice, and the request is long enough for the "
+    "model's window to be full"
+)
 
 
 async def sample(
@@ -51,13 +56,28 @@ async def sample(
     request: Callable[[], ModelRequest],
     emit: EventSink,
     max_retries: int,
+    *,
+    must_speak: bool = True,
+    fills_window: Callable[[ModelRequest], bool] | None = None,
 ) -> tuple[list[AnyItem], Usage]:
-    """One model response, the request re-built and re-sent after retryable failures."""
+    """One model response, the request re-built and re-sent after retryable failures.
+    Raises :class:`ContextWindowFull` when the server says the request is too long
+    for the model's window, and when it closed the stream without sending anything a
+    second time for a request ``fills_window`` says may not fit (a server that says
+    nothing else: llama-cpp-python's; a first silent close may be a dropped connection,
+    so it is retried). ``must_speak``: an answer with neither a message nor a tool
+    call is a failure (not for a compaction, answered by a ``compaction`` item)."""
     retries = 0
     while True:
+        sent, heard = request(), _Heard()
         try:
-            return await _sample_once(client, request(), emit)
+            return await _sample_once(client, sent, emit, must_speak, heard)
         except StreamFailed as exc:
+            if exc.code == OVERFLOW_CODE:
+                raise window_full(exc.message) from None
+            silent = exc.retryable and not heard.events and retries > 0
+            if silent and fills_window is not None and fills_window(sent):
+                raise window_full(SILENT_OVERFLOW) from None
             if not exc.retryable or retries >= max_retries:
                 raise ConnectionFailed(
                     f"The model's answer failed: {exc.message}"
@@ -70,12 +90,19 @@ async def sample(
             await asyncio.sleep(delay)
 
 
+class _Heard:
+    """How many events a response's stream gave before it ended."""
+
+    events = 0
+
+
 async def _sample_once(
-    client: ModelClient, request: ModelRequest, emit: EventSink
+    client: ModelClient, request: ModelRequest, emit: EventSink, must_speak: bool, heard: _Heard
 ) -> tuple[list[AnyItem], Usage]:
     items: list[AnyItem] = []
     usage = Usage()
     async for event in client.stream(request):
+        heard.events += 1
         if isinstance(event, OutputTextDelta):
             emit(TextDelta(event.item_id, event.delta))
         elif isinstance(event, ItemDone):
@@ -92,7 +119,7 @@ async def _sample_once(
                 emit(WebSearched(*card_fields(event.item, len(items))))
         elif isinstance(event, Completed):
             usage = event.usage
-    if not any(_speaks(item) for item in items):
+    if must_speak and not any(_speaks(item) for item in items):
         raise StreamFailed(EMPTY_ANSWER, retryable=False)
     return items, usage
 

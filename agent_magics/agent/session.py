@@ -14,24 +14,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_magics.agent import compaction
 from agent_magics.agent.command_setup import sandbox_notices, start_shell_snapshot
+from agent_magics.agent.compact_trigger import (
+    ContextState,
+)
 from agent_magics.agent.instructions import BASE_INSTRUCTIONS
 from agent_magics.agent.multi_agent import multi_agent_tools
 from agent_magics.agent.redaction import SessionRedactor
-from agent_magics.agent.sampling import sample
 from agent_magics.agent.subagents import AgentNode
-from agent_magics.agent.tool_outputs import history_output, reserialized_input
+from agent_magics.agent.tool_outputs import reserialized_input
+from agent_magics.agent.tool_round import run_round, take_pending
 from agent_magics.agent.turn_messages import environment_changes, opening_messages
+from agent_magics.agent.turn_window import TurnWindow
+from agent_magics.agent.window_watch import WindowWatch
 from agent_magics.config import SessionConfig
-from agent_magics.errors import TurnAborted
+from agent_magics.errors import TurnAborted, UserError
 from agent_magics.events import (
-    CellsEdited,
+    ContextCompacted,
     Event,
     EventSink,
-    ModuleShadowed,
     RetryScheduled,
     TurnAbortedEvent,
-    TurnDiff,
     TurnFinished,
     TurnStarted,
     Usage,
@@ -39,23 +43,23 @@ from agent_magics.events import (
 from agent_magics.import_guard import distrust
 from agent_magics.models.base import ModelClient, ModelRequest
 from agent_magics.protocol.approval import Approver, deny_all
-from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, FunctionCallOutput, Message
+from agent_magics.protocol.items import AnyItem, Message
 from agent_magics.store.changes import ChangeTracker
 from agent_magics.store.paths import undo_folder
-from agent_magics.tools.context import SessionServices, ShellInfo, ToolOutput, TurnContext
-from agent_magics.tools.goal_state import goal_state, items_after_response, objective_item
+from agent_magics.tools.context import SessionServices, ShellInfo, TurnContext
+from agent_magics.tools.goal_state import goal_state, items_after_response
 from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter, build_registry
 from agent_magics.tools.notebook.cell_undo import take_cell_edits
 from agent_magics.tools.notebook.document import close_live_notebooks
 from agent_magics.tools.registry import ToolRegistry
-from agent_magics.tools.router import ToolCall, ToolRouter, tool_call_from_item
-from agent_magics.tools.runtime import CallsInterrupted, run_calls
+from agent_magics.tools.router import ToolRouter, tool_call_from_item
 from agent_magics.tools.stopping import running_calls
 from agent_magics.tools.unified_exec import close_tool_processes, kill_tool_processes
 from agent_magics.tools.unified_exec.snapshot import close_shell_snapshot
 
 if TYPE_CHECKING:
     from agent_magics.mcp.manager import McpManager, ServerStatus
+    from agent_magics.tools.context import KeptFiles
 
 DEFAULT_LOG_DIR = Path.home() / ".agent_magics" / "logs"
 ENGINE_FIELDS = {
@@ -87,10 +91,12 @@ class Session:
         extra_tools: ExtraTools | None = None,
         offers: ToolFilter | None = None,
         node: Callable[[Session], AgentNode] | None = None,
+        kept: KeptFiles | None = None,
     ) -> None:
         self.config = config
         self.extra_tools = extra_tools
         self.offers = offers  # a teacher's policy may keep tools from the model
+        self.kept = kept  # files its commands and patches never change (its helpers' too)
         # Secrets never reach the model, a front end or a log (see agent_magics.agent.redaction).
         self.redact = SessionRedactor(lambda: self.config)
         self.thread_id = str(uuid.uuid4())
@@ -108,6 +114,9 @@ class Session:
         self.on_history: Callable[[], None] | None = None
         """Called after items join the history (a session file writes them at once)."""
         self.usage = Usage()
+        self.turns = 0  # the conversation's turns: the one count of them (file, undo, view)
+        self.context = ContextState(window=config.model_context_window)  # window fill
+        self.windows = WindowWatch()  # the model's window, found once
         self.shell = ShellInfo.detect()
         self._sync_shell_snapshot()
         self._sandbox_checked = False
@@ -180,7 +189,7 @@ class Session:
         self.router.registry = self.registry
 
     def _build_registry(self) -> ToolRegistry:
-        agents = multi_agent_tools(self.agents) if self.agents.can_spawn else ()
+        agents = multi_agent_tools(self.agents, self.offers) if self.agents.can_spawn else ()
         return build_registry(
             self.config.tools_config(), self.mcp, self.extra_tools, self.offers, agents
         )
@@ -210,17 +219,26 @@ class Session:
             allow_login_shell=c.allow_login_shell,
             supports_images=c.supports_images,
             thread_id=self.thread_id,
+            sandbox_limit=c.sandbox_limit,
+            read_only_paths=tuple(self.kept()) if self.kept is not None else (),
         )
 
     def request(self) -> ModelRequest:
+        return self.request_for(self.history, True, [])
+
+    def request_for(
+        self, history: Sequence[AnyItem], tools: bool, tail: list[dict[str, Any]]
+    ) -> ModelRequest:
+        """The request for ``history`` (then the raw ``tail`` items), offering the
+        tools or none (a summarising request)."""
         c = self.config
-        tools = self.registry.wire_specs()
+        specs = self.registry.wire_specs()
         return ModelRequest(
             model=c.model,
             instructions=c.instructions if c.instructions is not None else BASE_INSTRUCTIONS,
-            input=reserialized_input(self.history, tools),
-            tools=tools,
-            parallel_tool_calls=c.parallel_tool_calls,
+            input=[*reserialized_input(list(history), specs), *tail],
+            tools=specs if tools else [],
+            parallel_tool_calls=c.parallel_tool_calls and tools,
             reasoning={"effort": c.reasoning_effort, "summary": "auto"}
             if c.reasoning_effort
             else None,
@@ -239,6 +257,8 @@ class Session:
         turn = self.turn_context()
         self._sync_shell_snapshot()
         self._check_sandbox(turn)
+        window = TurnWindow(self)
+        await window.before([prompt, *context, *self._held_notes])
         start = len(self.history)
         if not self.history:
             self.history.extend(opening_messages(turn))
@@ -247,8 +267,9 @@ class Session:
         notes, self._held_notes = [*self._held_notes, *self.changes.take_notes(), *context], []
         self.history.extend(Message.user(self.redact.text(text)) for text in notes)
         self.history.append(Message.user(prompt))
-        self._emit(TurnStarted(prompt))
-        self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id))
+        self.turns += 1
+        self._emit(TurnStarted(prompt, self.turns))
+        self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id), self.turns)
         take_cell_edits(self.services)  # none left from a turn that ended another way
         usage = Usage()
         goal_state(self.services).turn_started()  # idle time is not goal time
@@ -259,14 +280,13 @@ class Session:
             if self.extra_tools is not None:
                 self.refresh_tools()
             while True:
-                items, step_usage = await sample(
-                    self.client, self.request, self._emit, self.config.stream_max_retries
-                )
+                items, step_usage = await window.respond()
                 usage = usage + step_usage
                 goal_state(self.services).response(step_usage.total_tokens)
                 answered = True
                 self.history.extend(items)
                 self._history_grew()
+                window.counted(step_usage)
                 calls = [c for c in (tool_call_from_item(i.wire()) for i in items) if c]
                 texts = [i.text for i in items if isinstance(i, Message) and i.role == "assistant"]
                 if texts:
@@ -274,10 +294,11 @@ class Session:
                 if not calls:
                     self.history.extend(items_after_response(self.services))  # a goal's usage
                     await self.agents.settle()  # a turn ends with the agents it started
-                    self._take_pending()  # their ends, for the next request
+                    take_pending(self)  # their ends, for the next request
                     break
-                await self._run_calls(calls, turn)
+                await run_round(self, calls, turn)
                 self.history.extend(items_after_response(self.services))  # a goal's usage
+                await window.between_rounds()
         except (asyncio.CancelledError, TurnAborted) as exc:
             self.agents.stop()  # a stopped turn stops the children it started
             self.usage = self.usage + usage
@@ -289,14 +310,25 @@ class Session:
             )
             raise
         except Exception:
-            if not answered:
+            if not answered and not window.compacted:  # (a compacted history keeps the prompt)
                 self._take_back(start, notes)
             self._emit_changes()
             raise
         self.usage = self.usage + usage
         self._emit_changes()
-        self._emit(TurnFinished(final_text, usage))
+        self._emit(TurnFinished(final_text, usage, await window.after()))
         return TurnResult(final_text, usage)
+
+    async def compact(self, words: str = "") -> ContextCompacted:
+        """Compact the conversation now (a person asked: ``%agent compact WORDS``,
+        the words added to the prompt); raises as a turn's request does."""
+        if not self.history:
+            raise UserError("There is no conversation to compact yet.")
+        return await compaction.compact(self, "manual", "standalone_turn", words)
+
+    def fills_window(self, request: ModelRequest) -> bool:
+        """Whether ``request`` may not fit the model's known window."""
+        return self.context.near(request.instructions, request.input)
 
     def _take_back(self, start: int, notes: list[str]) -> None:
         """Forget a turn that failed before the model answered, so that asking again does
@@ -308,15 +340,8 @@ class Session:
 
     def _emit_changes(self) -> None:
         """Say which files the turn changed, with their diffs (before the turn's end)."""
-        changes = self.changes.finish(take_cell_edits(self.services))
-        if changes.changes:
-            self._emit(TurnDiff(changes.turn, changes.files))
-        if changes.cells:
-            cells = tuple(c.record() for c in changes.cells)
-            self._emit(CellsEdited(changes.turn, cells))
-        shown = {c.shown for c in changes.changes}
-        for path, module in changes.planted:
-            self._emit(ModuleShadowed(path, module, path in shown))
+        for event in self.changes.finish(take_cell_edits(self.services)).events():
+            self._emit(event)
 
     def _sync_shell_snapshot(self) -> None:
         start_shell_snapshot(self.services, self.config, self.shell, self.redact.text)
@@ -327,39 +352,6 @@ class Session:
             self._sandbox_checked = True
             for event in sandbox_notices(turn):
                 self._emit(event)
-
-    async def _run_calls(self, calls: list[ToolCall], turn: TurnContext) -> None:
-        for call in calls:
-            self.router.announce(call)
-        names = [c.name for c in calls]
-        if self.changes.needs_scan(names):  # the folder as it was, before a command runs
-            await asyncio.to_thread(self.changes.scan)
-
-        def job(call: ToolCall) -> Callable[[], Any]:
-            return lambda: self.router.dispatch(call, turn)
-
-        jobs = [(c.name, self.router.is_parallel(c), job(c)) for c in calls]
-        try:
-            outputs = await run_calls(jobs)
-        except CallsInterrupted as stopped:
-            self._record(calls, stopped.outputs, turn)
-            raise stopped.cause from None
-        self._record(calls, outputs, turn)
-
-    def _record(self, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext) -> None:
-        for call, output in zip(calls, outputs, strict=True):
-            content = history_output(self.redact.output(output), turn.truncation).content
-            kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
-            self.history.append(kind(call_id=call.call_id, output=content))
-            if (objective := objective_item(self.services, call.call_id)) is not None:
-                self.history.append(objective)  # Codex's goal_objective output
-        self._take_pending()
-
-    def _take_pending(self) -> None:
-        """Notes for the model (a warning, a sub-agent's end) join the history now."""
-        while self.services.pending_user_messages:
-            self.history.append(Message.user(self.services.pending_user_messages.pop(0)))
-        self._history_grew()
 
     def _history_grew(self) -> None:
         if self.on_history is not None:
@@ -372,6 +364,8 @@ class Session:
         are kept)."""
         self.history.clear()
         self.usage = Usage()
+        self.turns = 0
+        self.context = ContextState(window=self.context.window)
         self.thread_id = str(uuid.uuid4())
         goal_state(self.services).forget()  # a goal belongs to its thread
 

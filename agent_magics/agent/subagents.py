@@ -5,8 +5,9 @@ tool processes) with the parent's settings: model server, approval policy, sandb
 working folder. It runs as an asyncio task on the parent's loop while the parent's turn
 goes on. Everything it emits reaches the parent's front end wrapped in
 :class:`~agent_magics.events.AgentEvent`; its approval questions go to the parent's
-approver under :func:`~agent_magics.events.scoped_call_id`, so a notebook card, the
-terminal or a headless approver answers them as it answers the parent's.
+approver, marked with the asking agent's path (``ApprovalRequest.agents``), so a notebook
+card, the terminal or a headless approver answers them as it answers the parent's; each
+question has its own ticket, so no call id a model picks can reach another's question.
 
 One :class:`AgentControl` is shared by a whole tree of agents and holds Codex's limits:
 children of children only down to ``max_depth`` (1: the main agent's children cannot
@@ -32,7 +33,6 @@ from agent_magics.events import (
     AgentStatusChanged,
     ApprovalDecided,
     Event,
-    scoped_call_id,
 )
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.protocol.items import AnyItem, Message
@@ -199,6 +199,7 @@ class Child:
             extra_tools=parent.extra_tools,
             offers=parent.offers,
             node=lambda s: AgentNode(s, self.parent.control, self.parent.depth + 1),
+            kept=parent.kept,
         )
         session.history.extend(history)
         session.subscribe(self._forward)
@@ -295,8 +296,12 @@ class Child:
     def status_value(self) -> object:
         return status_json(self.status, self.final_text)
 
-    async def wait_changed(self) -> None:
-        await self._changed.wait()
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set at its next status change. Bind it before yielding to the loop: a status
+        change sets this event and puts a new one in its place, so a waiter that looked
+        it up only once running could wait on the new one, after the change it awaited."""
+        return self._changed
 
     def _set(self, status: str, text: str | None = None, *, shown: str | None = None) -> None:
         """``text`` is what the parent's model reads; ``shown``, if given, what people
@@ -319,10 +324,8 @@ class Child:
         self.parent.session.services.emit(AgentEvent(self.agent_id, event))
 
     async def _ask_parent(self, request: ApprovalRequest) -> ReviewDecision:
-        scoped = dataclasses.replace(
-            request, call_id=scoped_call_id(self.agent_id, request.call_id)
-        )
-        return await self.parent.session.services.approver(scoped)
+        asked = dataclasses.replace(request, agents=(self.agent_id, *request.agents))
+        return await self.parent.session.services.approver(asked)
 
 
 def _codex_text(exc: Exception) -> str:

@@ -8,10 +8,14 @@ plain-text exec format the model knows; history itself keeps the JSON.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_magics.protocol.items import AnyItem, CustomToolCallOutput, FunctionCallOutput
 from agent_magics.protocol.web_search import WEB_SEARCH_CALL, sent_form
-from agent_magics.tools.context import ContentItem, ToolOutput
+from agent_magics.tools.context import ContentItem, SessionServices, ToolOutput
+from agent_magics.tools.goal_state import objective_item
+from agent_magics.tools.router import ToolCall
 from agent_magics.tools.truncate import (
     APPROX_BYTES_PER_TOKEN,
     HISTORY_BUDGET_FACTOR,
@@ -56,6 +60,25 @@ def history_output(output: ToolOutput, policy: TruncationPolicy) -> ToolOutput:
     if isinstance(output.content, str):
         return ToolOutput(truncate_text(output.content, scaled), output.success)
     return ToolOutput(truncate_items(output.content, scaled), output.success)
+
+
+def output_items(
+    calls: Sequence[ToolCall],
+    outputs: Sequence[ToolOutput],
+    redact: Callable[[ToolOutput], ToolOutput],
+    policy: TruncationPolicy,
+    services: SessionServices,
+) -> list[AnyItem]:
+    """The history items of one response's calls: each output scrubbed and truncated as
+    history keeps it, and Codex's ``goal_objective`` output after a create_goal's."""
+    items: list[AnyItem] = []
+    for call, output in zip(calls, outputs, strict=True):
+        content = history_output(redact(output), policy).content
+        kind = CustomToolCallOutput if call.kind == "custom" else FunctionCallOutput
+        items.append(kind(call_id=call.call_id, output=content))
+        if (objective := objective_item(services, call.call_id)) is not None:
+            items.append(objective)
+    return items
 
 
 def _has_freeform_apply_patch(tools: list[dict[str, Any]]) -> bool:

@@ -64,13 +64,22 @@ ModelEvent = ItemAdded | ItemDone | OutputTextDelta | ToolInputDelta | Reasoning
 
 class StreamFailed(Exception):
     """The stream ended badly. ``retryable`` says whether the turn may re-send the request;
-    ``delay_s`` is the wait the server asked for, if any."""
+    ``delay_s`` is the wait the server asked for, if any; ``code`` the server's error
+    code (``context_length_exceeded`` says the request was longer than the window)."""
 
-    def __init__(self, message: str, *, retryable: bool, delay_s: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        delay_s: float | None = None,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.delay_s = delay_s
+        self.code = code  # the server's error code, when it gave one
 
 
 class ModelClient(Protocol):

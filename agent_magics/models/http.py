@@ -35,6 +35,7 @@ from agent_magics.models.base import (
 from agent_magics.models.codex_text import status_text, unreachable_text
 from agent_magics.models.encoding import DecodingError
 from agent_magics.models.encoding import body as decoded_body
+from agent_magics.models.overflow import says_too_long, window_full
 from agent_magics.models.pool import HeadTimeout, post
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
@@ -46,6 +47,17 @@ DRAIN_MAX_BYTES = 1 << 16
 MAX_ERROR_BODY_BYTES = 1 << 16  # of an error answer, read for its message; the rest is not
 ERROR_DETAIL_CHARS = 1000  # of the server's words, quoted in the sentence
 RetryHook = Callable[[int, float, str], None]
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    """The headers every request to the model server carries: answers uncompressed, and
+    the key as a bearer token (none without a key). Only requests to the configured
+    server get them: callers build their URLs from its base URL, and httpx follows no
+    redirect."""
+    headers = {"accept-encoding": "identity"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
 
 
 class Recorder(Protocol):
@@ -91,14 +103,11 @@ class SseClient:
         """Nothing to close: the shared client outlives a session (the loop closes it)."""
 
     def _headers(self) -> dict[str, str]:
-        headers = {
+        return {
             "content-type": "application/json",
             "accept": "text/event-stream",
-            "accept-encoding": "identity",
+            **auth_headers(self._api_key),
         }
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        return headers
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         url = f"{self.base_url}/{self.endpoint}"
@@ -181,6 +190,8 @@ class SseClient:
                 f"The model server has no model {request.model!r} or no /{self.endpoint} "
                 f"endpoint (HTTP 404); check --model and --base-url."
             )
+        elif says_too_long(status, body):
+            return window_full(self.redact(detail))
         elif status in (400, 422):
             text = f"The model server rejected the request (HTTP {status}): {detail}"
         elif status == 429 or status >= 500:
@@ -245,8 +256,9 @@ class SseClient:
         try:
             yield
         except StreamFailed as exc:
+            message = self.redact(exc.message)
             raise StreamFailed(
-                self.redact(exc.message), retryable=exc.retryable, delay_s=exc.delay_s
+                message, retryable=exc.retryable, delay_s=exc.delay_s, code=exc.code
             ) from None
 
 

@@ -168,6 +168,55 @@ def signature(body: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def output_tools(body: dict[str, Any]) -> dict[str, str]:
+    """The tool each output of a request answers, by call id (Responses items and Chat
+    Completions messages)."""
+    names: dict[str, str] = {}
+    for item in body.get("input") or body.get("messages") or []:
+        if item.get("type") in ("function_call", "custom_tool_call"):
+            names[str(item.get("call_id"))] = str(item.get("name", ""))
+        for call in item.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                names[str(call.get("id"))] = str(function.get("name", ""))
+    return names
+
+
+def _output_names(body: dict[str, Any]) -> list[str]:
+    """Per step of :func:`signature`: ``""`` for a prompt, the tool's name for an output."""
+    tools = output_tools(body)
+    names = []
+    for item in body.get("input") or body.get("messages") or []:
+        if item.get("role") == "user" and item.get("type", "message") == "message":
+            if not _text(item.get("content")).startswith(OPENING):
+                names.append("")
+        elif item.get("role") == "tool" or item.get("type") in (
+            "function_call_output",
+            "custom_tool_call_output",
+        ):
+            names.append(tools.get(str(item.get("call_id", item.get("tool_call_id"))), ""))
+    return names
+
+
+def _first_difference(here: str, there: str) -> str:
+    """The first line where two outputs differ, each side quoted (shortened); in a
+    command's, the first of what the command printed (after the lines about the run)."""
+    marker = "\nOutput:\n"
+    if marker in here and marker in there:
+        here, there = here.split(marker, 1)[1], there.split(marker, 1)[1]
+    mine, theirs = here.splitlines(), there.splitlines()
+    for k in range(max(len(mine), len(theirs))):
+        a = mine[k] if k < len(mine) else ""
+        b = theirs[k] if k < len(theirs) else ""
+        if a != b:
+            return f"{_short(a)!r} here where it recorded {_short(b)!r}"
+    return "in its spacing"
+
+
+def _short(line: str, chars: int = 80) -> str:
+    return line if len(line) <= chars else line[: chars - 3] + "..."
+
+
 def _what(demo: bool) -> str:
     return "This is the offline demo" if demo else "This is an offline recording"
 
@@ -184,9 +233,9 @@ def _answered(step: tuple[str, str]) -> bool:
 
 def _closest(
     live: list[tuple[str, str]], recorded: list[list[tuple[str, str]]]
-) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+) -> tuple[tuple[str, str] | None, tuple[str, str] | None, int]:
     """Where the live conversation leaves the recorded one closest to it: the live step
-    there and the recorded one (``None`` past either end)."""
+    there and the recorded one (``None`` past either end), and the step's index."""
     best, reach, goes_on = None, -1, False
     for steps in recorded:
         k = 0
@@ -196,16 +245,21 @@ def _closest(
             best, reach, goes_on = steps, k, k < len(steps)
     here = live[reach] if 0 <= reach < len(live) else None
     there = best[reach] if best is not None and 0 <= reach < len(best) else None
-    return here, there
+    return here, there, reach
 
 
 def _mismatch(
-    live: list[tuple[str, str]], recorded: list[list[tuple[str, str]]], demo: bool, hint: str
+    live: list[tuple[str, str]],
+    recorded: list[list[tuple[str, str]]],
+    demo: bool,
+    hint: str,
+    names: list[str] | None = None,
 ) -> str:
     """One sentence: where the live conversation left the recording (another prompt, an
-    approval answered otherwise or a stopped turn, another tool output, past its end)
-    and what to do; ``recorded`` holds the signatures of every exchange."""
-    here, there = _closest(live, recorded)
+    approval answered otherwise or a stopped turn, another tool output: which tool's and
+    its first line that differs, past its end) and what to do; ``recorded`` holds the
+    signatures of every exchange, ``names`` the live steps' tools."""
+    here, there, reach = _closest(live, recorded)
     folder = f" {DEMO_FOLDER}" if demo else ""
     if there is None:
         return f"{_what(demo)} and it has no more answers; {hint}"
@@ -220,13 +274,18 @@ def _mismatch(
             f"or every card denied, not a mix): restart the kernel and run it again, or {hint}"
         )
     else:
-        what = "a tool output differs from the recorded one: "
+        tool = names[reach] if names is not None and 0 <= reach < len(names) else ""
+        what = f"the output of {tool} differs" if tool else "a tool output differs"
+        what += " from the recorded one"
+        if here is not None:
+            what += f", {_first_difference(here[1], there[1])}"
+        what += ": "
         what += (
             f"it runs{folder}"
             if demo
             else (
-                "a file it uses was changed, or no sandbox works on this machine, so commands "
-                "asked first"
+                "a file or a library it uses is not as it was where it was recorded, or no "
+                "sandbox works on this machine, so commands asked first"
             )
         )
     return f"{_what(demo)} and this request does not match it ({what}); {hint}"
@@ -257,7 +316,8 @@ class ReplayClient:
         live = signature(body)
         found = self._find(live)
         if found is None:
-            raise ModelError(_mismatch(live, self.signatures, demo, self.hint))
+            names = _output_names(body)
+            raise ModelError(_mismatch(live, self.signatures, demo, self.hint, names))
         self.position = found + 1
         exchange = self.exchanges[found]
         recorded = exchange.get("request") or {}

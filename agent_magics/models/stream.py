@@ -128,9 +128,9 @@ class StreamReader:
 def stream_failure(code: str, message: str) -> StreamFailed:
     """A failure reported inside a stream, mapped by its code as Codex does."""
     if code in NOT_RETRYABLE_FAILURES:
-        return StreamFailed(f"{message} ({code})", retryable=False)
+        return StreamFailed(f"{message} ({code})", retryable=False, code=code)
     delay = try_again_hint(message) if code == "rate_limit_exceeded" else None
-    return StreamFailed(message, retryable=True, delay_s=delay)
+    return StreamFailed(message, retryable=True, delay_s=delay, code=code or None)
 
 
 def json_object(value: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.config import SessionConfig, load_config
+from agent_magics.config import SessionConfig, build_config, load_config
 from agent_magics.errors import ConfigError
 from agent_magics.mcp.config import McpServerConfig, http_headers, server_env
 from agent_magics.tools.context import TurnContext
@@ -167,3 +167,11 @@ def test_a_turn_defaults_to_the_session_configs_policy_and_sandbox() -> None:
         config.approval_policy,
         config.sandbox_mode,
     )
+
+
+def test_a_teachers_sandbox_limit_is_no_setting_a_person_can_clear(tmp_path: Path) -> None:
+    """``sandbox_limit`` is set by a teacher's policy only: ``-c`` cannot set or clear it."""
+    with pytest.raises(ConfigError, match="Unknown setting"):
+        build_config({"cwd": str(tmp_path)}, overrides=["sandbox_limit=''"])
+    with pytest.raises(ConfigError, match="Unknown setting"):
+        build_config({"cwd": str(tmp_path)}, {"sandbox_limit": "x"})

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from agent_magics.agent.providers import NO_MODEL
 from agent_magics.events import TurnFailed, Usage
@@ -18,6 +17,7 @@ from agent_magics.recordings.record_demo import FINAL
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import Transcript
 from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism, use_mechanism
+from tests.helpers.shell import loaded_shell
 
 
 @pytest.fixture
@@ -31,14 +31,8 @@ def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     work.mkdir()
     write_demo_files(work)
     monkeypatch.chdir(work)
-    shell = InteractiveShell.instance()
-    shell.history_manager.reset()  # cells of earlier tests would reach the first turn
-    shell.execution_count = 1
-    shell.run_cell("%load_ext agent_magics")
-    try:
+    with loaded_shell() as shell:
         yield shell
-    finally:
-        shell.run_cell("%unload_ext agent_magics")
 
 
 def test_a_cell_without_a_model_says_so_and_runs_nothing(

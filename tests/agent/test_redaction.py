@@ -72,10 +72,11 @@ SHELL_CALLS = {
 def test_the_key_read_from_proc_environ_never_reaches_the_model_codex_shares_this(
     tmp_path: Path, shell_type: str
 ) -> None:
-    """read_file of /proc/self/environ runs in the agent's process; commands read the
-    agent's environ through /proc. Codex has the same hole: its read_file reads in its own
-    process, which keeps OPENAI_API_KEY in its environment, and it filters no tool output
-    (its only redaction, codex-secrets' redact_secrets, is applied to memories)."""
+    """Commands read the agent's environ through /proc. Codex has the same hole: its
+    read_file reads in its own process, which keeps OPENAI_API_KEY in its environment, and
+    it filters no tool output (its only redaction, codex-secrets' redact_secrets, is
+    applied to memories). Our read_file refuses the /proc entries of the processes running
+    the agent; what a command prints of them is scrubbed."""
     calls = [
         function_call("read_file", {"file_path": "/proc/self/environ"}, "c1"),
         SHELL_CALLS[shell_type],
@@ -94,7 +95,8 @@ def test_the_key_read_from_proc_environ_never_reaches_the_model_codex_shares_thi
     assert done.returncode == 0, done.stderr
     outputs = server.outputs(1)
     assert set(outputs) == {call["call_id"] for call in calls}
-    # Each call did read the agent's environment (the key's name is there), not the key.
+    assert "no tool of the agent reads" in outputs.pop("c1")
+    # Each command did read the agent's environment (the key's name is there), not the key.
     for call_id, output in outputs.items():
         assert f"OPENAI_API_KEY={REDACTED}" in output, call_id
     text = json.dumps(outputs)

@@ -73,13 +73,17 @@ async def test_a_childs_model_failure_is_answered_to_the_parent(tmp_path: Path) 
     assert waited["timed_out"] is False
 
 
-async def test_a_childs_questions_reach_the_parents_approver_under_scoped_ids(
+async def test_a_childs_questions_reach_the_parents_approver_marked_with_the_child(
     tmp_path: Path,
 ) -> None:
-    asked: list[str] = []
+    """The parent's approver gets the child's question with its own call id, the child's
+    path in ``agents`` (set by the forwarding session) and a ticket of its own."""
+    asked: list[tuple[tuple[str, ...], str]] = []
+    tickets: list[str] = []
 
     async def approver(request: ApprovalRequest) -> ReviewDecision:
-        asked.append(request.call_id)
+        asked.append((request.agents, request.call_id))
+        tickets.append(request.ticket)
         return ReviewDecision.APPROVED
 
     command = {"cmd": "echo asked > asked.txt", "sandbox_permissions": "require_escalated"}
@@ -98,7 +102,8 @@ async def test_a_childs_questions_reach_the_parents_approver_under_scoped_ids(
         await session.run_turn(PARENT)
         await session.aclose()
     [spawn] = [e for e in events if isinstance(e, AgentSpawned)]
-    assert asked == [f"{spawn.agent_id}/c1"]
+    assert asked == [((spawn.agent_id,), "c1")]
+    assert len(tickets[0]) >= 32 and spawn.agent_id not in tickets[0]
     second = server.by_conversation[PARENT][1]["input"]
     sent_back = [i for i in second if i["type"] == "function_call"]
     assert sent_back[0]["namespace"] == "multi_agent_v1"  # kept in history as it came
@@ -115,11 +120,11 @@ async def test_a_turn_ends_with_the_children_it_started(tmp_path: Path) -> None:
     """A parent that answers without waiting: its turn still ends only once the child is
     done, so the child's question is asked while the turn (its cell, its cards) is there
     to answer it, and the next turn starts with the child's result."""
-    asked: list[str] = []
+    asked: list[tuple[tuple[str, ...], str]] = []
     ended: list[bool] = []
 
     async def approver(request: ApprovalRequest) -> ReviewDecision:
-        asked.append(request.call_id)
+        asked.append((request.agents, request.call_id))
         await asyncio.sleep(0.5)  # a person taking their time
         return ReviewDecision.APPROVED
 
@@ -147,7 +152,7 @@ async def test_a_turn_ends_with_the_children_it_started(tmp_path: Path) -> None:
         await session.aclose()
     assert first.final_text == "started a helper"
     [spawn] = [e for e in events if isinstance(e, AgentSpawned)]
-    assert asked == [f"{spawn.agent_id}/c1"]
+    assert asked == [((spawn.agent_id,), "c1")]
     assert ended == [True]  # the child's approved command ran before the turn ended
     assert statuses == ["pending_init", "running", "completed"]
     later = json.dumps(server.by_conversation[PARENT][-1]["input"])
@@ -337,3 +342,23 @@ def test_exec_names_the_helper_whose_question_it_asks(tmp_path: Path) -> None:
     assert f"[{nickname}] asks:\n" in err and "Run this command?" in err
     assert err.index(f"[{nickname}] asks:") < err.index("Run this command?")
     assert not (tmp_path / "outside.txt").exists()
+
+
+async def test_a_wait_sees_a_child_that_ends_before_its_waiter_first_runs(tmp_path: Path) -> None:
+    """The child ends in the window between the waiter being made and its first step
+    (a callback queued before the wait runs there): the wait must return the child's
+    answer at once, not sleep to its deadline on a signal the child no longer sets."""
+    from agent_magics.agent.multi_agent import _wait_any
+    from agent_magics.agent.subagents import Child
+
+    session = session_for(tmp_path, "http://127.0.0.1:9/v1")
+    child = Child(session.agents, "agent-x", "Ada", "a task")
+    child.status = "running"
+    open_ = session.agents.control.open
+    open_[child.agent_id] = child
+    asyncio.get_running_loop().call_soon(child._set, "completed", "all done")
+    an_hour = 3600.0  # the longest wait a model may ask for
+    async with asyncio.timeout(WAIT_S):  # a bound against a hang only
+        status = await _wait_any([child], an_hour, [child.agent_id], open_)
+    assert status == {"agent-x": {"completed": "all done"}}
+    await session.aclose()

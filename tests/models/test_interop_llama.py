@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from agent_magics import Session, SessionConfig
+from agent_magics.events import ContextCompacted, Event, TurnFailed
 from agent_magics.models.base import ModelEvent, ModelRequest
 from agent_magics.models.chat import ChatClient
 from agent_magics.protocol.items import FunctionCall, FunctionCallOutput, Message
@@ -115,6 +116,20 @@ class ForceFirstCall:
         await self.client.aclose()
 
 
+class NoToolCalls:
+    """Sets ``tool_choice`` to ``none`` on every request: llama-cpp-python's function
+    calling chat format streams nothing for ``auto``."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return self.client.stream(dataclasses.replace(request, tool_choice="none"))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
 async def test_forced_list_dir_turn_against_llama_cpp(llama_server: str, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello\n")
     (tmp_path / "src").mkdir()
@@ -151,3 +166,46 @@ async def test_forced_list_dir_turn_against_llama_cpp(llama_server: str, tmp_pat
     final = session.history[-1]
     assert isinstance(final, Message) and final.role == "assistant"
     assert result.final_text == final.text and result.final_text.strip()
+
+
+LONG_TURNS = 8
+
+
+async def test_a_long_conversation_compacts_through_the_real_model(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """Turns of notes against the 2,048-token window the server runs with, told by
+    ``model_context_window`` (llama-cpp-python's server has no ``/props`` to read it
+    from): the session compacts through the model's own summary and no turn fails. The
+    server counts no tokens in a stream, so the session's own count (bytes / 3) stands
+    for them, and a request it finds too long it answers with an empty stream."""
+    config = SessionConfig(
+        model="smollm2",
+        provider="chat",
+        base_url=llama_server,
+        cwd=tmp_path,
+        instructions="You are a helpful assistant. Answer in one short sentence.",
+        shell_type="disabled",
+        apply_patch_tool_type=None,
+        supports_images=False,
+        parallel_tool_calls=False,
+        web_search="disabled",
+        model_context_window=2048,
+        sessions_dir=False,
+    )
+    client = NoToolCalls(ChatClient(llama_server, None, stream_idle_timeout_s=120))
+    session = Session(config, client=client)
+    seen: list[Event] = []
+    session.subscribe(seen.append)
+    try:
+        for n in range(LONG_TURNS):
+            notes = " ".join(
+                f"The {k}th row of part {n} holds a value near {k * n}." for k in range(12)
+            )
+            await session.run_turn(f"Here are my notes on part {n} of the data. {notes} Say ok.")
+    finally:
+        await session.aclose()
+    compacted = [e for e in seen if isinstance(e, ContextCompacted)]
+    assert compacted, f"{LONG_TURNS} turns of notes in a 2,048-token window never compacted"
+    assert all(e.summary.strip() for e in compacted)  # the model's own words
+    assert not [e for e in seen if isinstance(e, TurnFailed)]

@@ -141,9 +141,10 @@ async def test_different_tool_output_gets_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(ModelError) as info:
         await session.run_turn(DEMO_PROMPT)
     await session.aclose()
-    assert str(info.value) == (
-        "This is the offline demo and this request does not match it "
-        f"(a tool output differs from the recorded one: it runs {DEMO_FOLDER}); {LIVE_HINT}"
+    assert str(info.value) == (  # which tool's output, and the first line of it that differs
+        "This is the offline demo and this request does not match it (the output of "
+        "exec_command differs from the recorded one, '    return 0' here where it recorded "
+        f"'    return sum(values) / len(values) + 1': it runs {DEMO_FOLDER}); {LIVE_HINT}"
     )
     items = [i.wire() for i in session.history]
     calls = [i["call_id"] for i in items if i["type"] == "function_call"]

@@ -196,11 +196,12 @@ async def test_unreachable_server_is_one_sentence(tmp_path: Path, protocol: str)
 async def test_failure_the_server_will_not_fix_is_not_retried(
     fault_run: Callable[..., FaultRun], protocol: str
 ) -> None:
-    failed = Answer(raw=failed_stream(protocol, "context_length_exceeded", "Too many tokens."))
+    # (context_length_exceeded is not retried either: it compacts, see test_compaction_*)
+    failed = Answer(raw=failed_stream(protocol, "insufficient_quota", "No quota left."))
     r = fault_run(protocol, [failed])
     error = await r.failing_turn()
     await close(r)
-    assert str(error) == "The model's answer failed: Too many tokens. (context_length_exceeded)."
+    assert str(error) == "The model's answer failed: No quota left. (insufficient_quota)."
     assert r.retries == [] and len(r.server.requests) == 1
 
 
