@@ -121,10 +121,12 @@ class StartedServer:
             time.sleep(0.2)
         self.url = url
 
-    def start_kernel(self, notebook: str) -> Path:
-        """A session for ``notebook``, as JupyterLab opens it; its kernel's connection file."""
-        body = {"path": notebook, "name": notebook, "type": "notebook",
-                "kernel": {"name": "python3"}}  # fmt: skip
+    def start_kernel(self, notebook: str, name: str | None = None) -> Path:
+        """A session for ``notebook``, as JupyterLab opens it (``name``: the session's
+        name, the notebook's path unless a front end says otherwise); its kernel's
+        connection file."""
+        body = {"path": notebook, "name": notebook if name is None else name,
+                "type": "notebook", "kernel": {"name": "python3"}}  # fmt: skip
         request = urllib.request.Request(
             f"{self.url}api/sessions",
             json.dumps(body).encode(),
@@ -136,6 +138,33 @@ class StartedServer:
 
     def close(self) -> None:
         stop_server(self.process, self.log)
+
+
+class ProjectServer(StartedServer):
+    """``jupyter server`` started in ``project`` (its root and its working folder, as
+    ``cd project; jupyter lab`` does) on 127.0.0.1 with ``token``."""
+
+    def __init__(self, tmp_path: Path, project: Path, token: str) -> None:
+        super().__init__(tmp_path, project)
+        self.token = token
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
+                   JUPYTER_CONFIG_DIR=str(tmp_path / "config"))  # fmt: skip
+        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={free_port()}",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={project}"]  # fmt: skip
+        self.launch(argv, env, self._up, within=60)
+
+    def _up(self) -> str | None:
+        info = runtime_info(self.runtime)
+        if info is None:
+            return None
+        url = f"http://127.0.0.1:{info['port']}/"
+        try:
+            urllib.request.urlopen(f"{url}api/status?token={self.token}", timeout=5).close()
+        except OSError:
+            return None
+        return url
 
 
 Started = TypeVar("Started", bound=StartedServer)

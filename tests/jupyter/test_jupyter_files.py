@@ -16,11 +16,8 @@ write the files as the server does, from the test, while a turn's command waits.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,11 +29,9 @@ from agent_magics.events import Event, TurnDiff
 from agent_magics.store.undo import plan_undo, undo_last_turn
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
-from tests.helpers.browser import free_port
 from tests.helpers.jupyter_server import (
+    ProjectServer,
     ServerKernel,
-    StartedServer,
-    runtime_info,
     serve_until_done,
     turns_done,
 )
@@ -70,32 +65,10 @@ def wait_call(call_id: str, cmd: str) -> Any:
 # -- the person's setup: jupyter server with jupyter-collaboration in the project ---------
 
 
-class ProjectServer(StartedServer):
-    """``jupyter server`` started in ``project`` (its root and its working folder, as
-    ``cd project; jupyter lab`` does) on 127.0.0.1 with a token."""
-
-    def __init__(self, tmp_path: Path, project: Path) -> None:
-        pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
-        super().__init__(tmp_path, project)
-        self.token = "project-test-token"
-        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime),
-                   JUPYTER_CONFIG_DIR=str(tmp_path / "config"))  # fmt: skip
-        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={free_port()}",
-                f"--IdentityProvider.token={self.token}",
-                f"--ServerApp.root_dir={project}"]  # fmt: skip
-        self.launch(argv, env, self._up, within=60)
-
-    def _up(self) -> str | None:
-        info = runtime_info(self.runtime)
-        if info is None:
-            return None
-        url = f"http://127.0.0.1:{info['port']}/"
-        try:
-            urllib.request.urlopen(f"{url}api/status?token={self.token}", timeout=5).close()
-        except OSError:
-            return None
-        return url
+def project_server(tmp_path: Path, project: Path) -> ProjectServer:
+    """The person's server, with jupyter-collaboration, started in ``project``."""
+    pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
+    return ProjectServer(tmp_path, project, "project-test-token")
 
 
 class Typist:
@@ -149,7 +122,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project
     nb.cells = [nbf.v4.new_code_cell("import pandas", id="first")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbf.write(nb, folder / "analysis.ipynb")
-    yield from serve_until_done(ProjectServer(tmp_path, folder), monkeypatch)
+    yield from serve_until_done(project_server(tmp_path, folder), monkeypatch)
 
 
 @pytest.mark.slow

@@ -30,15 +30,20 @@ from agent_magics.jupyter.kernel.live_notebook import (
     find_server,
     server_from_url,
 )
+from agent_magics.jupyter.kernel.open_notebooks import KernelNotebooks
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call
 from agent_magics.testing import message as say
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
+from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.read_notebook import FROM_FILE_AGAIN, ReadNotebookHandler
 from agent_magics.tools.notebook.document import SESSION_ENV
 from tests.helpers.browser import free_port
 from tests.helpers.jupyter_server import (
+    INSERT,
+    Recorder,
     ServerKernel,
     StartedServer,
+    call,
     live_sources,
     read_and_insert,
     serve_until_done,
@@ -181,6 +186,34 @@ async def test_a_turn_edits_the_open_notebook_on_a_server_under_a_prefix(
     assert "/user/someone-else (HTTP 404: check the URL's prefix))" in first
     assert FROM_FILE_AGAIN in second and "HTTP 404" not in second
     assert TOKEN not in sent and TOKEN not in shown
+
+
+@pytest.mark.slow
+async def test_another_open_notebook_is_edited_in_its_room_under_a_prefix(
+    prefixed: PrefixServer,
+) -> None:
+    """The person has b.ipynb open (a peer of its room); the kernel's notebook is
+    a.ipynb. Asking the server whether b.ipynb is open, and joining its room, go under
+    the prefix with the token, which no answer holds."""
+    pytest.importorskip("pycrdt", reason="pip install -e '.[browser]'")
+    write_notebook(prefixed.project / "b.ipynb")
+
+    def env(name: str) -> dict[str, str]:
+        pid = str(prefixed.process.pid)
+        return {SESSION_ENV: str(prefixed.project / name), PARENT_PID_ENV: pid}
+
+    person = await KernelLiveNotebook(None, env("b.ipynb")).open()
+    try:
+        live = KernelNotebooks(None, env("a.ipynb"))
+        text, ok = await call(EditNotebookHandler(live), prefixed.project,
+                              dict(INSERT, path="b.ipynb"), Recorder([]))  # fmt: skip
+        await person.room.flush(10)
+        cells = [str(c.source) for c in person.notebook().cells]
+    finally:
+        await person.close()
+    b = prefixed.project / "b.ipynb"
+    assert (ok, text.endswith(f"in {b}, the notebook open in the user's editor")) == (True, True)
+    assert cells == ["x = 1", "y = x + 1", "# Notes"] and TOKEN not in text
 
 
 @pytest.mark.slow

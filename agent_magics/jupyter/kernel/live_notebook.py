@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,9 +116,11 @@ def find_server(
             root = os.path.realpath(str(s.get("root_dir") or "/nonexistent"))
             if real.startswith(root.rstrip("/") + "/"):
                 chosen.append(s)
-    if not chosen:
-        return None
-    info = chosen[0]
+    return server_of(chosen[0]) if chosen else None
+
+
+def server_of(info: Mapping[str, Any]) -> JupyterServer:
+    """The server a ``jpserver-<pid>.json`` describes."""
     url = str(info["url"])
     return JupyterServer(url if url.endswith("/") else url + "/", str(info.get("token") or ""),
                          str(info.get("root_dir") or "") or None)  # fmt: skip
@@ -152,16 +154,22 @@ class KernelLiveNotebook:
         env: Mapping[str, str] | None = None,
         kernel: str | None = None,
         keep: bool = False,
+        own: Callable[[], Path | None] | None = None,
     ) -> None:
         self.shell = shell
         self.env = os.environ if env is None else env
         self.kernel = kernel  # this kernel's id; by default read from its connection file
         self.keep = keep  # keep the room joined between calls, until close()
+        self.own = own  # the notebook as the kernel's server named it (see own_notebook.py)
         self._kept: KeptRoom | None = None  # the notebook's room, kept between calls
         self._rel = ""  # the notebook's path under the server's root, when last joined
 
     def path(self) -> Path | None:
-        """The notebook this kernel belongs to, as Jupyter Server or VS Code names it."""
+        """The notebook this kernel belongs to: as ``own`` found it (its server's session
+        for the kernel), else as Jupyter Server's variable or VS Code names it."""
+        found = self.own() if self.own is not None else None
+        if found is not None:
+            return found
         named: object = self.env.get(SESSION_ENV)
         if not named:
             named = (getattr(self.shell, "user_ns", None) or {}).get(VSCODE_FILE)
@@ -197,10 +205,10 @@ class KernelLiveNotebook:
             return None
         import httpx  # only once a notebook tool asks: a turn without one never loads it
 
-        headers = _auth_headers(server.token)
+        headers = auth_headers(server.token)
         try:
-            async with _client(server, headers) as client:
-                rel = await _session_path(client, server, me)
+            async with api_client(server, headers) as client:
+                rel = await session_path(client, server, me)
         except (httpx.HTTPError, ValueError, LiveUnavailable):
             return None
         return Path(server.root_dir, rel) if rel else None
@@ -243,19 +251,15 @@ class KernelLiveNotebook:
 
         from agent_magics.jupyter.kernel.notebook_room import NotebookRoom
 
-        headers = _auth_headers(server.token)
-        async with _client(server, headers) as client:
+        headers = auth_headers(server.token)
+        async with api_client(server, headers) as client:
             try:
                 rel = await _document_path(client, server, own, self.kernel)
-                file_id, session = await _collaboration_session(client, server, rel)
+                url = await room_url(client, server, rel)
             except httpx.HTTPError as exc:
-                raise LiveUnavailable(
-                    f"its Jupyter server at {server.shown} did not answer ({type(exc).__name__})"
-                ) from None
+                raise LiveUnavailable(did_not_answer(server, exc)) from None
         names.append(rel)
-        ws = "ws" + server.url[len("http") :] if server.url.startswith("http") else server.url
-        room_url = f"{ws}api/collaboration/room/json:notebook:{file_id}?sessionId={session}"
-        return await NotebookRoom.join(room_url, headers, LIVE_TIMEOUT_S)
+        return await NotebookRoom.join(url, headers, LIVE_TIMEOUT_S)
 
     async def close(self) -> None:
         """Leave the notebook's room (the session ended)."""
@@ -263,7 +267,7 @@ class KernelLiveNotebook:
             await self._kept.close()
 
 
-def _client(server: JupyterServer, headers: dict[str, str]) -> httpx.AsyncClient:
+def api_client(server: JupyterServer, headers: dict[str, str]) -> httpx.AsyncClient:
     """A client for the server's API; for ``http://`` one that loads no CA bundle (no TLS
     is spoken, and loading it costs more than the requests)."""
     import httpx
@@ -274,7 +278,7 @@ def _client(server: JupyterServer, headers: dict[str, str]) -> httpx.AsyncClient
     return httpx.AsyncClient(headers=headers, timeout=LIVE_TIMEOUT_S, verify=tls)
 
 
-def _auth_headers(token: str) -> dict[str, str]:
+def auth_headers(token: str) -> dict[str, str]:
     """The server's token; a server without one still checks that a write comes with the
     same XSRF value as a cookie and as a header, which any value of ours satisfies."""
     if token:
@@ -283,7 +287,7 @@ def _auth_headers(token: str) -> dict[str, str]:
     return {"Cookie": f"_xsrf={xsrf}", "X-XSRFToken": xsrf}
 
 
-async def _session_path(
+async def session_path(
     client: httpx.AsyncClient, server: JupyterServer, me: str | None
 ) -> str | None:
     """The path (under the server's root) of the notebook of the server's session for
@@ -309,7 +313,7 @@ async def _document_path(
 ) -> str:
     """The notebook's path under the server's root: the server's session for this kernel,
     else ``own`` made relative to the root."""
-    rel = await _session_path(client, server, kernel_id() if kernel is None else kernel)
+    rel = await session_path(client, server, kernel_id() if kernel is None else kernel)
     if rel:
         return rel
     if own is not None and own.is_absolute() and server.root_dir:
@@ -320,13 +324,28 @@ async def _document_path(
     raise LiveUnavailable(f"its Jupyter server at {server.shown} has no session for this kernel")
 
 
+def did_not_answer(server: JupyterServer, exc: Exception) -> str:
+    """Why the server could not be asked, in words that finish a sentence."""
+    return f"its Jupyter server at {server.shown} did not answer ({type(exc).__name__})"
+
+
+async def room_url(client: httpx.AsyncClient, server: JupyterServer, rel: str) -> str:
+    """The websocket URL of the room of the notebook ``rel`` (its path under the root)."""
+    file_id, session = await _collaboration_session(client, server, rel)
+    ws = "ws" + server.url[len("http") :] if server.url.startswith("http") else server.url
+    return f"{ws}api/collaboration/room/json:notebook:{file_id}?sessionId={session}"
+
+
+NOTEBOOK_DOCUMENT = {"format": "json", "type": "notebook"}
+"""How JupyterLab asks the collaboration extension for a notebook's document."""
+
+
 async def _collaboration_session(
     client: httpx.AsyncClient, server: JupyterServer, rel: str
 ) -> tuple[str, str]:
     """The document's file id and the server's collaboration session id."""
-    body = {"format": "json", "type": "notebook"}
     url = f"{server.url}api/collaboration/session/{quote(rel)}"
-    response = await client.put(url, json=body)
+    response = await client.put(url, json=NOTEBOOK_DOCUMENT)
     if response.status_code in (200, 201):
         answer = response.json()
         return str(answer["fileId"]), str(answer["sessionId"])

@@ -11,36 +11,33 @@ would lose, so its file is never written: with a :class:`LiveNotebook` (the kern
 bridge to JupyterLab's collaborative document) the edit goes into the editor's own
 document under the same approval and confinement rules; without one, or when the
 bridge cannot reach the editor, the model is told so in one sentence and the card shows
-the proposed cell for the person to paste.
+the proposed cell for the person to paste. Another notebook a Jupyter server holds open
+is treated the same way (:meth:`LiveNotebooks.held_open`): a write would make the
+server reload it from disk over what the person typed and it had not saved yet.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel
-from agent_magics.events import CellPlaced
-from agent_magics.protocol.approval import ApprovalRequest
+from agent_magics.events import GradedCellsNoted
 from agent_magics.text.rust import io_error_text
-from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.approval.requirement import (
-    files_scope,
-    patch_approval_requirement,
-    patch_can_retry_unsandboxed,
-)
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.notebook.cell_undo import CellEdit, plain_cell, record_cell_edit, shown_line
 from agent_magics.tools.notebook.document import (
     OWN_NOTEBOOK,
+    HeldNotebook,
     LiveDocument,
     LiveNotebook,
+    LiveNotebooks,
     LiveUnavailable,
     NotebookFiles,
     cell_id,
@@ -53,12 +50,18 @@ from agent_magics.tools.notebook.document import (
     read_notebook_file,
     used_live,
 )
-from agent_magics.tools.notebook.graded import add_notes, edit_refusal, entries, touched_ids
-from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.notebook.graded import (
+    add_notes,
+    edit_refusal,
+    entries,
+    shown_path,
+    touched_ids,
+)
+from agent_magics.tools.runtimes.notebook_write import guarded_write
+from agent_magics.tools.sandbox.platform import off_limits
 from agent_magics.tools.sandbox.roots import (
     confined_files,
     is_writable,
-    writable_roots,
     write_denied,
 )
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, obj, string
@@ -84,9 +87,6 @@ def edit_notebook_spec(config: ToolsConfig) -> ToolSpec:
         ["path"],
     )
     return FunctionSpec("edit_notebook", EDIT_NOTEBOOK_DESCRIPTION, params)
-
-
-REJECTED_BY_USER = "notebook edit rejected by user"
 
 
 class EditNotebookArgs(BaseModel):
@@ -170,25 +170,41 @@ def _touched(nb: Any, args: EditNotebookArgs, solution_cells: str) -> list[str]:
 
 def _prepare(
     path: Path, args: EditNotebookArgs, solution_cells: str, session: str
-) -> tuple[bytes, str, str]:
-    """The edited notebook's bytes, the report line, and where the edit acts; an edit of
-    a graded cell is noted in the same write (see
+) -> tuple[bytes, str, str, list[dict[str, str]]]:
+    """The edited notebook's bytes, the report line, where the edit acts, and the notes
+    for the teacher: an edit of a graded cell is noted in the same write (see
     :func:`agent_magics.tools.notebook.graded.add_notes`)."""
     nb = read_notebook_file(path)
     place = cell_place(nb, args)
     touched = _touched(nb, args, solution_cells)
     line = apply_edit(nb, args, solution_cells)
-    add_notes(nb.metadata, entries(session, touched, "edit"))
-    return _validated(nb), line, place
+    notes = entries(session, touched, "edit")
+    add_notes(nb.metadata, notes)
+    return _validated(nb), line, place, notes
+
+
+def _noted(inv: ToolInvocation, path: Path, notes: list[dict[str, str]]) -> None:
+    """The edit's notes for the teacher, told to the turn's saved output too."""
+    if notes:
+        inv.emit(GradedCellsNoted(inv.call_id, shown_path(path, inv.turn.cwd), tuple(notes)))
+
+
+class LiveEdit(NamedTuple):
+    """An edit checked on a copy of the open notebook (:func:`_prepare_live`)."""
+
+    line: str  # what reports it
+    position: int | None  # the index of the copy :meth:`LiveDocument.apply` takes
+    cell: dict[str, Any] | None  # the new cell
+    place: str  # where it acts
+    undo: CellEdit  # what undo needs to take it back
+    touched: list[str]  # the grade id of the graded cell it changes, if any
 
 
 def _prepare_live(
     doc: LiveDocument, args: EditNotebookArgs, live: LiveNotebook, path: Path, solution_cells: str
-) -> tuple[str, int | None, dict[str, Any] | None, str, CellEdit, list[str]]:
+) -> LiveEdit:
     """The edit made on a copy of the open notebook, so it is checked and validated
-    before anyone is asked: its report line, the copy's index :meth:`LiveDocument.apply`
-    takes, the new cell, where the edit acts, what undo needs to take it back, and the
-    grade id of the graded cell it changes (if any)."""
+    before anyone is asked."""
     nb = doc.notebook()
     index = None if args.cell_id is None else find_cell(nb, args.cell_id)
     place = cell_place(nb, args)
@@ -202,7 +218,46 @@ def _prepare_live(
     undo = CellEdit(live, path, args.edit_mode, str((kept or {}).get("id") or ""), at, before,
                     None if cell is None else str(cell.get("source", "")),
                     None if cell is None else str(cell.get("cell_type")))  # fmt: skip
-    return line, index, cell, place, undo, touched
+    return LiveEdit(line, index, cell, place, undo, touched)
+
+
+async def _apply_live(
+    inv: ToolInvocation, doc: LiveDocument, path: Path, args: EditNotebookArgs, edit: LiveEdit
+) -> tuple[str, bool]:
+    """Make the checked ``edit`` in the open notebook's document, with its note for the
+    teacher in the same change, and keep it for ``%agent undo``."""
+    notes = entries(inv.turn.thread_id, edit.touched, "edit")
+    try:
+        if notes:
+            await doc.apply(args.edit_mode, edit.position, edit.cell, lambda m: add_notes(m, notes))
+        else:
+            await doc.apply(args.edit_mode, edit.position, edit.cell)
+    except LiveUnavailable as exc:
+        return live_unavailable(path, exc.reason, exc.maybe), False
+    _noted(inv, path, notes)
+    record_cell_edit(inv.services, edit.undo)
+    return f"{edit.line} in {path}, the notebook open in the user's editor", True
+
+
+def _outside(held: HeldNotebook | None, confined: tuple[Path, ...] | None) -> bool:
+    """Whether the file of another open notebook's document lies outside the writable
+    roots of a confined edit: the path the model gave may name another file by now."""
+    return held is not None and confined is not None and not is_writable(held.target, [*confined])
+
+
+async def _edit_opened(
+    inv: ToolInvocation, path: Path, args: EditNotebookArgs, live: LiveNotebook, policy: str
+) -> tuple[str, bool]:
+    """An allowed edit of a notebook that a server opened while the person was asked: it
+    goes into the editor's document, as it would have had the notebook been open before."""
+    try:
+        doc = await live.open()
+    except LiveUnavailable as exc:
+        return live_unavailable(path, exc.reason, exc.maybe), False
+    try:
+        return await _apply_live(inv, doc, path, args, _prepare_live(doc, args, live, path, policy))
+    finally:
+        await doc.close()
 
 
 def _describe(path: Path, args: EditNotebookArgs, place: str) -> str:
@@ -211,14 +266,15 @@ def _describe(path: Path, args: EditNotebookArgs, place: str) -> str:
 
 
 class EditNotebookHandler:
-    """The ``edit_notebook`` tool; ``live`` reaches the notebook this kernel belongs to."""
+    """The ``edit_notebook`` tool; ``live`` reaches the notebook this kernel belongs to,
+    and the others a Jupyter server holds open."""
 
     name = "edit_notebook"
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = False
 
     def __init__(
-        self, live: LiveNotebook | None = None, solution_cells: Callable[[], str] = lambda: "edit"
+        self, live: LiveNotebooks | None = None, solution_cells: Callable[[], str] = lambda: "edit"
     ) -> None:
         self.live = live
         self.solution_cells = solution_cells  # the teacher's policy, read at each call
@@ -229,18 +285,36 @@ class EditNotebookHandler:
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args = decode_call(EditNotebookArgs, inv)
         path = inv.resolve(args.path)
+        if (why := off_limits(inv.turn.cwd, path)) is not None:
+            raise RespondToModel(why)
         if self.live is not None and await self.live.owns(path):
             return await self._edit_open(inv, path, args, used_live(inv.services, self.live))
         if is_own_notebook(path):
             raise RespondToModel(OWN_NOTEBOOK)
+        if self.live is not None:
+            try:
+                held = await self.live.held_open(path)
+            except LiveUnavailable as exc:  # open, or maybe: its file is not written either
+                return ToolOutput(live_unavailable(path, exc.reason, exc.maybe), success=False)
+            if held is not None:
+                return await self._edit_open(inv, path, args, held, held)
         policy, session = self.solution_cells(), inv.turn.thread_id
-        data, line, place = await asyncio.to_thread(_prepare, path, args, policy, session)
+        data, line, place, notes = await asyncio.to_thread(_prepare, path, args, policy, session)
 
         async def write_file(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
+            if self.live is not None:  # asked again: it may have been opened meanwhile
+                try:
+                    held = await self.live.held_open(path)
+                except LiveUnavailable as exc:
+                    return live_unavailable(path, exc.reason, exc.maybe), False
+                if _outside(held, confined):
+                    return write_denied(path), False
+                if held is not None:
+                    return await _edit_opened(inv, path, args, held, policy)
             written = inv.services.before_write([path])
             try:
                 if confined is not None:
-                    files = confined_files(list(confined))
+                    files = confined_files(list(confined), inv.turn.read_only_paths)
                     where = NotebookFiles(files.roots, files.read_only)
                     await asyncio.to_thread(where.replace, str(path), data)
                 else:
@@ -250,78 +324,39 @@ class EditNotebookHandler:
             finally:
                 if written is not None:
                     written()
+            _noted(inv, path, notes)
             return f"{line} in {path}", True
 
-        return await _guarded(inv, path, args, place, write_file)
+        return await guarded_write(
+            inv, path, _describe(path, args, place), place, write_file, inv.turn.read_only_paths
+        )
 
     async def _edit_open(
-        self, inv: ToolInvocation, path: Path, args: EditNotebookArgs, live: LiveNotebook
+        self,
+        inv: ToolInvocation,
+        path: Path,
+        args: EditNotebookArgs,
+        live: LiveNotebook,
+        held: HeldNotebook | None = None,
     ) -> ToolOutput:
-        """The open notebook: the edit goes into its editor's document, or the model is
-        told in one sentence why it could not (nobody is asked for what cannot be done)."""
+        """The open notebook (``held``: another one a server holds open): the edit goes
+        into its editor's document, or the model is told in one sentence why it could
+        not (nobody is asked for what cannot be done)."""
         try:
             doc = await live.open()
         except LiveUnavailable as exc:
-            return ToolOutput(live_unavailable(path, exc.reason), success=False)
+            return ToolOutput(live_unavailable(path, exc.reason, exc.maybe), success=False)
         try:
-            policy = self.solution_cells()
-            line, index, cell, place, undo, touched = _prepare_live(doc, args, live, path, policy)
+            edit = _prepare_live(doc, args, live, path, self.solution_cells())
 
             async def write_open(confined: tuple[Path, ...] | None) -> tuple[str, bool]:
-                notes = entries(inv.turn.thread_id, touched, "edit")
-                try:
-                    if notes:  # the edit and its note for the teacher in one change
-                        await doc.apply(args.edit_mode, index, cell, lambda m: add_notes(m, notes))
-                    else:
-                        await doc.apply(args.edit_mode, index, cell)
-                except LiveUnavailable as exc:
-                    return live_unavailable(path, exc.reason), False
-                record_cell_edit(inv.services, undo)  # %agent undo can take it back
-                return f"{line} in {path}, the notebook open in the user's editor", True
+                if _outside(held, confined):
+                    return write_denied(path), False
+                return await _apply_live(inv, doc, path, args, edit)
 
-            return await _guarded(inv, path, args, place, write_open)
+            # the edit goes into the editor's document, not the file kept read-only
+            return await guarded_write(
+                inv, path, _describe(path, args, edit.place), edit.place, write_open
+            )
         finally:
             await doc.close()
-
-
-async def _guarded(
-    inv: ToolInvocation,
-    path: Path,
-    args: EditNotebookArgs,
-    place: str,
-    write: Callable[[tuple[Path, ...] | None], Awaitable[tuple[str, bool]]],
-) -> ToolOutput:
-    """apply_patch's approval and confinement around ``write`` (given the writable roots
-    when confined, ``None`` when the person or the policy lifted the confinement); the
-    card learns first where in the notebook the edit acts."""
-    inv.services.emit(CellPlaced(inv.call_id, place))
-    turn = inv.turn
-    roots = writable_roots(turn.cwd, turn.sandbox_mode)
-    inside = is_writable(path, roots)
-    request = ApprovalRequest(
-        call_id=inv.call_id,
-        tool_name=inv.tool_name,
-        kind="patch",
-        cwd=turn.cwd,
-        patch=_describe(path, args, place),
-        paths=(path,),
-        keys=[str(path)],
-        session_scope=files_scope([path]),
-    )
-
-    async def attempt(sandbox: SandboxSpec) -> tuple[str, bool]:
-        if sandbox.confined and not inside:
-            return write_denied(path), False
-        return await write(tuple(roots) if sandbox.confined else None)
-
-    call = GuardedCall(
-        request,
-        patch_approval_requirement(turn.approval_policy, turn.sandbox_mode, inside),
-        attempt,
-        rejection=REJECTED_BY_USER,
-        is_sandbox_denial=lambda r: not r[1] and "not permitted" in r[0],
-        can_retry_unsandboxed=patch_can_retry_unsandboxed(turn.approval_policy),
-        confinement=SandboxSpec("path_check", tuple(roots)),
-    )
-    text, ok = (await run_guarded(inv, call)).value
-    return ToolOutput(text, success=ok)
