@@ -119,6 +119,22 @@ class NoticeBlock:
 
 
 @dataclass
+class CompactionBlock(NoticeBlock):
+    """The conversation compacted: ``text`` is the line that says when and how much;
+    ``summary`` what the model wrote (empty when the server keeps it), ``kept`` the
+    person's messages kept. Views show the line and fold the rest; a view that knows
+    only notices shows the line."""
+
+    summary: str = ""
+    kept: tuple[str, ...] = ()
+
+    @property
+    def folded_title(self) -> str:
+        kept = len(self.kept)
+        return f"What the conversation goes on from: the summary and {kept} kept message(s)"
+
+
+@dataclass
 class DiffBlock:
     """The files the turn changed, one unified diff each (:mod:`.turn_diff` draws it)."""
 

@@ -252,15 +252,26 @@ def output_title(text: str, exit_code: int | None = None) -> str:
     return f"Output ({size}" + (f", exit code {exit_code})" if exit_code is not None else ")")
 
 
-def usage_text(usage: Usage) -> str:
-    """``Tokens: 1,200 in (1,000 cached) · 340 out (120 reasoning) · 1,540 total``."""
+def context_text(context: tuple[int, int | None] | None) -> str:
+    """``context 41% of 128k``, when the window is known; else ``""``."""
+    tokens, window = context if context is not None else (0, None)
+    if not window or tokens * 100 < window:  # (under 1%: nothing to watch yet)
+        return ""
+    size = f"{window // 1000}k" if window >= 10_000 else f"{window:,}"
+    return f"context {round(100 * tokens / window)}% of {size}"
+
+
+def usage_text(usage: Usage, context: tuple[int, int | None] | None = None) -> str:
+    """``Tokens: 1,200 in (1,000 cached) · 340 out (120 reasoning) · 1,540 total``, then
+    ``· context 41% of 128k`` when the window is known."""
+    gauge = context_text(context)
     cached = f" ({usage.cached_input_tokens:,} cached)" if usage.cached_input_tokens else ""
     reasoning = (
         f" ({usage.reasoning_output_tokens:,} reasoning)" if usage.reasoning_output_tokens else ""
     )
     return (
         f"Tokens: {usage.input_tokens:,} in{cached} · {usage.output_tokens:,} out{reasoning}"
-        f" · {usage.total_tokens:,} total"
+        f" · {usage.total_tokens:,} total" + (f" · {gauge}" if gauge else "")
     )
 
 

@@ -36,7 +36,15 @@ from agent_magics.transcript.export_md import (
     summary,
     usage_line,
 )
-from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.html import notice_html
+from agent_magics.transcript.model import (
+    AgentRun,
+    CompactionBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+)
 
 PAGE_STYLE = (
     "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;"
@@ -149,6 +157,8 @@ def text_html(entry: TextBlock | NoticeBlock) -> str:
         return markdown_html(entry.text)
     if entry.kind == "item":
         return f'<div style="{MUTED}"><i>(a {esc(entry.text)} item, not shown)</i></div>'
+    if isinstance(entry, CompactionBlock):
+        return notice_html(entry)
     return details(notice_title(entry), pre(esc(clip(entry.text))))
 
 

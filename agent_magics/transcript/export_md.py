@@ -30,7 +30,15 @@ from agent_magics.transcript.document import (
     recorded_status,
     turn_diff,
 )
-from agent_magics.transcript.model import AgentRun, NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.markdown import compaction_markdown
+from agent_magics.transcript.model import (
+    AgentRun,
+    CompactionBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+)
 
 MAX_OUTPUT_LINES = 200  # lines of one tool output kept: head and tail halves
 MAX_OUTPUT_CHARS = 20_000
@@ -247,6 +255,8 @@ def text_markdown(entry: TextBlock | NoticeBlock) -> str:
         return entry.text.strip()
     if entry.kind == "item":
         return f"*(a {inline_code(entry.text)} item, not shown)*"
+    if isinstance(entry, CompactionBlock):
+        return compaction_markdown(entry)
     body = fence(clip(entry.text), "text")
     return f"<details><summary>{notice_title(entry)}</summary>\n\n{body}\n\n</details>"
 

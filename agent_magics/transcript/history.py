@@ -25,6 +25,7 @@ from agent_magics.transcript.export_md import DECISIONS, clip, one_line, summary
 from agent_magics.transcript.model import (
     SENT,
     AgentRun,
+    CompactionBlock,
     NoticeBlock,
     TextBlock,
     ToolBlock,
@@ -101,6 +102,10 @@ def turn_text(turn: Transcript) -> str:
             lines.extend(indented("agent: ", entry.text.strip()))
         elif isinstance(entry, NoticeBlock) and entry.kind == "reasoning":
             lines.append(f"thinking: {one_line(entry.text, REASONING_CHARS)}")
+        elif isinstance(entry, CompactionBlock):
+            lines.append(entry.text)
+            if entry.summary:
+                lines.append(f"summary: {one_line(entry.summary, REASONING_CHARS)}")
         elif isinstance(entry, NoticeBlock) and entry.kind == "item":
             lines.append(f"({entry.text} item)")
     return "\n".join(lines)

@@ -32,7 +32,13 @@ from agent_magics.transcript.calls import (
     python_code,
     turn_status_text,
 )
-from agent_magics.transcript.model import NoticeBlock, ToolBlock, ToolStatus, Transcript
+from agent_magics.transcript.model import (
+    CompactionBlock,
+    NoticeBlock,
+    ToolBlock,
+    ToolStatus,
+    Transcript,
+)
 
 STATUS_COLORS: dict[ToolStatus, str] = {
     "queued": "#6e7781",
@@ -177,4 +183,20 @@ def turn_status_html(t: Transcript) -> str:
 
 def notice_html(block: NoticeBlock) -> str:
     color = "#cf222e" if block.kind == "error" else "#6e7781"
-    return f'<div style="color:{color}"><i>{esc(block.text)}</i></div>'
+    line = f'<div style="color:{color}"><i>{esc(block.text)}</i></div>'
+    return compaction_html(block, line) if isinstance(block, CompactionBlock) else line
+
+
+def compaction_html(block: CompactionBlock, line: str) -> str:
+    """The compaction's line, and folded under it what the conversation goes on from."""
+    kept = "".join(
+        f'<li style="white-space:pre-wrap">{esc(text)}</li>' for text in block.kept if text
+    )
+    parts = [f"<ol>{kept}</ol>"] if kept else []
+    summary = block.summary or "(the model server keeps its own summary)"
+    parts.append(f'<div style="white-space:pre-wrap">{esc(summary)}</div>')
+    folded = (
+        f'<details style="color:#6e7781"><summary>{esc(block.folded_title)}</summary>'
+        f"{''.join(parts)}</details>"
+    )
+    return f'<div class="agent-magics-compaction">{line}{folded}</div>'

@@ -29,7 +29,14 @@ from agent_magics.transcript.card_text import took_text
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
 from agent_magics.transcript.goal_text import goal_markdown
-from agent_magics.transcript.model import AgentRun, DiffBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import (
+    AgentRun,
+    CompactionBlock,
+    DiffBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+)
 from agent_magics.transcript.terminal import call_workdir
 from agent_magics.transcript.turn_diff import turn_diff_markdown
 
@@ -106,6 +113,15 @@ def agent_markdown(run: AgentRun, figures_apart: bool = False) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
+def compaction_markdown(block: CompactionBlock) -> str:
+    """The compaction's line, and folded under it the kept messages and the summary."""
+    kept = [fence(text, "text") for text in block.kept if text]
+    summary = block.summary or "(the model server keeps its own summary)"
+    body = "\n\n".join([*kept, fence(summary, "text")])
+    folded = f"<details><summary>{block.folded_title}</summary>\n\n{body}\n\n</details>"
+    return f"*{block.text}*\n\n{folded}"
+
+
 def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:
     """The whole turn as markdown, readable in a saved notebook without widget state;
     its figures are named in words (``figures_apart``: they are outputs of their own)."""
@@ -118,6 +134,8 @@ def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:
             parts.append(tool_markdown(block, note_for(t, block), figures_apart))
         elif isinstance(block, DiffBlock):
             parts.append(turn_diff_markdown(block.files))
+        elif isinstance(block, CompactionBlock):
+            parts.append(compaction_markdown(block))
         else:
             parts.append(f"*{block.text}*")
     if t.status in ("failed", "aborted"):
@@ -127,5 +145,5 @@ def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:
     if (denied := denial_summary(t)) and t.status not in ("running", "waiting"):
         parts.append(f"*{denied}*")
     if t.usage is not None and t.status != "running":
-        parts.append(f"*{usage_text(t.usage)}*")
+        parts.append(f"*{usage_text(t.usage, t.context)}*")
     return "\n\n".join(parts)

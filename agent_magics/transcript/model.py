@@ -9,7 +9,6 @@ are in :mod:`.blocks`; their names are also this module's).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -22,8 +21,11 @@ from agent_magics.events import (
     ApprovalRequested,
     AssistantMessage,
     CellPlaced,
+    ContextCompacted,
+    ContextWindowNoted,
     Event,
     GoalUpdated,
+    GradedCellsNoted,
     ImageViewed,
     McpServerFailed,
     McpServerReady,
@@ -53,6 +55,7 @@ from agent_magics.transcript.blocks import (
     OPEN_STATUSES,
     AgentRun,
     Block,
+    CompactionBlock,
     DiffBlock,
     NoticeBlock,
     TextBlock,
@@ -69,6 +72,7 @@ __all__ = [
     "OPEN_STATUSES",
     "AgentRun",
     "Block",
+    "CompactionBlock",
     "DiffBlock",
     "NoticeBlock",
     "TextBlock",
@@ -80,13 +84,45 @@ __all__ = [
 ]
 
 
+PHASES = {
+    "mid_turn": "during the turn",
+    "pre_turn": "before the turn",
+    "post_turn": "after the turn",
+    "overflow": "the server found the request too long; it was sent again",
+    "standalone_turn": "as asked",
+}
+
+
+def compacted_line(event: ContextCompacted) -> str:
+    """``Context compacted (...)``: when, the sizes, what was kept (when and the sizes
+    only when known: a history read without its session file does not say them)."""
+    when = f" ({PHASES.get(event.phase, event.phase)})" if event.phase else ""
+    size = ""
+    if event.tokens_before:
+        size = f" {event.tokens_before:,} → about {event.tokens_after:,} tokens"
+        if event.window:
+            size += f" of a {event.window:,}-token window"
+        size += ";"
+    kept = len(event.kept)
+    line = f"Context compacted{when}:{size} kept {kept} of your message(s) and a summary."
+    if event.trimmed:
+        line += f" The {event.trimmed} oldest item(s) were left out so the summary request fit."
+    return line
+
+
 def server_notice(
-    event: SandboxUnavailable | SandboxWeakness | McpServerFailed | McpServerReady,
+    event: SandboxUnavailable
+    | SandboxWeakness
+    | ContextWindowNoted
+    | McpServerFailed
+    | McpServerReady,
 ) -> NoticeBlock:
-    """A line about the session's machinery: no sandbox here or what it cannot hold, an
-    MCP server up or down."""
+    """A line about the session's machinery: no sandbox here or what it cannot hold, the
+    model's window, an MCP server up or down."""
     if isinstance(event, (SandboxUnavailable, SandboxWeakness)):
         return NoticeBlock("error", event.message, logged=True)
+    if isinstance(event, ContextWindowNoted):
+        return NoticeBlock("info", event.message, logged=True)
     if isinstance(event, McpServerFailed):
         log = f" Its log: {event.log_path}" if event.log_path else ""
         return NoticeBlock(
@@ -99,6 +135,14 @@ def server_notice(
         "info", f"MCP server '{event.server}' is ready: {n} tool{'' if n == 1 else 's'}."
     )
 
+
+SERVER_NOTICES = (
+    SandboxUnavailable,
+    SandboxWeakness,
+    ContextWindowNoted,
+    McpServerFailed,
+    McpServerReady,
+)
 
 SENT = "Message sent to it: "
 """How a message sent to a sub-agent (send_input) reads in its nested transcript."""
@@ -115,6 +159,7 @@ class Transcript:
     blocks: list[Block] = field(default_factory=list)
     status: TurnStatus = "starting"
     usage: Usage | None = None
+    context: tuple[int, int | None] | None = None  # the window's fill at the turn's end
     message: str = ""
     policy_note: str | None = None
     number: int = 0  # the turn's number in its session, its prompt and when it started
@@ -124,6 +169,7 @@ class Transcript:
     undone: list[str] = field(default_factory=list)  # the files an undo put back
     undone_cells: list[str] = field(default_factory=list)  # and the open notebook's cells
     nested: bool = False  # a sub-agent's: each later turn starts with a message sent to it
+    graded: list[dict[str, str]] = field(default_factory=list)  # graded cells it touched
     _tools: dict[str, ToolBlock] = field(default_factory=dict)
     _agents: dict[str, tuple[AgentRun, ToolBlock]] = field(default_factory=dict)
 
@@ -138,6 +184,14 @@ class Transcript:
     @property
     def tools(self) -> list[ToolBlock]:
         return [b for b in self.blocks if isinstance(b, ToolBlock)]
+
+    def graded_notes(self) -> list[dict[str, str]]:
+        """The graded cells this turn and its helpers read or changed, one note each
+        (``notebook``, ``session``, ``time``, ``grade_id``, ``action``), in order."""
+        notes = list(self.graded)
+        for run, _ in self._agents.values():
+            notes += run.transcript.graded_notes()
+        return notes
 
     def _open_text(self) -> TextBlock | None:
         last = self.blocks[-1] if self.blocks else None
@@ -184,20 +238,25 @@ class Transcript:
             return block
         if isinstance(event, ReasoningSummary):
             return self._add(NoticeBlock("reasoning", event.text))
+        if isinstance(event, ContextCompacted):
+            line = compacted_line(event)
+            return self._add(CompactionBlock("info", line, summary=event.summary, kept=event.kept))
         if isinstance(event, RetryScheduled):
             text = f"Retrying in {event.delay_s:.1f} s (attempt {event.attempt}): {event.reason}"
             return self._add(NoticeBlock("retry", text))
-        if isinstance(
-            event, (SandboxUnavailable, SandboxWeakness, McpServerFailed, McpServerReady)
-        ):
+        if isinstance(event, SERVER_NOTICES):
             return self._add(server_notice(event))
         if isinstance(event, TurnDiff):
             return self._add(DiffBlock(event.files))
+        if isinstance(event, GradedCellsNoted):
+            self.graded += [{"notebook": event.notebook, **note} for note in event.notes]
+            return None
         if isinstance(event, ModuleShadowed):
             text = planted_warning(event.path, event.module, event.undoable)
             return self._add(NoticeBlock("error", text))
         if isinstance(event, TurnFinished):
             self.status, self.usage, self.final_text = "done", event.usage, event.final_text
+            self.context = event.context
             return None
         if isinstance(event, TurnFailed):
             # a turn that failed before any token was counted gets no "Tokens: 0" line
@@ -237,7 +296,7 @@ class Transcript:
             found = self._agents[event.agent_id]
         run, tool = found
         if isinstance(event, AgentEvent):
-            run.transcript.apply(child_event(event))
+            run.transcript.apply(event.event)
         else:
             run.status = event.status
             if event.final_text is not None:
@@ -313,17 +372,6 @@ class Transcript:
     def fail(self, message: str) -> None:
         """End the turn with a sentence for the person (a setting to fix, a bug)."""
         self.apply(TurnFailed(message, self.usage or Usage()))
-
-
-def child_event(event: AgentEvent) -> Event:
-    """The event a sub-agent emitted, as its own transcript folds it: a question asked
-    under the scoped id (:func:`~agent_magics.events.scoped_call_id`) belongs to the
-    child's call of the plain id."""
-    inner, prefix = event.event, f"{event.agent_id}/"
-    if isinstance(inner, ApprovalRequested) and inner.request.call_id.startswith(prefix):
-        plain = inner.request.call_id[len(prefix) :]
-        return ApprovalRequested(dataclasses.replace(inner.request, call_id=plain))
-    return inner
 
 
 def _exited_badly(event: ToolCallFinished) -> bool:

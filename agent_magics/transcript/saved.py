@@ -16,9 +16,11 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from agent_magics.agent.compact_history import SUMMARY_PREFIX, is_context, is_summary
 from agent_magics.events import (
     ApprovalDecided,
     AssistantMessage,
+    ContextCompacted,
     FileDiff,
     ReasoningSummary,
     ToolCallProposed,
@@ -33,7 +35,14 @@ from agent_magics.events import (
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.protocol.web_search import WEB_SEARCH_CALL, card_fields
 from agent_magics.transcript.document import SessionDoc
-from agent_magics.transcript.model import NoticeBlock, TextBlock, ToolBlock, Transcript
+from agent_magics.transcript.model import (
+    CompactionBlock,
+    NoticeBlock,
+    TextBlock,
+    ToolBlock,
+    Transcript,
+    compacted_line,
+)
 from agent_magics.transcript.saved_agents import AGENT_RECORDS, AgentFolder
 
 USAGE_FIELDS = tuple(Usage.__dataclass_fields__)
@@ -171,6 +180,12 @@ class _Folder:
         elif kind in AGENT_RECORDS:
             if not self.agents.record(self.turn(record), record):
                 self.skipped += 1
+        elif kind == "compacted":
+            event = _compacted(record)
+            block = CompactionBlock(
+                "info", compacted_line(event), summary=event.summary, kept=event.kept
+            )
+            self.turn(record).add(block)
         elif kind in ("rollback", "settings", "cell_edits"):
             # A failed turn stays in the document (only the history forgets it); a cell's
             # new options and the cells a turn edited are for resume and undo, not reading.
@@ -288,21 +303,74 @@ def _redact_turn(turn: Transcript, redact: Callable[[str], str]) -> None:
 def history_records(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Records for a session that was not written to disk, from its history alone (wire
     JSON): each run of user messages starts a turn, whose prompt is the run's last
-    message. Decisions, statuses and usage are not in the history, so they stay unknown."""
+    message; a compaction's summary ends its run and stands as a ``compacted`` record
+    (with the run before it as what it kept). Decisions, statuses, usage and how large
+    the context was are not in the history, so they stay unknown."""
     items = list(items)
     records: list[dict[str, Any]] = []
-    turn = 0
+    turn, start = 0, 0
+
+    def user(i: int) -> bool:
+        return 0 <= i < len(items) and _is_user(items[i]) and not _is_summary(items[i])
+
     for i, item in enumerate(items):
-        if _is_user(item) and not (i > 0 and _is_user(items[i - 1])):
-            turn += 1
-            run = i
-            while run + 1 < len(items) and _is_user(items[run + 1]):
+        if _is_summary(item):
+            records.append(_summary_record(items[start:i], text_of(item.get("content")), turn))
+        elif user(i) and not user(i - 1):
+            turn, start, run = turn + 1, i, i
+            while user(run + 1):
                 run += 1
             prompt = text_of(items[run].get("content"))
             records.append({"type": "turn_started", "turn": turn, "prompt": prompt})
-        records.append({"type": "item", "turn": turn, "item": dict(item)})
+            records.append({"type": "item", "turn": turn, "item": dict(item)})
+        else:
+            records.append({"type": "item", "turn": turn, "item": dict(item)})
     return records
+
+
+def _is_summary(item: Mapping[str, Any]) -> bool:
+    return _is_user(item) and is_summary(text_of(item.get("content")))
+
+
+def _summary_record(run: list[Mapping[str, Any]], text: str, turn: int) -> dict[str, Any]:
+    kept = [i for i in run if _is_user(i) and not is_context(text_of(i.get("content")))]
+    summary = text.removeprefix(SUMMARY_PREFIX).lstrip("\n")
+    return {
+        "type": "compacted",
+        "turn": turn,
+        "summary": summary,
+        "kept_messages": len(kept),
+        "replacement_history": [dict(i) for i in kept],
+    }
 
 
 def _is_user(item: Mapping[str, Any]) -> bool:
     return item.get("type") == "message" and item.get("role") == "user"
+
+
+def _compacted(record: Mapping[str, Any]) -> ContextCompacted:
+    """The event a ``compacted`` record of a session file stands for."""
+
+    def count(name: str) -> int:
+        value = record.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    window = count("window") or None
+    summary = _str(record, "summary") or ""
+    kept = _kept_texts(record.get("replacement_history"), count("kept_messages"))
+    trigger, phase = _str(record, "trigger") or "auto", _str(record, "phase") or ""
+    before, after = count("tokens_before"), count("tokens_after")
+    return ContextCompacted(trigger, phase, before, after, summary, kept, 0, window)
+
+
+def _kept_texts(history: Any, count: int) -> tuple[str, ...]:
+    """The person's messages a compaction kept, read from its replacement history (not
+    context, not the summary); ``count`` blank ones when it holds fewer."""
+    items = history if isinstance(history, list) else []
+    texts = [
+        text
+        for item in items
+        if isinstance(item, dict) and _is_user(item)
+        if (text := text_of(item.get("content"))) and not is_context(text) and not is_summary(text)
+    ]
+    return tuple(texts[-count:]) if count and len(texts) >= count else ("",) * count

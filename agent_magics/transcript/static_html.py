@@ -20,6 +20,7 @@ from markdown_it import MarkdownIt
 
 from agent_magics.events import TurnAbortedEvent
 from agent_magics.text.inert import terminal_safe
+from agent_magics.tools.notebook.graded import NOTE_KEY, TOUCHED_KEY
 from agent_magics.transcript import calls
 from agent_magics.transcript import html as render
 from agent_magics.transcript.agent_text import agent_header, ending_text
@@ -174,7 +175,7 @@ def transcript_html(
     if (denied := denial_summary(t)) and t.status not in ("running", "waiting"):
         parts.append(f'<div style="{MUTED}">{esc(denied)}</div>')
     if t.usage is not None:
-        parts.append(f'<div style="{MUTED}">{esc(calls.usage_text(t.usage))}</div>')
+        parts.append(f'<div style="{MUTED}">{esc(calls.usage_text(t.usage, t.context))}</div>')
     body = "".join(parts)
     return f'<div class="agent-magics-transcript" style="{ROOT_STYLE}">{body}</div>'
 
@@ -208,10 +209,20 @@ class TranscriptDocument:
         self.html = transcript_html(t, images=images)
         self.figures = images.figures
         self.markdown = transcript_markdown(t, figures_apart)
+        self.graded = t.graded_notes()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {
+    def _repr_mimebundle_(
+        self, **kwargs: Any
+    ) -> dict[str, str] | tuple[dict[str, str], dict[str, Any]]:
+        """The document; with the graded cells the turn read or changed as the output's
+        metadata (``agent_magics.graded_turns``): the output is saved with the notebook
+        in every setup, so the teacher finds the notes there even where no tool could
+        write them into the notebook's own metadata."""
+        data = {
             "text/html": self.html,
             "text/markdown": self.markdown,
             "text/plain": terminal_safe(self.markdown),
         }
+        if not self.graded:
+            return data
+        return data, {NOTE_KEY: {TOUCHED_KEY: self.graded}}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics.events import FileDiff, ToolCallProposed
+from agent_magics.events import AgentSpawned, AgentStatusChanged, FileDiff, ToolCallProposed
 from agent_magics.protocol.approval import ApprovalRequest
 from agent_magics.terminal.console import TerminalConsole, question
 from agent_magics.testing import custom_tool_call, function_call
@@ -206,6 +206,20 @@ def test_the_terminal_shows_each_call_as_it_comes(capsys: pytest.CaptureFixture[
     printed = capsys.readouterr().err
     assert_written_out(printed, r"\x1b[;rm", "<U+200B>", "<U+202E>", "<U+2067>", r"-a\x0d")
     assert f"exec {visible(COMMAND)}\n" in printed
+
+
+def test_the_terminal_writes_out_a_helpers_task_and_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """exec's ``[Nick] started: <task>`` and ``[Nick] completed: <answer>`` lines show the
+    model's text as every other line does: an escape written out, not dropped; a bidi
+    control named, not obeyed."""
+    console = TerminalConsole(interactive=False, style=Style())
+    console.report(AgentSpawned("s1", "agent-a", "Ada", 1, "fix \x1b[2Kthe \u202eabc"))
+    console.report(AgentStatusChanged("agent-a", "completed", "did \x1b]0;x\x07it\u2067 ok\rdone"))
+    printed = capsys.readouterr().err
+    assert_written_out(printed, r"\x1b[2K", "<U+202E>", r"\x1b]0;x\x07", "<U+2067>", r"ok\x0ddone")
+    assert "[Ada] started: fix " in printed and "[Ada] completed: did " in printed
 
 
 def session_records() -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from agent_magics.jupyter.magics import AgentMagics
 from agent_magics.testing import (
@@ -23,6 +22,7 @@ from agent_magics.testing import (
     message,
 )
 from agent_magics.transcript.history import EMPTY, history_text
+from tests.helpers.shell import loaded_shell
 
 OPTS = "-a never -s danger-full-access -c allow_login_shell=false"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
@@ -31,14 +31,8 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
 @pytest.fixture
 def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(tmp_path)
-    shell: Any = InteractiveShell.instance()
-    shell.history_manager.reset()  # cells of earlier tests would reach the first turn
-    shell.execution_count = 1
-    shell.run_cell("%load_ext agent_magics")
-    try:
+    with loaded_shell() as shell:
         yield shell
-    finally:
-        shell.run_cell("%unload_ext agent_magics")
 
 
 def session_of(ip: Any) -> Any:

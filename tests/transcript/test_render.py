@@ -13,6 +13,7 @@ from agent_magics.events import (
     ApprovalDecided,
     ApprovalRequested,
     AssistantMessage,
+    ContextWindowNoted,
     McpServerFailed,
     McpServerReady,
     PlanStep,
@@ -221,6 +222,7 @@ def test_mcp_cards_name_the_server_and_the_tool() -> None:
         ),
         pytest.param(SandboxUnavailable("No sandbox."), "error", "No sandbox.", id="sandbox"),
         pytest.param(SandboxWeakness("Key readable."), "error", "Key readable.", id="weakness"),
+        pytest.param(ContextWindowNoted("Window unknown."), "info", "Window unknown.", id="window"),
     ],
 )
 def test_session_notices(event: Any, kind: str, text: str) -> None:
