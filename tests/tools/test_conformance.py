@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.conformance import golden_rels
+from tests.helpers.conformance import golden_rels, matches_golden
 from tests.helpers.conformance_replay import exec_command_line
 
 CANDIDATE = exec_command_line(sys.executable)
@@ -34,9 +34,16 @@ def test_matches_codex(rel: str, conformance: Path) -> None:
 
     golden = json.loads((conformance / "goldens" / rel).read_text())
     case = json.loads((conformance / "cases" / rel).read_text())
-    candidate = harness.run_case(case, candidate=CANDIDATE)
-    problems = compare.compare_case(golden, candidate)
-    tail = candidate.get("codex_stdout_tail", "")
+    tail = ""
+
+    def run_once() -> list[str]:
+        nonlocal tail
+        candidate = harness.run_case(case, candidate=CANDIDATE)
+        tail = candidate.get("codex_stdout_tail", "")
+        problems: list[str] = compare.compare_case(golden, candidate)
+        return problems
+
+    problems = matches_golden(rel, run_once)
     assert not problems, "\n".join(problems) + (f"\n--- runner output ---\n{tail}" if tail else "")
 
 
