@@ -24,6 +24,29 @@ from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, loaded_kernel
 from tests.helpers.paths import CONFORMANCE
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, Run, outside_base, require_mechanism
 
+_RUN_HOME = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The whole run gets a home of its own: no test reads the machine's dotfiles, key or
+    settings, and no test writes to them. A login shell (``bash -lc``, the shell tools'
+    default) then reads only the system's profile: a machine whose own ``~/.profile``
+    is slow (a stale ``pyenv rehash`` lock waits 60 s) made every command time out.
+    xdist's workers inherit the controller's home; the tests' own homes (the ``home``
+    fixture, the sandbox arena's) still come on top."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    # Outside /tmp, as a person's home is: start-up files inside a writable root are not
+    # read by commands at all (tools/unified_exec/snapshot.py).
+    home = tempfile.mkdtemp(prefix="agent-magics-home-", dir=outside_base())
+    config.stash[_RUN_HOME] = os.environ["HOME"] = home
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_RUN_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
 
 @pytest.fixture(scope="session")
 def conformance() -> Path:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,17 @@ def require_browser() -> Any:
 
 KERNEL_SETTINGS = "@jupyterlab/apputils-extension/kernels-settings.jupyterlab-settings"
 NEWS_SETTINGS = "@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+AUTOSAVE_SETTINGS = "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"
 SCREENSHOTS_ENV = "AGENT_MAGICS_SCREENSHOTS"
 SHUT_DOWN = """async () => {
   const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || "";
-  const kernels = await (await fetch("/api/kernels")).json();
+  const config = document.getElementById("jupyter-config-data");
+  const base = (config && JSON.parse(config.textContent).baseUrl) || "/";
+  const kernels = await (await fetch(`${base}api/kernels`)).json();
   for (const k of kernels) {
-    await fetch(`/api/kernels/${k.id}`, {method: "DELETE", headers: {"X-XSRFToken": xsrf}});
+    await fetch(`${base}api/kernels/${k.id}`, {method: "DELETE", headers: {"X-XSRFToken": xsrf}});
   }
-  return (await (await fetch("/api/kernels")).json()).length;
+  return (await (await fetch(`${base}api/kernels`)).json()).length;
 }"""
 """Shut every kernel down through the server's API, as the page itself would."""
 
@@ -56,9 +60,14 @@ def free_port() -> int:
 
 
 class Lab:
-    """A JupyterLab server on 127.0.0.1 without a token, in a folder of its own."""
+    """A JupyterLab server on 127.0.0.1 in a folder of its own: without a token at the
+    root, or under ``prefix`` with ``token`` as Binder and JupyterHub serve a person's
+    (:attr:`url` holds the prefix; a page opened with :meth:`page_url` logs in)."""
 
-    def __init__(self, root: Path, comms_over_subshells: str) -> None:
+    def __init__(
+        self, root: Path, comms_over_subshells: str, *, prefix: str = "/", token: str = ""
+    ) -> None:
+        self.prefix, self.token = prefix, token
         self.notebooks = root / "notebooks"
         self.notebooks.mkdir()
         settings = root / "settings"
@@ -82,7 +91,8 @@ class Lab:
             "--allow-root",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
-            "--IdentityProvider.token=",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.base_url={prefix}",
             "--ServerApp.password=",
             f"--ServerApp.root_dir={self.notebooks}",
         ]
@@ -95,7 +105,7 @@ class Lab:
         while True:
             try:
                 self.port = _listening_port(root / "runtime", self.port)
-                urllib.request.urlopen(f"{self.url}/api/status", timeout=1).close()
+                urllib.request.urlopen(self.page_url("api/status"), timeout=1).close()
                 return
             except OSError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
@@ -104,12 +114,16 @@ class Lab:
                 time.sleep(0.2)
 
     def setting(self, plugin: str, key: str) -> Any:
-        with urllib.request.urlopen(f"{self.url}/lab/api/settings/{plugin}", timeout=10) as r:
+        with urllib.request.urlopen(self.page_url(f"lab/api/settings/{plugin}"), timeout=10) as r:
             return json.loads(r.read())["settings"].get(key)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.port}{self.prefix.rstrip('/')}"
+
+    def page_url(self, path: str) -> str:
+        """``path`` under the server's prefix, with the token when it has one."""
+        return f"{self.url}/{path}" + (f"?token={self.token}" if self.token else "")
 
     def close(self) -> None:
         stop_server(self.process, self.log)
@@ -131,7 +145,7 @@ def python_notebook(*sources: str) -> Any:
 
 def open_notebook(page: Any, lab: Lab, name: str) -> None:
     """Open ``name`` in the page and wait until its kernel is idle."""
-    page.goto(f"{lab.url}/lab/tree/{name}")
+    page.goto(lab.page_url(f"lab/tree/{name}"))
     page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
 
 
@@ -141,6 +155,21 @@ def run_all(page: Any) -> None:
     page.keyboard.press("Escape")
     page.get_by_text("Run", exact=True).first.click()
     page.get_by_text("Run All Cells", exact=True).click()
+
+
+def read_when_saved(page: Any, path: Path, ready: Callable[[Any], bool], tries: int = 300) -> Any:
+    """The notebook at ``path`` once ``ready(nb)`` holds, read every 100 ms. The server
+    writes the file in place, so a read can meet it empty or half written: that read is
+    taken as "not yet"."""
+    for _ in range(tries):
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except (nbformat.reader.NotJSONError, ValueError):  # read while the server wrote it
+            nb = None
+        if nb is not None and ready(nb):
+            return nb
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{path.name} was not saved as expected")
 
 
 def keep_screenshot(page: Any, shot: Path) -> None:

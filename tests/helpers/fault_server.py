@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_magics.testing import encode_sse, message, response_events
+from tests.helpers.loopback import LoopbackServer
 
 
 @dataclass
@@ -59,7 +59,7 @@ def failed_response(code: str, text: str) -> bytes:
     return encode_sse(iter([created, failed]))
 
 
-class FaultServer:
+class FaultServer(LoopbackServer):
     """``encode`` turns an answer's items into the SSE payload of the protocol served."""
 
     def __init__(
@@ -72,59 +72,40 @@ class FaultServer:
         self.requests: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
         self.paths: list[str] = []
-        server = self
+        super().__init__()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                server.requests.append(json.loads(body or b"{}"))
-                server.auth.append(self.headers.get("authorization"))
-                server.paths.append(self.path)
-                answer = server.answers.pop(0) if server.answers else ok()
-                if answer.hang_up:
-                    self.close_connection = True
-                    return
-                if answer.items is None and answer.raw is None:
-                    self.send_response(answer.status)
-                    for k, v in answer.headers.items():
-                        self.send_header(k.replace("_", "-"), v)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(answer.body)))
-                    self.end_headers()
-                    self.wfile.write(answer.body)
-                    return
-                payload = (
-                    answer.raw if answer.raw is not None else server.encode(answer.items or [])
-                )
-                if answer.cut_after_bytes is not None:
-                    payload = payload[: answer.cut_after_bytes]
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("connection", "close")
-                self.end_headers()
-                if answer.stall_s:
-                    self.wfile.write(payload[:40])
-                    self.wfile.flush()
-                    time.sleep(answer.stall_s)
-                    return
-                self.wfile.write(payload)
-                self.close_connection = True
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def answer(self, request: http.server.BaseHTTPRequestHandler, method: str) -> None:
+        if method != "POST":
+            request.send_error(404)
+            return
+        body = request.rfile.read(int(request.headers.get("content-length") or 0))
+        self.requests.append(json.loads(body or b"{}"))
+        self.auth.append(request.headers.get("authorization"))
+        self.paths.append(request.path)
+        answer = self.answers.pop(0) if self.answers else ok()
+        if answer.hang_up:
+            request.close_connection = True
+            return
+        if answer.items is None and answer.raw is None:
+            request.send_response(answer.status)
+            for k, v in answer.headers.items():
+                request.send_header(k.replace("_", "-"), v)
+            request.send_header("content-type", "application/json")
+            request.send_header("content-length", str(len(answer.body)))
+            request.end_headers()
+            request.wfile.write(answer.body)
+            return
+        payload = answer.raw if answer.raw is not None else self.encode(answer.items or [])
+        if answer.cut_after_bytes is not None:
+            payload = payload[: answer.cut_after_bytes]
+        request.send_response(200)
+        request.send_header("content-type", "text/event-stream")
+        request.send_header("connection", "close")
+        request.end_headers()
+        if answer.stall_s:
+            request.wfile.write(payload[:40])
+            request.wfile.flush()
+            time.sleep(answer.stall_s)
+            return
+        request.wfile.write(payload)
+        request.close_connection = True

@@ -25,10 +25,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.helpers.browser import NEWS_SETTINGS, SCREENSHOTS_ENV, SHUT_DOWN, Lab, require_browser
+from tests.helpers.browser import (
+    AUTOSAVE_SETTINGS,
+    NEWS_SETTINGS,
+    SCREENSHOTS_ENV,
+    SHUT_DOWN,
+    Lab,
+    read_when_saved,
+    require_browser,
+)
 from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -102,6 +109,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         env.setenv("HOME", str(root / "home"))
         server = Lab(root, "perCommTarget")
     (root / "settings" / NEWS_SETTINGS).write_text(json.dumps({"fetchNews": "false"}))
+    # The test saves each notebook itself: an autosave on top (every 2 minutes, reached
+    # on a loaded machine) raced that save, and JupyterLab then asked whether the file
+    # "has changed on disk", a dialog over the page.
+    (root / "settings" / AUTOSAVE_SETTINGS).parent.mkdir(parents=True, exist_ok=True)
+    (root / "settings" / AUTOSAVE_SETTINGS).write_text(json.dumps({"autosave": False}))
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(NOTEBOOKS, server.notebooks, ignore=ignore, dirs_exist_ok=True)
     try:
@@ -195,17 +207,12 @@ def saved(page: Any, path: Path, ran: int) -> Any:
     page.locator(".jp-Notebook .jp-Cell").last.click()
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
-    for _ in range(300):
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except nbformat.reader.NotJSONError:  # read while the server was writing it
-            page.wait_for_timeout(100)
-            continue
+
+    def all_ran(nb: Any) -> bool:
         counts = [c.get("execution_count") for c in nb.cells if c.cell_type == "code"]
-        if sum(c is not None for c in counts) >= ran:
-            return nb
-        page.wait_for_timeout(100)
-    raise AssertionError(f"{path.name} was not saved with its outputs")
+        return sum(c is not None for c in counts) >= ran
+
+    return read_when_saved(page, path, all_ran)
 
 
 def output_text(output: Any) -> str:

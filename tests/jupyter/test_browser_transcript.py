@@ -20,6 +20,7 @@ from tests.helpers.browser import (
     keep_screenshot,
     open_notebook,
     python_notebook,
+    read_when_saved,
     require_browser,
 )
 
@@ -42,9 +43,12 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         server.close()
 
 
-def saved_outputs(path: Path) -> list[dict[str, Any]]:
-    nb = nbformat.read(path, as_version=4)
+def outputs_of(nb: Any) -> list[dict[str, Any]]:
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def html_outputs(nb: Any) -> list[dict[str, Any]]:
+    return [o for o in outputs_of(nb) if "text/html" in o.get("data", {})]
 
 
 def test_a_reloaded_notebook_shows_the_transcript(lab: Lab, browser: Any, tmp_path: Path) -> None:
@@ -66,14 +70,10 @@ def test_a_reloaded_notebook_shows_the_transcript(lab: Lab, browser: Any, tmp_pa
             page.get_by_role("button", name="Approve", exact=True).click(timeout=60_000)
             page.locator(".agent-magics-transcript").wait_for(timeout=60_000)  # the static one
             page.keyboard.press("Control+s")
-            deadline_ok = False
-            for _ in range(100):
-                outputs = saved_outputs(path)
-                if any("text/html" in o.get("data", {}) for o in outputs):
-                    deadline_ok = True
-                    break
-                page.wait_for_timeout(100)
-            assert deadline_ok, "the notebook was not saved with the transcript"
+            saved = read_when_saved(
+                page, path, lambda nb: any("text/html" in o.get("data", {}) for o in outputs_of(nb))
+            )
+            outputs = outputs_of(saved)
             assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
 
             assert page.evaluate(SHUT_DOWN) == 0
