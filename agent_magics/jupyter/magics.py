@@ -13,7 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
     from agent_magics.jupyter.kernel.notebook_context import NotebookContext
+    from agent_magics.jupyter.kernel.own_notebook import OwnNotebook
     from agent_magics.jupyter.kernel.tools import KernelTools
+    from agent_magics.jupyter.kernel.withheld_cells import KernelWithheld
     from agent_magics.jupyter.ui.approver import HeadlessMode
     from agent_magics.jupyter.ui.controller import ConfigSource, Controller
     from agent_magics.jupyter.ui.line_commands import LineCommands
@@ -87,6 +89,7 @@ class AgentMagics(Magics):
         self.cell_log = CellLog(shell)  # records cells from now on, for the first turn
         self.sticky = StickySettings(self.build_config)
         self.recording: str | None = None  # %agent recording: played when no model is set
+        self.found_notebook: OwnNotebook | None = None  # the policy's notebook, who named it
 
     # The parts a turn needs, built when the first %%agent or %agent uses them.
 
@@ -94,33 +97,48 @@ class AgentMagics(Magics):
     def kernel_tools(self) -> KernelTools:
         from agent_magics.jupyter.kernel.tools import KernelTools
 
-        return KernelTools(self.shell, lambda: self.policy.seen.solution_cells)
+        return KernelTools(self.shell, self.withheld, lambda: self.policy.path)
+
+    @cached_property
+    def withheld(self) -> KernelWithheld:
+        """The graded answers the teacher's policy withholds, masked in every output."""
+        from agent_magics.jupyter.kernel.withheld_cells import KernelWithheld
+
+        return KernelWithheld(self.shell, self.cell_log, lambda: self.policy.seen.solution_cells)
 
     @cached_property
     def notebook(self) -> NotebookContext:
         from agent_magics.jupyter.kernel.withheld_cells import GradedNotebookContext
 
-        return GradedNotebookContext(self.cell_log, lambda: self.policy.seen.solution_cells)
+        return GradedNotebookContext(self.cell_log, self.withheld)
 
     @cached_property
     def agent(self) -> Controller:
         from agent_magics.jupyter.kernel.jupyter_secrets import register
+        from agent_magics.jupyter.kernel.own_notebook import notebook_files
         from agent_magics.jupyter.ui.controller import Controller
 
         register(self.shell)  # the kernel's signing key: scrubbed, its file hidden
         kernel = getattr(self.shell, "kernel", None)
         controller = Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
         controller.offers = lambda name: self.policy.seen.offers(name)
+        controller.kept = lambda: notebook_files(self.policy.path)  # its policy, its notes
         return controller
 
     @cached_property
     def policy(self) -> PolicyGuard:
         """The teacher's policy this kernel is held to: read first here (the first
-        ``%%agent`` or ``%agent``), again at every turn, and never loosened."""
-        from agent_magics.jupyter.kernel.notebook_context import notebook_file
+        ``%%agent`` or ``%agent``), again at every turn, and never loosened; the notebook
+        it is read from is the one the server lists for this kernel (:mod:`.own_notebook`)."""
         from agent_magics.teaching.guard import PolicyGuard
 
-        return PolicyGuard(partial(notebook_file, self.shell))
+        return PolicyGuard(self._own_notebook)
+
+    def _own_notebook(self) -> Path | None:
+        from agent_magics.jupyter.kernel.own_notebook import own_notebook
+
+        self.found_notebook = own_notebook(self.shell)
+        return self.found_notebook.path
 
     @cached_property
     def trust(self) -> ProjectTrust:
@@ -189,7 +207,7 @@ class AgentMagics(Magics):
             "cwd": str(Path(args.cd).expanduser().resolve()) if args.cd else None,
         }
         try:
-            config, rebuild = self.sticky.for_cell(given, args.config, args.new)
+            config, rebuild = self.sticky.for_cell(given, args.config)
             self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))  # before a card shows
         except UserError as exc:
             if args._awaited:  # the cell fails, so a headless run or Run All stops here
@@ -197,7 +215,7 @@ class AgentMagics(Magics):
             print(f"agent: {exc}", file=sys.stderr)
             return None
         if args.new:
-            self.agent.end_session()
+            self.agent.new_conversation()
         self.sticky.keep()
         return config, rebuild
 
@@ -263,7 +281,11 @@ class AgentMagics(Magics):
         metavar="KEY=VALUE",
         help="override a setting (VALUE read as TOML); repeatable",
     )
-    @argument("--new", action="store_true", help="start a fresh session (forget options too)")
+    @argument(
+        "--new",
+        action="store_true",
+        help="start a new conversation (a new session; the options in force stay)",
+    )
     @argument(
         "--background",
         action="store_true",

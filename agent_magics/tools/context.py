@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -70,6 +70,11 @@ class ShellInfo:
         return cls("/bin/bash", "bash")
 
 
+KeptFiles = Callable[[], Sequence[Path]]
+"""The files a front end keeps out of reach of the agent's commands and patches, asked
+again at each turn (the notebook the kernel runs: see ``TurnContext.read_only_paths``)."""
+
+
 @dataclass(frozen=True)
 class TurnContext:
     """Settings that hold for one turn."""
@@ -83,6 +88,12 @@ class TurnContext:
     supports_images: bool = True
     thread_id: str = ""
     network_access: bool = False
+    sandbox_limit: str | None = None
+    """A teacher's limit on the sandbox, in the policy's words: while set, no command or
+    patch runs outside the sandbox (see :func:`~.approval.orchestrator.run_guarded`)."""
+    read_only_paths: tuple[Path, ...] = ()
+    """Files no command or patch of the agent may change even inside a writable root (the
+    notebook the kernel runs: its editor saves it, and it holds the teacher's policy)."""
 
 
 @dataclass

@@ -20,12 +20,20 @@ from typing import Any
 from agent_magics.events import GoalUpdated
 from agent_magics.protocol.items import AnyItem, Message, parse_item
 from agent_magics.tools.context import SessionServices
+from agent_magics.tools.truncate import TruncationPolicy, truncate_text
 
 STATE_KEY = "goal"
 ACCRUING = ("active", "budgetLimited")
 STATUSES = ("active", "paused", "blocked", "usageLimited", "budgetLimited", "complete")
 OBJECTIVE_OUTPUT = {"type": "function_call_output", "name": "goal_objective", "namespace": "agent"}
 """The extra output Codex adds after a successful create_goal (no call id), plus ``output``."""
+MAX_OBJECTIVE_CHARS = 4000
+"""Codex 0.171's limit, counted in characters (code points) of the trimmed objective,
+and checked before the budget and before an unfinished goal (recorded: objective_*)."""
+OBJECTIVE_OUTPUT_POLICY = TruncationPolicy.tokens(1000)
+"""That output holds the objective cut to 1000 tokens, as Codex 0.171 cuts it (recorded:
+a 4000-character objective of 4-byte characters comes back with "…3000 tokens
+truncated…" in its middle)."""
 
 COMPLETION_BUDGET_REPORT = (
     "Goal achieved. Report final usage from this tool result's structured goal fields. "
@@ -114,7 +122,7 @@ class GoalState:
 
     def start(self, goal: Goal, call_id: str) -> None:
         self.goal, self.pending_tokens, self.since = goal, 0, time.monotonic()
-        self.objective_outputs[call_id] = goal.objective
+        self.objective_outputs[call_id] = truncate_text(goal.objective, OBJECTIVE_OUTPUT_POLICY)
 
     def turn_started(self) -> None:
         """Time counts from here: between turns nobody pursues the goal."""
@@ -176,7 +184,8 @@ def goal_record(services: SessionServices) -> dict[str, Any] | None:
 
 
 def restore_goal(services: SessionServices, record: Any) -> None:
-    """Put back a goal a session file kept; a record that does not read is left out."""
+    """Put back a goal a session file kept; a record that does not read, or whose
+    objective is longer than a goal may be, is left out."""
     if not isinstance(record, dict):
         return
     try:
@@ -190,6 +199,7 @@ def restore_goal(services: SessionServices, record: Any) -> None:
         and all(isinstance(v, int | float) for v in numbers)
         and isinstance(goal.token_budget, int | None)
         and goal.status in STATUSES
+        and len(goal.objective) <= MAX_OBJECTIVE_CHARS
     ):
         goal_state(services).goal = goal
 

@@ -101,21 +101,25 @@ def _marker(policy: TruncationPolicy, removed_chars: int, removed_bytes: int) ->
     return f"…{removed_chars} chars truncated…"
 
 
-def _truncate(text: str, data: bytes | None, policy: TruncationPolicy) -> str:
-    if not text:
-        return ""
+def _pieces(text: str, data: bytes | None, policy: TruncationPolicy) -> tuple[str, ...]:
     budget = policy.byte_budget
     size = len(text) if data is None else len(data)
     if size <= budget:
-        return text
+        return (text,)
     left = budget // 2
     removed, head, tail = _split(text, data, left, budget - left)
-    return f"{head}{_marker(policy, removed, size - budget)}{tail}"
+    return head, _marker(policy, removed, size - budget), tail
+
+
+def truncate_pieces(text: str, policy: TruncationPolicy) -> tuple[str, ...]:
+    """``(text,)`` when it fits the policy's budget, else ``(head, marker, tail)``: the
+    parts a compacted conversation sends as three text items, as Codex does."""
+    return _pieces(text, _utf8(text), policy)
 
 
 def truncate_text(text: str, policy: TruncationPolicy) -> str:
     """Head + marker + tail when ``text`` is over the policy's budget, else ``text``."""
-    return _truncate(text, _utf8(text), policy)
+    return "".join(_pieces(text, _utf8(text), policy)) if text else ""
 
 
 def line_count(text: str) -> int:
@@ -131,4 +135,5 @@ def formatted_truncate_text(text: str, policy: TruncationPolicy) -> str:
     data = _utf8(text)
     if (len(text) if data is None else len(data)) <= policy.byte_budget:
         return text
-    return f"Total output lines: {line_count(text)}\n\n{_truncate(text, data, policy)}"
+    cut = "".join(_pieces(text, data, policy))
+    return f"Total output lines: {line_count(text)}\n\n{cut}"

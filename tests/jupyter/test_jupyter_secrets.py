@@ -3,16 +3,20 @@ keys in Jupyter's runtime folder, and the signing key of the kernel a session ru
 
 End to end: a scripted model on 127.0.0.1 has a sandboxed command ``cat`` the files, in
 ``agent-magics exec`` and in a real kernel, under bubblewrap (the folder is hidden: the
-files are not there) and under Landlock (it cannot hide a folder from reading: the
-secrets are scrubbed from what the model receives, and the session says so once).
-Codex hides nothing of Jupyter's (it does not run in a kernel).
+files are not there) and under Landlock (reading them is refused). Where Landlock cannot
+hide them (a runtime folder in ``/tmp``, where commands create files), the secrets
+are scrubbed from what the model receives, and the session says so once. Codex hides
+nothing of Jupyter's (it does not run in a kernel).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import secrets
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,10 +32,12 @@ from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_m
 SERVER_TOKEN = "jps" + secrets.token_hex(24)
 OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)
 COOKIE_SECRET = "c" + secrets.token_hex(20)
-WEAKNESS = "Sandboxed commands can read Jupyter's runtime folder"
+WEAKNESS = "Sandboxed commands can read Jupyter's runtime files"
 HUB_TOKENS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN")
-LAYOUTS = ["named", "default"]
-"""``named``: ``JUPYTER_RUNTIME_DIR``; ``default``: ``$HOME/.local/share/jupyter/runtime``."""
+LAYOUTS = ["named", "default", "workspace"]
+"""``named``: ``JUPYTER_RUNTIME_DIR`` beside the workspace; ``default``:
+``$HOME/.local/share/jupyter/runtime``; ``workspace``: ``JUPYTER_RUNTIME_DIR`` in the
+working folder, where commands may write (not read)."""
 
 
 def fill_runtime_folder(folder: Path) -> None:
@@ -62,10 +68,11 @@ def exec_turn(
 @pytest.mark.parametrize("mechanism", LINUX_MECHANISMS)
 def test_a_command_reads_no_jupyter_token(arena: Arena, mechanism: str, layout: str) -> None:
     require_mechanism(mechanism)
-    if layout == "named":
-        folder, env = arena.root / "runtime", {"JUPYTER_RUNTIME_DIR": str(arena.root / "runtime")}
-    else:
+    if layout == "default":
         folder, env = arena.home / ".local" / "share" / "jupyter" / "runtime", {}
+    else:
+        folder = (arena.root if layout == "named" else arena.ws) / "runtime"
+        env = {"JUPYTER_RUNTIME_DIR": str(folder)}
     fill_runtime_folder(folder)
     cmd = f"cd {folder} && cat jpserver-*.json kernel-*.json jpserver-*.html *secret; echo end"
     output, stderr, server = exec_turn(arena, mechanism, cmd, env)
@@ -73,13 +80,38 @@ def test_a_command_reads_no_jupyter_token(arena: Arena, mechanism: str, layout: 
     secret = (SERVER_TOKEN, OTHER_KERNEL_KEY, COOKIE_SECRET)
     assert leaked(json.dumps(server.requests), *secret) == []
     assert leaked(stderr, *secret) == []
-    if mechanism == "bwrap":  # hidden: the folder is empty
+    # Hidden: bubblewrap shows an empty folder, Landlock refuses to read the files.
+    assert ("No such file" if mechanism == "bwrap" else "Permission denied") in output, output
+    assert REDACTED not in output, output
+    assert WEAKNESS not in stderr
+
+
+@pytest.mark.slow  # real sandboxes and CLI runs
+@pytest.mark.parametrize("mechanism", LINUX_MECHANISMS)
+def test_a_runtime_folder_where_commands_create_files(arena: Arena, mechanism: str) -> None:
+    """The runtime folder in ``/tmp``, where commands create files: bubblewrap hides it;
+    Landlock leaves it readable (hidden, every file a command made in ``/tmp`` would be
+    unreadable to it: ``mktemp``, pip's build folders), scrubs the secrets, and the
+    session says so once, naming the folder."""
+    require_mechanism(mechanism)
+    base = Path(tempfile.mkdtemp(prefix="agent-magics-runtime-", dir="/tmp"))
+    try:
+        folder = base / "runtime"
+        fill_runtime_folder(folder)
+        cmd = f"cat {folder}/jpserver-*.json; t=$(mktemp) && echo made-$$ > $t && cat $t; echo end"
+        env = {"JUPYTER_RUNTIME_DIR": str(folder)}
+        output, stderr, server = exec_turn(arena, mechanism, cmd, env)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert "end" in output and re.search(r"made-\d+", output), output  # it reads its own file
+    assert leaked(json.dumps(server.requests) + stderr, SERVER_TOKEN) == []
+    if mechanism == "bwrap":
         assert "No such file" in output, output
         assert WEAKNESS not in stderr
-    else:  # read, and scrubbed; the session says so once
+    else:
         assert f'"token": "{REDACTED}"' in output, output
-        assert f'"key": "{REDACTED}"' in output, output
-        assert stderr.count(WEAKNESS) == 1, stderr
+        notices = [line for line in stderr.splitlines() if WEAKNESS in line]
+        assert len(notices) == 1 and str(folder) in notices[0], stderr
 
 
 @pytest.mark.slow  # real kernels and sandboxes
@@ -113,10 +145,10 @@ def test_the_kernel_signing_key_never_reaches_the_model(
             output = str(server.outputs(1)["c1"])
         assert "end" in output and str(connection) in output  # it ran, and found the file
         assert leaked(json.dumps(server.requests), key) == []
-        if mechanism == "bwrap":
-            assert "No such file" in output, output
-        else:
-            assert f'"key": "{REDACTED}"' in output, output
+        # Hidden: bubblewrap shows an empty folder; Landlock refuses to read it (its way
+        # from /tmp lies in folders granted entry by entry: the working folder is there).
+        assert ("No such file" if mechanism == "bwrap" else "Permission denied") in output
+        assert REDACTED not in output, output
     finally:
         kernel.close()
 

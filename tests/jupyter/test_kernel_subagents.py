@@ -10,6 +10,7 @@ conversation on 127.0.0.1 (:mod:`tests.helpers.agents`)."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,45 @@ def test_stop_on_a_childs_card_stops_that_childs_command_only(kernel: Kernel) ->
         said = [outputs(server.by_conversation[t][1])["call_1"] for t in ("sleep a", "sleep b")]
     assert left in (a, b)
     assert all("aborted by user" in text for text in said), said  # Codex's words, each child
+
+
+def test_stop_on_a_childs_card_never_stops_the_parents_call_named_after_it(
+    kernel: Kernel,
+) -> None:
+    """The parent names its own command after the child's (``<child id>/call_1``, what a
+    child's call was once keyed by): Stop on the child's card stops the child's command,
+    and the parent's runs to its end."""
+    marker = f"agent-sub-{uuid.uuid4().hex[:8]}"
+    child_cmd, parent_cmd = f"{marker}-child", f"{marker}-parent"
+    child_running = threading.Event()
+
+    def parent(body: dict[str, Any]) -> list[dict[str, Any]]:
+        said = outputs(body)
+        if "s1" not in said:
+            return [agent_call("spawn_agent", {"message": "sleep a"}, "s1")]
+        (child,) = spawned_ids(body, "s1")
+        aimed = f"{child}/call_1"
+        if aimed not in said:
+            child_running.wait(60)  # the parent's card comes after the child's
+            cmd = f"sleep 3; echo {parent_cmd}"
+            return [function_call("exec_command", {"cmd": cmd, "yield_time_ms": 30000}, aimed)]
+        if "w1" not in said:
+            return [agent_call("wait_agent", {"targets": [child]}, "w1")]
+        return [message("Done.")]
+
+    scripts: dict[str, Any] = {"One sleeper.": deciding(parent), "sleep a": sleeper(child_cmd)}
+    with ConversationsServer(scripts) as server:
+        cell = kernel.execute(agent_cell(server.base_url, "-a on-request", "One sleeper."))
+        kernel.wait_for(lambda: child_cmd in running(marker), 120)
+        child_running.set()
+        kernel.wait_for(lambda: len(running(marker)) == 2 and len(shown(kernel, "Stop")) == 2, 60)
+        child_stop, _parent_stop = shown(kernel, "Stop")  # the child's card was made first
+        kernel.click(child_stop)
+        kernel.wait_for(lambda: child_cmd not in running(marker), 30)
+        assert parent_cmd in running(marker)  # the parent's command still runs
+        assert "Done." in finished(kernel, cell)
+        said = outputs(server.by_conversation["One sleeper."][-1])
+        child_said = outputs(server.by_conversation["sleep a"][1])["call_1"]
+    aimed = next(k for k in said if k.endswith("/call_1"))
+    assert "aborted by user" in child_said
+    assert parent_cmd in said[aimed] and "aborted" not in said[aimed]

@@ -50,7 +50,7 @@ def test_a_turn_without_a_kernel_prints_its_transcript(
     assert out == "Hello from the model.\n\n*Tokens: 10 in · 5 out · 15 total*\n"
 
 
-def test_options_stick_until_new(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_options_stick_through_new(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     with ScriptedResponsesServer([[message("one")], [message("two")]]) as server:
         ip.run_cell(f"%%agent --base-url {server.base_url} -m first-model {OPTS}\nfirst")
         session = magics(ip).session
@@ -62,7 +62,7 @@ def test_options_stick_until_new(ip: Any, capsys: pytest.CaptureFixture[str]) ->
     with ScriptedResponsesServer([[message("three")]]) as other:
         ip.run_cell(f"%%agent --new --base-url {other.base_url}\nthird")
         assert magics(ip).session is not session
-        assert other.requests[0]["model"] != "first-model"
+        assert other.requests[0]["model"] == "first-model"  # kept; the server is the cell's
         assert len([i for i in other.requests[0]["input"] if i.get("role") == "assistant"]) == 0
 
 

@@ -1,5 +1,5 @@
 """Sub-agents in the live transcript: a child's panel sits in the card of the spawn_agent
-call that started it, its cards answer its own question only (scoped ids, through the
+call that started it, its cards answer its own question only (by its ticket, through the
 one WidgetApprover of the cell), grandchildren nest, the header follows the status, and
 the saved document nests them the same way. The events are the contract's
 (agent_magics/events.py), fed to the real view on the running loop; buttons are pressed
@@ -8,6 +8,7 @@ with ``Button.click()``."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -28,13 +29,12 @@ from agent_magics.events import (
     TurnAbortedEvent,
     TurnFinished,
     TurnStarted,
-    scoped_call_id,
 )
 from agent_magics.jupyter.ui.agents import AgentPanel
 from agent_magics.jupyter.ui.approver import WidgetApprover
 from agent_magics.jupyter.ui.throttle import loop_scheduler
 from agent_magics.jupyter.ui.widgets import TranscriptView
-from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision, new_ticket
 from agent_magics.transcript.static_html import TranscriptDocument, settle
 
 
@@ -48,15 +48,23 @@ def spawn(call_id: str, task: str) -> ToolCallProposed:
     return ToolCallProposed(call_id, "spawn_agent", json.dumps({"message": task}))
 
 
-def child_asks(agent_id: str, call_id: str, cmd: str, cwd: Path) -> list[Event]:
-    """What a child emits when its command needs a person (its own plain call id)."""
+def child_asks(
+    agent_id: str, call_id: str, cmd: str, cwd: Path
+) -> tuple[list[Event], ApprovalRequest]:
+    """What a child emits when its command needs a person (its own plain call id, the
+    question's ticket), and the question as the parent's approver gets it (the child's
+    path added by the forwarding session)."""
     args = json.dumps({"cmd": cmd})
-    request = ApprovalRequest(call_id, "exec_command", "exec", cwd, command=("bash", "-c", cmd))
-    return [
+    command = ("bash", "-c", cmd)
+    request = ApprovalRequest(
+        call_id, "exec_command", "exec", cwd, command=command, ticket=new_ticket()
+    )
+    events: list[Event] = [
         AgentEvent(agent_id, TurnStarted(f"task of {agent_id}")),
         AgentEvent(agent_id, ToolCallProposed(call_id, "exec_command", args)),
         AgentEvent(agent_id, ApprovalRequested(request)),
     ]
+    return events, dataclasses.replace(request, agents=(agent_id,))
 
 
 def panel_of(view: TranscriptView, agent_id: str) -> AgentPanel:
@@ -82,9 +90,9 @@ async def test_each_childs_card_answers_its_own_question(tmp_path: Path) -> None
     # both children ask under the same plain call id, as models do
     asks = {}
     for agent in ("agent-a", "agent-b"):
-        for asked in child_asks(agent, "call_1", f"touch /tmp/{agent}", tmp_path):
+        events, request = child_asks(agent, "call_1", f"touch /tmp/{agent}", tmp_path)
+        for asked in events:
             view(asked)
-        request = ApprovalRequest(scoped_call_id(agent, "call_1"), "exec_command", "exec", tmp_path)
         asks[agent] = loop.create_task(approver(request))
     await until(lambda: len(approver.waiting) == 2)
 
@@ -105,7 +113,7 @@ async def test_each_childs_card_answers_its_own_question(tmp_path: Path) -> None
     ]
     b_card.buttons["Approve"].click()
     assert await asyncio.wait_for(asks["agent-b"], 10) is ReviewDecision.APPROVED
-    assert approver.waiting == [scoped_call_id("agent-a", "call_1")]  # a's still waits
+    assert [(r.agents, r.call_id) for r in approver.waiting] == [(("agent-a",), "call_1")]
     assert not asks["agent-a"].done()
 
     a_card.buttons["Deny"].click()
@@ -133,11 +141,10 @@ async def test_abort_on_a_childs_card_ends_the_turn(tmp_path: Path) -> None:
     view = TranscriptView(loop_scheduler(loop), approver.decide, on_abort=lambda: aborted.append(1))
     view(spawn("call_1", "x"))
     view(AgentSpawned("call_1", "agent-a", "Ada", 1, "x"))
-    for event in child_asks("agent-a", "call_9", "rm -rf /tmp/x", tmp_path):
+    events, request = child_asks("agent-a", "call_9", "rm -rf /tmp/x", tmp_path)
+    for event in events:
         view(event)
-    ask = loop.create_task(
-        approver(ApprovalRequest("agent-a/call_9", "exec_command", "exec", tmp_path))
-    )
+    ask = loop.create_task(approver(request))
     await until(lambda: bool(approver.waiting))
     view.agents["agent-a"].view.cards["call_9"].buttons["Abort turn"].click()
     assert await asyncio.wait_for(ask, 10) is ReviewDecision.ABORT
@@ -145,7 +152,7 @@ async def test_abort_on_a_childs_card_ends_the_turn(tmp_path: Path) -> None:
     view.close()
 
 
-async def test_grandchildren_nest_and_answer_under_both_ids(tmp_path: Path) -> None:
+async def test_grandchildren_nest_and_answer_their_own_question(tmp_path: Path) -> None:
     loop = asyncio.get_running_loop()
     approver = WidgetApprover(loop)
     view = TranscriptView(loop_scheduler(loop), approver.decide)
@@ -153,10 +160,11 @@ async def test_grandchildren_nest_and_answer_under_both_ids(tmp_path: Path) -> N
     view(AgentSpawned("call_1", "agent-a", "Ada", 1, "plan it"))
     view(AgentEvent("agent-a", spawn("call_1", "dig")))
     view(AgentEvent("agent-a", AgentSpawned("call_1", "agent-g", "Gus", 2, "dig")))
-    for event in child_asks("agent-g", "call_1", "ls /", tmp_path):
+    events, request = child_asks("agent-g", "call_1", "ls /", tmp_path)
+    for event in events:
         view(AgentEvent("agent-a", event))
-    scoped = scoped_call_id("agent-a", scoped_call_id("agent-g", "call_1"))
-    ask = loop.create_task(approver(ApprovalRequest(scoped, "exec_command", "exec", tmp_path)))
+    request = dataclasses.replace(request, agents=("agent-a", "agent-g"))
+    ask = loop.create_task(approver(request))
     await until(lambda: bool(approver.waiting))
     child = view.agents["agent-a"]
     grandchild = child.view.agents["agent-g"]
@@ -220,7 +228,7 @@ async def test_closing_the_view_closes_every_childs_widgets(tmp_path: Path) -> N
     view(AgentSpawned("call_1", "agent-a", "Ada", 1, "plan it"))
     view(AgentEvent("agent-a", spawn("call_1", "dig")))
     view(AgentEvent("agent-a", AgentSpawned("call_1", "agent-g", "Gus", 2, "dig")))
-    for event in child_asks("agent-g", "call_1", "ls /", tmp_path):
+    for event in child_asks("agent-g", "call_1", "ls /", tmp_path)[0]:
         view(AgentEvent("agent-a", event))
     assert view.agents["agent-a"].view.agents["agent-g"].view.cards["call_1"].buttons
     assert len(_instances) > before

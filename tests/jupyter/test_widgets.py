@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import io
 import json
 from collections.abc import AsyncIterator, Callable
@@ -21,7 +22,7 @@ from agent_magics.jupyter.ui.cards import TextView, ToolCard, image_widget
 from agent_magics.jupyter.ui.runner import turn_outcome
 from agent_magics.jupyter.ui.throttle import loop_scheduler
 from agent_magics.jupyter.ui.widgets import TranscriptView
-from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision, new_ticket
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.unified_exec import manager_for
 from agent_magics.transcript import card_text
@@ -45,7 +46,9 @@ class Rig:
         self.session = Session(SessionConfig(**config))
         self.approver = WidgetApprover(loop)
         self.view = TranscriptView(
-            loop_scheduler(loop), self.approver.decide, on_stop=self.session.stop_call
+            loop_scheduler(loop),
+            self.approver.decide,
+            on_stop=lambda agents, call_id: self.session.stop_call(call_id),
         )
         self.session.subscribe(self.view)
         self.session.approver = self.approver
@@ -63,7 +66,7 @@ class Rig:
         self.session.kill_processes()
 
     async def card_asking(self, call_id: str) -> ToolCard:
-        await until(lambda: call_id in self.approver.waiting)
+        await until(lambda: any(r.call_id == call_id for r in self.approver.waiting))
         return self.view.cards[call_id]
 
 
@@ -191,11 +194,51 @@ async def test_second_clicks_and_stale_decisions_are_ignored() -> None:
     await asyncio.sleep(0)
     assert approver.waiting == []
     decisions: list[tuple[str, ReviewDecision]] = []
-    card = ToolCard(ToolBlock("c1", "exec_command", "{}"), lambda *d: decisions.append(d))
-    card._make_buttons()
+    request = ApprovalRequest("c1", "exec_command", "exec", Path("."), ticket=new_ticket())
+    block = ToolBlock("c1", "exec_command", "{}", status="waiting", request=request)
+    card = ToolCard(block, lambda *d: decisions.append(d))
+    card.update(block)
     card.buttons["Deny"].click()
     card.buttons["Approve"].click()
-    assert decisions == [("c1", ReviewDecision.DENIED)]
+    assert decisions == [(request.ticket, ReviewDecision.DENIED)]  # by ticket, not call id
+
+
+async def test_a_question_never_takes_the_place_of_one_that_waits(tmp_path: Path) -> None:
+    """Two questions of one call id wait side by side, each answered by its own ticket;
+    a question with no ticket, or the ticket of one that waits, is refused (a bug)."""
+    approver = WidgetApprover(asyncio.get_running_loop())
+    first = ApprovalRequest("call_1", "exec_command", "exec", tmp_path, ticket=new_ticket())
+    second = dataclasses.replace(first, agents=("helper",), ticket=new_ticket())
+    asks = [asyncio.ensure_future(approver(first)), asyncio.ensure_future(approver(second))]
+    await until(lambda: len(approver.waiting) == 2)
+    with pytest.raises(ValueError):
+        await approver(dataclasses.replace(first, command=("touch", "x")))
+    with pytest.raises(ValueError):
+        await approver(dataclasses.replace(first, ticket=""))
+    approver.decide(second.ticket, ReviewDecision.APPROVED)
+    assert await asks[1] is ReviewDecision.APPROVED
+    assert approver.waiting == [first] and not asks[0].done()
+    approver.decide(first.ticket, ReviewDecision.DENIED)
+    assert await asks[0] is ReviewDecision.DENIED
+
+
+def test_a_card_answers_the_question_it_shows_now(tmp_path: Path) -> None:
+    """A call asked twice (a sandbox denial's retry): the card's buttons answer the
+    second question's ticket once it shows."""
+    decisions: list[tuple[str, ReviewDecision]] = []
+    first = ApprovalRequest("c1", "exec_command", "exec", tmp_path, ticket=new_ticket())
+    block = ToolBlock("c1", "exec_command", "{}", status="waiting", request=first)
+    card = ToolCard(block, lambda *d: decisions.append(d))
+    card.update(block)
+    card.buttons["Approve"].click()
+    retry = dataclasses.replace(first, retry_without_sandbox=True, ticket=new_ticket())
+    block.request = retry
+    card.update(block)
+    card.buttons["Deny"].click()
+    assert decisions == [
+        (first.ticket, ReviewDecision.APPROVED),
+        (retry.ticket, ReviewDecision.DENIED),
+    ]
 
 
 def test_always_ask_tools_get_no_approve_for_session_button() -> None:

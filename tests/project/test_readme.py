@@ -248,10 +248,11 @@ def table_names(header: str) -> set[str]:
 
 
 def test_settings_variables_and_traitlets_match_the_code() -> None:
-    from agent_magics.config import ENV_VARS, SessionConfig
+    from agent_magics.config import ENV_VARS, NOT_SETTINGS, SessionConfig
     from agent_magics.jupyter.magics import AgentMagics
 
-    assert table_names("setting") == set(SessionConfig.model_fields) - {"api_key", "cwd"}
+    settings = set(SessionConfig.model_fields) - {"api_key", "cwd"} - NOT_SETTINGS
+    assert table_names("setting") == settings
     source = "".join(p.read_text() for p in (ROOT / "agent_magics").rglob("*.py"))
     in_code = set(ENV_VARS) | set(re.findall(r"AGENT_MAGICS_[A-Z_]+[A-Z]", source))
     in_code -= {"AGENT_MAGICS_TEST_PYTHONS"}

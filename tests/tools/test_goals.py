@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,15 @@ async def test_a_new_conversation_has_no_goal(tmp_path: Path) -> None:
         await session.aclose()
     answer = outputs_by_request(server.requests)["c2"]["output"]
     assert answer == '{"goal":null,"remainingTokens":null,"completionBudgetReport":null}'
+
+
+def test_a_saved_goal_longer_than_a_goal_may_be_is_not_put_back() -> None:
+    """A session file's goal whose objective is past Codex's 4000 characters (a file of
+    another version, or edited) is left out on resume, as one that does not read."""
+    from agent_magics.tools.context import SessionServices
+    from agent_magics.tools.goal_state import MAX_OBJECTIVE_CHARS, Goal, goal_state, restore_goal
+
+    for size, kept in ((MAX_OBJECTIVE_CHARS, True), (5_000_000, False)):
+        services = SessionServices()
+        restore_goal(services, asdict(Goal("t", "x" * size)))
+        assert (goal_state(services).goal is not None) is kept, size

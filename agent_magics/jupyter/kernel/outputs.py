@@ -13,7 +13,7 @@ import base64
 import binascii
 import re
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from html.parser import HTMLParser
 from typing import Any
 
@@ -159,9 +159,14 @@ def entries_text(entries: list[dict[str, Any]], images: Images) -> str:
     return "".join(parts)
 
 
-def short_traceback(exc: BaseException, hidden_files: tuple[str, ...] = ()) -> str:
+def short_traceback(
+    exc: BaseException,
+    hidden_files: tuple[str, ...] = (),
+    mask: Callable[[str], str] | None = None,
+) -> str:
     """The exception with its last :data:`MAX_TRACEBACK_FRAMES` frames, no colours;
-    frames of ``hidden_files`` (the shell's own machinery) are left out."""
+    frames of ``hidden_files`` (the shell's own machinery) are left out, and ``mask``
+    (the teacher's withheld answers) applies before the budget cuts."""
     summary = traceback.StackSummary.from_list(
         [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in hidden_files]
     )
@@ -173,7 +178,8 @@ def short_traceback(exc: BaseException, hidden_files: tuple[str, ...] = ()) -> s
     lines.extend(traceback.format_exception_only(type(exc), exc))
     if not summary:
         lines = lines[1:]
-    return _budget(strip_ansi("".join(lines)).rstrip("\n"), ERROR_BYTES)
+    text = strip_ansi("".join(lines)).rstrip("\n")
+    return _budget(text if mask is None else mask(text), ERROR_BYTES)
 
 
 def names_summary(before: Mapping[str, int], after: Mapping[str, int]) -> str:

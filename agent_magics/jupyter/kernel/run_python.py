@@ -25,6 +25,7 @@ the session, except under ``read-only``, where it covers only the same code agai
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from IPython.core import compilerop, interactiveshell
@@ -53,6 +54,7 @@ from agent_magics.tools.approval.requirement import (
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
+from agent_magics.tools.notebook.masking import OutputMask
 from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
@@ -105,8 +107,9 @@ class RunPythonHandler:
     payload_kind: Literal["function", "custom"] = "function"
     supports_parallel = False
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Any, mask: Callable[[], OutputMask | None] = lambda: None) -> None:
         self.shell = shell
+        self.mask = mask  # the teacher's withheld answers, masked in what the model reads
 
     def spec(self, config: ToolsConfig) -> ToolSpec:
         props = {"code": string(CODE), "timeout_ms": number(TIMEOUT)}
@@ -138,7 +141,9 @@ class RunPythonHandler:
         async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
             return await self.run(args.code, timeout_ms, turn.supports_images)
 
-        ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
+        ran = await run_guarded(
+            inv, GuardedCall(request, requirement, attempt, REJECTED, runs_outside_sandbox=True)
+        )
         return ran.value
 
     async def run(self, code: str, timeout_ms: float, supports_images: bool) -> ToolOutput:
@@ -159,10 +164,13 @@ class RunPythonHandler:
         if guard.stopped:
             raise TurnAborted("interrupted")
         images = Images(supports_images)
+        mask = self.mask()  # the policy as it reads now, the code may have changed it
         body = entries_text(entries, images)
+        if mask is not None:
+            body = mask(body)
         tail = []
         if error is not None:
-            tail.append("Error:\n" + short_traceback(error, HIDDEN_FILES))
+            tail.append("Error:\n" + short_traceback(error, HIDDEN_FILES, mask))
         names = names_summary(before, namespace_ids(shell.user_ns))
         if names:
             tail.append(names)

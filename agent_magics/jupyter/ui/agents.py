@@ -2,10 +2,11 @@
 the ``spawn_agent`` call that started it, holding the child's own live transcript (its
 messages and its tool cards with their buttons; a grandchild's panel inside that).
 
-A child's card answers its own question only: its clicks and Stop reach the session
-under the scoped id (:func:`~agent_magics.events.scoped_call_id`), the key under which
-the child's question waits in the one approver of the cell. An Abort on a child's card
-ends the whole turn, as on the parent's: ``on_abort`` stops the parent and every child.
+A child's card answers its own question only: a click answers the ticket of the question
+the card shows (every question has its own, see ``ApprovalRequest.ticket``), and a Stop
+names the child by its path of agent ids, never by a string a model could imitate (a
+parent's call id may well read ``<child id>/call_1``). An Abort on a child's card ends the
+whole turn, as on the parent's: ``on_abort`` stops the parent and every child.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 
-from agent_magics.events import scoped_call_id
-from agent_magics.jupyter.ui.cards import Decide, Stop
+from agent_magics.jupyter.ui.cards import Decide
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.blocks import AGENT_LIVE, AgentRun
@@ -27,41 +27,41 @@ if TYPE_CHECKING:
 
 PANEL_LAYOUT = {"margin": "4px 0 2px 6px"}
 
+AgentStop = Callable[[tuple[str, ...], str], object]
+"""Stop the running call ``call_id`` of the agent at a path of agent ids (``()``: the
+main agent; ``(child,)``: its child; ``(child, grandchild)``...)."""
 
-def scoped_decide(
-    agent_id: str, decide: Decide | None, on_abort: Callable[[], object] | None
-) -> Decide | None:
-    """The ``decide`` of a child's cards: the parent's, under the child's scoped ids.
-    An Abort also ends the parent's turn (the stop of the cell)."""
+
+def child_decide(decide: Decide | None, on_abort: Callable[[], object] | None) -> Decide | None:
+    """The ``decide`` of a child's cards: the parent's (tickets are unique across the
+    cell); an Abort also ends the parent's turn (the stop of the cell)."""
     if decide is None:
         return None
 
-    def child_decide(call_id: str, decision: ReviewDecision) -> None:
-        decide(scoped_call_id(agent_id, call_id), decision)
+    def decide_for_child(ticket: str, decision: ReviewDecision) -> None:
+        decide(ticket, decision)
         if decision is ReviewDecision.ABORT and on_abort is not None:
             on_abort()
 
-    return child_decide
+    return decide_for_child
 
 
-def scoped_stop(agent_id: str, stop: Stop | None) -> Stop | None:
-    """The Stop of a child's cards: the parent's, under the child's scoped ids."""
+def child_stop(agent_id: str, stop: AgentStop | None) -> AgentStop | None:
+    """The Stop of a child's cards: the parent's, one step further down the path."""
     if stop is None:
         return None
-    return lambda call_id: stop(scoped_call_id(agent_id, call_id))
+    return lambda path, call_id: stop((agent_id, *path), call_id)
 
 
-def stop_call(session: Session, call_id: str) -> bool:
-    """A card's Stop, for the session's own call or, under a scoped id (``<agent id>/
-    <call id>``, a grandchild's scoped twice), for a sub-agent's: that agent's session
-    stops it. The session's own call is tried first (a model may put ``/`` in an id)."""
-    if session.stop_call(call_id):
-        return True
-    agent_id, sep, rest = call_id.partition("/")
-    child = session.agents.control.open.get(agent_id) if sep else None
-    if child is None or child.session is None:
-        return False
-    return stop_call(child.session, rest)
+def stop_call(session: Session, path: tuple[str, ...], call_id: str) -> bool:
+    """A card's Stop: the call ``call_id`` of the agent at ``path`` below ``session``
+    (that agent's session stops it); False when no such call runs."""
+    for agent_id in path:
+        child = session.agents.control.open.get(agent_id)
+        if child is None or child.session is None:
+            return False
+        session = child.session
+    return session.stop_call(call_id)
 
 
 class AgentPanel:

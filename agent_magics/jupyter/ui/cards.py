@@ -12,7 +12,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from agent_magics.protocol.approval import ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.transcript import calls, card_text
 from agent_magics.transcript import html as render
 from agent_magics.transcript.denials import denial_note, denied_block
@@ -25,8 +25,8 @@ from agent_magics.transcript.model import (
 )
 from agent_magics.transcript.turn_diff import turn_diff_html
 
-Decide = Callable[[str, ReviewDecision], None]
-Stop = Callable[[str], object]  # stop the running call with this id
+Decide = Callable[[str, ReviewDecision], None]  # answer the question with this ticket
+Stop = Callable[[str], object]  # stop this card's agent's running call with this id
 
 BUTTONS: tuple[tuple[str, ReviewDecision, str], ...] = (
     ("Approve", ReviewDecision.APPROVED, "success"),
@@ -108,7 +108,7 @@ class ToolCard:
         self.stop_button.on_click(lambda _b: self.stop())
         self.stop_row = W.HBox()
         self.agents = W.VBox()  # the sub-agents a spawn_agent call started (.agents)
-        self._asked: Any = None
+        self._asked: ApprovalRequest | None = None  # the question the buttons answer
         self._place: str | None = None
         self._shown_image: Any = None
         self._opened = False
@@ -138,13 +138,15 @@ class ToolCard:
         self.button_row.children = tuple(self.buttons.values())
 
     def click(self, decision: ReviewDecision) -> None:
-        """A button was pressed (on whatever thread the comm message arrived)."""
-        if not self.buttons or all(b.disabled for b in self.buttons.values()):
+        """A button was pressed (on whatever thread the comm message arrived): it answers
+        the question this card shows, by that question's ticket."""
+        asked = self._asked
+        if asked is None or not self.buttons or all(b.disabled for b in self.buttons.values()):
             return
         for button in self.buttons.values():
             button.disabled = True
         if self._on_decide is not None:
-            self._on_decide(self.call_id, decision)
+            self._on_decide(asked.ticket, decision)
 
     def stop(self) -> None:
         """Stop was pressed (on whatever thread the comm message arrived)."""

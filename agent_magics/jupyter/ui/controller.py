@@ -10,7 +10,9 @@ set moves the conversation to a new session.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,10 @@ from IPython.display import display
 
 from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
+from agent_magics.errors import UserError
+from agent_magics.jupyter.kernel.busy_status import busy_while_running
 from agent_magics.jupyter.kernel.interrupt import IN_TURN, stop_arrives
-from agent_magics.jupyter.ui.agents import stop_call as stop_scoped_call
+from agent_magics.jupyter.ui.agents import stop_call as stop_agent_call
 from agent_magics.jupyter.ui.approver import (
     HEADLESS_NOTES,
     HeadlessMode,
@@ -39,7 +43,9 @@ from agent_magics.jupyter.ui.throttle import loop_scheduler
 from agent_magics.jupyter.ui.turn_record import TurnRecord, TurnRecorder, usage_since
 from agent_magics.jupyter.ui.widgets import TranscriptView
 from agent_magics.protocol.approval import Approver
+from agent_magics.tools.context import KeptFiles
 from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter
+from agent_magics.transcript.calls import one_line
 
 
 class TextDisplay:
@@ -73,6 +79,7 @@ class Controller:
         self.tools = tools  # the kernel's tools, added to every session
         self.context = context
         self.offers: ToolFilter | None = None  # which tools a teacher's policy lets through
+        self.kept: KeptFiles | None = None  # the kernel's notebook: no command writes it
         self.session: Session | None = None
         self.files = SessionFiles()  # the session's file, %agent sessions and resume
         self.tasks: list[asyncio.Task[str | None]] = []
@@ -90,10 +97,11 @@ class Controller:
         old = self.session
         if old is not None and old.reconfigure(config):
             return old
-        session = Session(config, extra_tools=self.tools, offers=self.offers)
+        session = Session(config, extra_tools=self.tools, offers=self.offers, kept=self.kept)
         self.files.attach(session, old, view)
         if old is not None:
             session.history, session.usage = old.history, old.usage
+            session.context, session.turns = old.context, old.turns
             session.changes = old.changes  # the last turn stays undoable
             view.note(NEW_ENGINE)
             self._close(old)
@@ -120,15 +128,24 @@ class Controller:
         self.session = None
         self.files.close()
 
+    def new_conversation(self) -> None:
+        """``%%agent --new`` and ``%agent reset``: end the session as :meth:`end_session`
+        does and drop a resume that waits for the next cell, so that the next turn starts
+        an empty conversation in a new session (a new thread and file, no "approve for
+        session" answers: those were given to the session that ends). The settings are
+        not the controller's: they stay as they are."""
+        self.end_session()
+        self.files.pending = None
+
     def kill_processes(self) -> None:
         """Kill every process the session's tools started (SIGKILL, at once)."""
         if self.session is not None:
             self.session.kill_processes()
 
-    def stop_call(self, call_id: str) -> bool:
-        """A card's Stop: end that one call (its command's process group is killed), a
-        sub-agent's under its scoped id."""
-        return self.session is not None and stop_scoped_call(self.session, call_id)
+    def stop_call(self, agents: tuple[str, ...], call_id: str) -> bool:
+        """A card's Stop: end that one call of the agent at path ``agents`` (``()``: the
+        main agent); its command's process group is killed."""
+        return self.session is not None and stop_agent_call(self.session, agents, call_id)
 
     def cancel(self) -> bool:
         """Stop the running and queued turns and kill their tool processes."""
@@ -194,8 +211,7 @@ class Controller:
             session = self.session_for(settings, view)
             unsubscribe = session.subscribe(view)
             session.approver = approver
-            record, before = TurnRecorder(prompt), session.usage
-            stop_recording = session.subscribe(record)
+            record, before = TurnRecorder(prompt, view.state), session.usage
             try:
                 told = self.context(settings.cwd, not session.history) if self.context else None
                 await session.run_turn(prompt, context=[told] if told else ())
@@ -204,7 +220,6 @@ class Controller:
                 self.files.failed(str(exc))
                 raise
             finally:
-                stop_recording()
                 self.leave_record(record.result(usage_since(before, session.usage)))
                 unsubscribe()
                 if isinstance(approver, WidgetApprover):
@@ -255,16 +270,17 @@ class Controller:
         if not self.tasks and self._wakeup is not None:
             self._wakeup.deactivate()
 
-    @staticmethod
-    async def wait(task: asyncio.Task[str | None] | None) -> None:
-        """The awaited form: the cell stays busy until the turn ends; an interrupt of the
-        cell stops the turn and ends the cell quietly (the transcript says so). A turn
-        that failed fails its cell (:class:`.runner.AgentTurnFailed`), so papermill,
-        nbconvert --execute and Run All stop there, as ``agent-magics exec`` exits 1."""
+    async def wait(self, task: asyncio.Task[str | None] | None) -> None:
+        """The awaited form: the cell stays busy until the turn ends (and the kernel says
+        so: :mod:`..kernel.busy_status`); an interrupt of the cell stops the turn and
+        ends the cell quietly (the transcript says so). A turn that failed fails its cell
+        (:class:`.runner.AgentTurnFailed`), so papermill, nbconvert --execute and Run All
+        stop there, as ``agent-magics exec`` exits 1."""
         if task is None:
             return
+        keeper = busy_while_running(self.kernel)
         try:
-            with stop_arrives(task.get_loop()):
+            with stop_arrives(task.get_loop()), keeper.running() if keeper else nullcontext():
                 failed = await task
         except asyncio.CancelledError:
             task.cancel()
@@ -290,24 +306,58 @@ class Controller:
                 await session.mcp.restart(restart)
             return f"agent: {done}.\n{list_text(session.mcp_statuses())}"
 
+        self._in_cell(
+            change,
+            "agent: starting MCP servers…",
+            "agent: stopped before the MCP servers were up.",
+            "agent: MCP servers could not be changed: {}",
+        )
+
+    def compact(self, session: Session, words: str) -> None:
+        """``%agent compact [WORDS]``: the conversation compacted now, what was kept and
+        the summary shown in the cell when it is done."""
+        from agent_magics.transcript.model import compacted_line
+
+        async def compact() -> str:
+            event = await session.compact(words)
+            kept = "\n".join(f"  - {one_line(text, 100)}" for text in event.kept)
+            summary = event.summary or "(the model server keeps its own summary)"
+            return f"agent: {compacted_line(event)}\nKept:\n{kept}\nSummary:\n{summary}"
+
+        self._in_cell(
+            compact,
+            "agent: compacting the conversation…",
+            "agent: stopped before the conversation was compacted.",
+            "agent: the conversation could not be compacted: {}",
+        )
+
+    def _in_cell(
+        self, work: Callable[[], Coroutine[Any, Any, str]], waiting: str, stopped: str, failed: str
+    ) -> None:
+        """Run ``work`` on the kernel's loop, its text replacing ``waiting`` in the cell
+        when it is done (the cell returns at once, also headless); without a running
+        loop (terminal IPython), run it to its end and print it."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            print(self.own_loop().run_until_complete(change()))
+            try:
+                print(self.own_loop().run_until_complete(work()))
+            except UserError as exc:
+                print(failed.format(exc), file=sys.stderr)
             return
-        handle = display(TextDisplay("agent: starting MCP servers…"), display_id=True)
+        handle = display(TextDisplay(waiting), display_id=True)
 
         def finished(task: asyncio.Task[str]) -> None:
             if task.cancelled():
-                text = "agent: stopped before the MCP servers were up."
+                text = stopped
             elif task.exception() is not None:
-                text = f"agent: MCP servers could not be changed: {task.exception()}"
+                text = failed.format(task.exception())
             else:
                 text = task.result()
             if handle is not None:
                 handle.update(TextDisplay(text))
 
-        task = loop.create_task(change())
+        task = loop.create_task(work())
         self._mcp_tasks.add(task)
         task.add_done_callback(self._mcp_tasks.discard)
         task.add_done_callback(finished)

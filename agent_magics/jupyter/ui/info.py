@@ -6,11 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agent_magics.agent.compact_trigger import ContextState
 from agent_magics.agent.providers import resolve_provider
 from agent_magics.config import SessionConfig
 from agent_magics.errors import ConfigError
 from agent_magics.events import Usage
 from agent_magics.transcript.calls import one_line
+
+PIN_NOTE = (
+    "the first policy seen for this notebook, which a later one can only make stricter; "
+    "to loosen it, a teacher deletes this file and restarts the kernel"
+)
+"""What ``%agent status`` says of a notebook's pinned policy (see
+:mod:`agent_magics.teaching.pins`)."""
 
 
 def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> str:
@@ -27,6 +35,17 @@ def status_text(config: SessionConfig, usage: Usage, turn: str, mode: str) -> st
             f"mode:            {mode}",
         ]
     )
+
+
+def context_line(context: ContextState) -> str:
+    """How full the model's window is: ``12,480 tokens, 41% of a 30,000-token window``."""
+    told = f"{context.tokens:,} tokens"
+    if context.full:
+        return f"{told}; the server said the last request did not fit (the next compacts)"
+    if not context.window:
+        return f"{told} (the model's window is unknown)"
+    share = round(100 * context.tokens / context.window)
+    return f"{told}, {share}% of a {context.window:,}-token window"
 
 
 def sandbox_text(config: SessionConfig) -> str:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 COMMANDS = (
     "reset",
+    "compact",
     "status",
     "tools",
     "tool",
@@ -71,6 +72,9 @@ class LineCommands:
         if word == "history":
             self._cmd_history(rest)
             return
+        if word == "compact":
+            self._cmd_compact(rest.strip())
+            return
         if word == "recording":
             self._cmd_recording(rest.strip())
             return
@@ -88,8 +92,17 @@ class LineCommands:
             print(self.m.trust.trust_here(config.cwd))
 
     def _cmd_reset(self) -> None:
-        self.m.agent.end_session()
+        self.m.agent.new_conversation()
         print("agent: the conversation was reset.")
+
+    def _cmd_compact(self, words: str) -> None:
+        session = self.m.session
+        if session is None or not session.history:
+            print("agent: there is no conversation to compact yet.", file=sys.stderr)
+        elif self.m.agent.busy:
+            print("agent: a turn is running; compact once it has ended.", file=sys.stderr)
+        else:
+            self.m.agent.compact(session, words)
 
     def _cmd_undo(self, rest: str) -> None:
         from agent_magics.jupyter.ui.undo_command import undo_command
@@ -127,8 +140,15 @@ class LineCommands:
         else:
             mode = "background (the cell returns at once: this kernel gives a busy cell no clicks)"
         print(info.status_text(config, usage, turn, mode))
+        if self.m.session is not None:
+            print(f"context:         {info.context_line(self.m.session.context)}")
         if (policy := summary(self.m.policy.seen)) is not None:
             print(f"policy:          {policy}")
+        found = self.m.found_notebook
+        if found is not None and found.path is not None:
+            print(f"notebook:        {found.path} ({found.told_by})")
+        if (pin := self.m.policy.pin()) is not None:
+            print(f"policy pin:      {pin} ({info.PIN_NOTE})")
 
     def _cmd_tools(self) -> None:
         if self.m.session is not None:

@@ -42,8 +42,10 @@ Each turn is told which notebook this is and which cells ran since the last turn
 code, outputs and errors, marked as data), so "fix the error above" works. After a turn,
 _agent holds it as data: text, calls, files changed, usage, status.
 
-Options stick: they apply to this cell and the following ones, until --new (a fresh
-conversation, options forgotten).
+Options stick: they apply to this cell and the following ones, until another cell
+gives another value. --new starts a new conversation (a new session: its own thread and
+file, no earlier messages, no "Approve for session" answers) with the options in force
+and this cell's on top; %agent reset does the same for the next cell.
 
 Settings, lowest priority first: ~/.agent_magics/config.toml, the folder's
 .agent_magics/config.toml once you trust it (the cell asks; a changed file is asked
@@ -66,8 +68,13 @@ turn that changed files ends with their diffs, and %agent undo puts them back;
 %agent export PATH writes the session as .ipynb, .md or .html.
 
 The kernel's stop button stops a running turn and kills the commands it started.
-%agent commands: reset, status, tools, tool, history, context, mcp, cancel, undo,
-sessions, resume, trust, export, help (%agent help lists them).
+%agent commands: reset, compact, status, tools, tool, history, context, mcp, cancel,
+undo, sessions, resume, trust, export, help (%agent help lists them).
+
+A long conversation is compacted before it overflows the model's context window (the
+cell shows a "Context compacted" line; the footer how full the window is): the model
+summarises it, and your earlier prompts and the summary go on. %agent compact does it
+now.
 
 Example:
 
@@ -75,11 +82,14 @@ Example:
     Find the slowest test in tests/ and explain why it is slow.
 """
 
-LINE_MANUAL = """%agent reset | status | tools | tool | history | context | mcp | cancel | undo |
-       sessions | resume | trust | recording | export | help
+LINE_MANUAL = """%agent reset | compact | status | tools | tool | history | context | mcp |
+       cancel | undo | sessions | resume | trust | recording | export | help
 
-reset    forget the conversation and stop its tool processes (options stay)
-status   model, approval policy, sandbox, folder, tokens used, turn state
+reset    forget the conversation and end its session: tool processes, MCP servers
+         and "approve for session" answers (options stay; as %%agent --new)
+compact  compact [WORDS]: summarise the conversation now to free the model's window;
+         WORDS say what the summary must keep (shows what was kept)
+status   model, approval policy, sandbox, folder, tokens used, context, turn state
 tools    the tools the model is offered
 tool     tool NAME [--auto]: offer your function NAME as a tool; --remove NAME
 history  the conversation so far as it reads: prompts, answers, each tool call

@@ -8,8 +8,8 @@
 
 Options of ``add``: ``--env KEY=VALUE`` and ``--env-var NAME`` (repeatable), ``--cwd``,
 ``--startup-timeout S``, ``--tool-timeout S``, ``--approval auto|prompt|writes|approve``,
-``--bearer-token-env-var NAME``. Added servers stay for the following cells (until
-``%%agent --new``); a server from a config file is disabled by ``remove``.
+``--bearer-token-env-var NAME``. Added servers stay for the following cells (``%%agent
+--new`` too) until ``remove``, which also disables a server from a config file.
 """
 
 from __future__ import annotations

@@ -33,9 +33,13 @@ from agent_magics.errors import TurnAborted, UserError
 from agent_magics.events import Event
 from agent_magics.jupyter.kernel.interrupt import StopArrival
 from agent_magics.text.inert import terminal_safe
+from agent_magics.transcript.model import Transcript
 
 
 class TurnView(Protocol):
+    state: Transcript
+    """The turn as the view folds it (what ``_agent`` is read from)."""
+
     def __call__(self, event: Event) -> None: ...
 
     def fail(self, message: str) -> None: ...

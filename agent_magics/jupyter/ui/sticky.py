@@ -1,5 +1,6 @@
 """The settings a notebook's cells carry forward: what one ``%%agent`` line chose holds for
-the cells after it, until ``--new``, a resume or ``%agent mcp`` changes it.
+the cells after it, until a later line, a resume or ``%agent mcp`` changes it. ``--new``
+changes none of them: it starts a new conversation with the settings in force.
 
 One object owns them, so the cell magic and the line commands ask it instead of reading
 and writing each other's fields. It holds plain values (options by ``SessionConfig``
@@ -35,16 +36,14 @@ class StickySettings:
         return self.build(self.options, self.overrides)
 
     def for_cell(
-        self, given: dict[str, Any], overrides: list[str], new: bool
+        self, given: dict[str, Any], overrides: list[str]
     ) -> tuple[SessionConfig, Callable[[], SessionConfig]]:
         """The settings of a cell whose line gave ``given`` (``None`` values left out) and
-        ``-c`` ``overrides`` (``--new`` starts from nothing), and how to build them again
-        (a trust answer may change the files they read). Kept for later cells only once
+        ``-c`` ``overrides``, on top of those in force, and how to build them again (a
+        trust answer may change the files they read). Kept for later cells only once
         :meth:`keep` is called: a cell whose settings a policy refuses changes nothing."""
-        options = {} if new else dict(self.options)
-        options |= {k: v for k, v in given.items() if v is not None}
-        kept = [] if new else list(self.overrides)
-        kept += overrides
+        options = dict(self.options) | {k: v for k, v in given.items() if v is not None}
+        kept = [*self.overrides, *overrides]
         self._pending = (options, kept)
         return self.build(options, kept), lambda: self.build(options, kept)
 

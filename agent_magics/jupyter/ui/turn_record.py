@@ -112,11 +112,13 @@ def changed_files(tool: str, arguments: Any, output: str) -> list[str]:
 
 
 class TurnRecorder:
-    """An event sink for one turn; :meth:`result` gives the record so far."""
+    """The record of one turn, read from its transcript: the one the cell's view folds
+    the turn's events into when it is given (the turn is folded once), else its own,
+    and then it is an event sink; :meth:`result` gives the record so far."""
 
-    def __init__(self, prompt: str = "") -> None:
+    def __init__(self, prompt: str = "", transcript: Transcript | None = None) -> None:
         self.prompt = prompt
-        self.transcript = Transcript()
+        self.transcript = transcript if transcript is not None else Transcript()
 
     def __call__(self, event: Event) -> None:
         self.transcript.apply(event)

@@ -9,6 +9,7 @@ end of the turn are drawn at once.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,12 +24,11 @@ from agent_magics.events import (
     TextDelta,
     ToolOutputDelta,
 )
-from agent_magics.jupyter.ui.agents import AgentPanel, scoped_decide, scoped_stop
+from agent_magics.jupyter.ui.agents import AgentPanel, AgentStop, child_decide, child_stop
 from agent_magics.jupyter.ui.cards import (
     Decide,
     DiffView,
     NoticeView,
-    Stop,
     TextView,
     ToolCard,
     close_widgets,
@@ -44,7 +44,6 @@ from agent_magics.transcript.model import (
     TextBlock,
     ToolBlock,
     Transcript,
-    child_event,
 )
 from agent_magics.transcript.static_html import TranscriptDocument, settle
 
@@ -83,7 +82,7 @@ class TranscriptView:
         schedule: Scheduler,
         on_decide: Decide | None = None,
         *,
-        on_stop: Stop | None = None,
+        on_stop: AgentStop | None = None,
         on_abort: Callable[[], object] | None = None,
         interval: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
@@ -138,8 +137,8 @@ class TranscriptView:
             schedule, interval, clock = self._child_args
             child = TranscriptView(
                 schedule,
-                scoped_decide(run.agent_id, self.on_decide, self.on_abort),
-                on_stop=scoped_stop(run.agent_id, self.on_stop),
+                child_decide(self.on_decide, self.on_abort),
+                on_stop=child_stop(run.agent_id, self.on_stop),
                 on_abort=self.on_abort,
                 interval=interval,
                 clock=clock,
@@ -148,7 +147,7 @@ class TranscriptView:
             panel = self.agents[run.agent_id] = AgentPanel(run, child)
             card.agents.children = (*card.agents.children, panel.root)
         if isinstance(event, AgentEvent) and panel is not None:
-            panel.view(child_event(event))
+            panel.view(event.event)
         elif isinstance(event, AgentStatusChanged) and panel is not None and run is not None:
             panel.update(run)
 
@@ -206,7 +205,8 @@ class TranscriptView:
         view = self._views.get(id(block))
         if view is None:
             if isinstance(block, ToolBlock):
-                view = self.cards[block.call_id] = ToolCard(block, self.on_decide, self.on_stop)
+                stop = None if self.on_stop is None else functools.partial(self.on_stop, ())
+                view = self.cards[block.call_id] = ToolCard(block, self.on_decide, stop)
             elif isinstance(block, TextBlock):
                 view = TextView()
             elif isinstance(block, DiffBlock):
@@ -230,7 +230,7 @@ class TranscriptView:
         usage = self.state.usage
         done = self.state.status in ("done", "failed", "aborted")
         self.footer.value = (
-            f'<span style="color:#6e7781">{calls.usage_text(usage)}</span>'
+            f'<span style="color:#6e7781">{calls.usage_text(usage, self.state.context)}</span>'
             if usage is not None and done
             else ""
         )

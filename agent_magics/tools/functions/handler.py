@@ -98,7 +98,9 @@ class PythonFunctionHandler:
         async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
             return await self._call(args, kwargs)
 
-        ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
+        ran = await run_guarded(
+            inv, GuardedCall(request, requirement, attempt, REJECTED, runs_outside_sandbox=True)
+        )
         output = ran.value
         if isinstance(output.content, str):
             text = formatted_truncate_text(output.content, inv.turn.truncation)

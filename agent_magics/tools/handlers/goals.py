@@ -18,6 +18,7 @@ from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, ToolInvocation, ToolOutput
 from agent_magics.tools.goal_state import (
     COMPLETION_BUDGET_REPORT,
+    MAX_OBJECTIVE_CHARS,
     Goal,
     GoalState,
     goal_state,
@@ -69,6 +70,7 @@ UNFINISHED = (
     "complete the existing goal first"
 )
 EMPTY_OBJECTIVE = "goal objective must not be empty"
+LONG_OBJECTIVE = f"goal objective must be at most {MAX_OBJECTIVE_CHARS} characters"
 BAD_BUDGET = "goal budgets must be positive when provided"
 MODEL_SETTABLE = ("complete", "blocked", "paused")
 NOT_SETTABLE = (
@@ -151,15 +153,18 @@ class CreateGoalHandler:
 
     async def handle(self, inv: ToolInvocation) -> ToolOutput:
         args: CreateGoalArgs = _decode(CreateGoalArgs, inv)
-        if not args.objective.strip():
+        objective = args.objective.strip()
+        if not objective:
             raise RespondToModel(EMPTY_OBJECTIVE)
+        if len(objective) > MAX_OBJECTIVE_CHARS:
+            raise RespondToModel(LONG_OBJECTIVE)
         if args.token_budget is not None and args.token_budget <= 0:
             raise RespondToModel(BAD_BUDGET)
         state = goal_state(inv.services)
         if state.goal is not None and state.goal.status != "complete":
             raise RespondToModel(UNFINISHED)
         state.start(
-            Goal(inv.turn.thread_id, args.objective, token_budget=args.token_budget), inv.call_id
+            Goal(inv.turn.thread_id, objective, token_budget=args.token_budget), inv.call_id
         )
         _shown(inv, state)
         return ToolOutput(state.answer())

@@ -112,5 +112,7 @@ class McpToolHandler:
                 return call_error_output(exc.message)
             return call_result_output(result, supports_images=inv.turn.supports_images)
 
-        ran = await run_guarded(inv, GuardedCall(request, requirement, attempt, REJECTED))
+        ran = await run_guarded(
+            inv, GuardedCall(request, requirement, attempt, REJECTED, runs_outside_sandbox=True)
+        )
         return ran.value

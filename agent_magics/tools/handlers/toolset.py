@@ -117,9 +117,10 @@ def build_registry(
         registry.register(handler.name, handler, handler.spec(config))
         for member in getattr(handler, "members", ()):
             registry.register(handler.name + member.name, member, None)
-        if shell and handler is shell[0]:  # the command tool, not write_stdin
+        if shell and handler is shell[0] and (offers is None or offers(LOCAL_SHELL)):
             # As Codex: whichever shell tool is offered, a local_shell_call item runs as a
             # `shell` call; accepted, never offered, under this name, and only where a
-            # shell tool is (a setting or a teacher's policy that takes it away takes this).
+            # shell tool is (a setting or a teacher's policy that takes it away, or names
+            # local_shell, takes this).
             registry.register(LOCAL_SHELL, ShellHandler(), None)
     return registry

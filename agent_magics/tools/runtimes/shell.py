@@ -112,6 +112,7 @@ class CommandRuntime(Generic[T]):
 
     rejection = EXEC_REJECTED
     confinement: SandboxSpec | None = None
+    runs_outside_sandbox = False
 
     def __init__(self, inv: ToolInvocation, req: CommandRequest, env: Mapping[str, str]) -> None:
         turn = inv.turn
