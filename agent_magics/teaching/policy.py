@@ -62,6 +62,7 @@ KNOWN_TOOLS = frozenset(
         "read_notebook",
         "edit_notebook",
         "run_python",
+        "run_cell",
         "list_variables",
         "inspect_variable",
         "list_mcp_resources",
@@ -99,7 +100,8 @@ class CoursePolicy:
     max_sandbox: SandboxMode | None = None
     """The loosest sandbox a session may take (None: any)."""
     run_python: bool = True
-    """False: run_python is not offered (the kernel's code runs outside every sandbox)."""
+    """False: run_python and run_cell are not offered (the kernel's code runs outside
+    every sandbox)."""
     solution_cells: SolutionCells = "edit"
     """nbgrader solution cells: the agent may edit them, only read them, or never see them."""
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -119,7 +121,7 @@ class CoursePolicy:
         denied = set(self.denied_tools)
         if names & denied or (members and members <= denied):
             return False
-        if tool == "run_python" and not self.run_python:
+        if tool in ("run_python", "run_cell") and not self.run_python:
             return False
         if self.allowed_tools is None:
             return True

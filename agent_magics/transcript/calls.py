@@ -164,7 +164,24 @@ def _own_summary(tool_name: str, arguments: str, kind: str) -> str | None:
     if tool_name == "update_plan" and isinstance(args.get("plan"), list):
         n = len(args["plan"])
         return f"{n} step" + ("" if n == 1 else "s")
+    if tool_name == "run_cell":
+        return _cell_summary(args)
     return None
+
+
+def _cell_summary(args: dict[str, Any]) -> str | None:
+    """run_cell's call in words: which cell of the notebook, or the new cell's code."""
+    ident, index, source = args.get("cell_id"), args.get("index"), args.get("source")
+    named = (
+        f"cell {ident}"
+        if isinstance(ident, str)
+        else f"cell at index {index}"
+        if isinstance(index, int)
+        else None
+    )
+    if isinstance(source, str):
+        return f"new cell after {named}: {source}" if named else f"new cell: {source}"
+    return named
 
 
 def header_cut(block: ToolBlock) -> bool:

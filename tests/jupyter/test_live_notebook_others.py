@@ -14,13 +14,10 @@ sentence for the model, and the file stays as it was.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +27,7 @@ import psutil
 import pytest
 
 from agent_magics.events import CellPlaced
-from agent_magics.jupyter.kernel.live_notebook import INSTALL, PARENT_PID_ENV, SERVER_URL_ENV
+from agent_magics.jupyter.kernel.live_notebook import INSTALL, SERVER_URL_ENV
 from agent_magics.jupyter.kernel.open_notebooks import KernelNotebooks
 from agent_magics.protocol.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision
 from agent_magics.testing import ScriptedResponsesServer, function_call
@@ -57,31 +54,11 @@ from tests.helpers.jupyter_server import (
     write_notebook,
 )
 from tests.helpers.kernels import agent_cell
+from tests.helpers.live_rooms import TYPED, bridge, open_session, person_types_in, save, wait_until
 from tests.helpers.raw_server import RawServer
 
 nbf: Any = nbformat
-TYPED = "\nTyped, not saved."
 NO_COLLABORATION = {"ServerApp": {"jpserver_extensions": {"jupyter_server_ydoc": False}}}
-
-
-def bridge(server: Server, name: str, keep: bool = False) -> KernelNotebooks:
-    """The bridge of a kernel whose notebook is ``name``, as a kernel the server started
-    finds it; the person's editor of ``name`` is one too (a peer of its room)."""
-    env = {SESSION_ENV: str(server.notebooks / name), PARENT_PID_ENV: str(server.process.pid)}
-    return KernelNotebooks(None, env, keep=keep)
-
-
-async def person_types_in(server: Server, name: str) -> Any:
-    """The person's editor of ``name``: they type at the end of its second cell and do
-    not save."""
-    doc = await bridge(server, name).open()
-
-    def type_in_the_second_cell(nb: Any) -> None:
-        text = nb.ycells[1]["source"]
-        text.insert(len(text), TYPED)
-
-    await doc.room.change(type_in_the_second_cell, 10)
-    return doc
 
 
 def sources(doc: Any) -> list[str]:
@@ -90,32 +67,6 @@ def sources(doc: Any) -> list[str]:
 
 def file_sources(path: Path) -> list[str]:
     return [str(c.source) for c in nbf.read(str(path), as_version=4).cells]
-
-
-def save(doc: Any) -> None:
-    """The person's Save: the message JupyterLab sends the room for the server to write
-    the file now (``RAW``, ``"save"``, a request id)."""
-    from pycrdt import Encoder
-
-    message = Encoder()
-    message.write_var_uint(2)
-    message.write_var_string("save")
-    message.write_var_uint(1)
-    doc.room._conn.write_message(message.to_bytes(), binary=True)
-
-
-def open_session(server: Server, name: str) -> Path:
-    """A session for ``name``, as a front end opens the notebook; its kernel's
-    connection file."""
-    body = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{server.port}/api/sessions",
-        json.dumps(body).encode(),
-        {"Authorization": f"token {server.token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        kernel_id = json.loads(answer.read())["kernel"]["id"]
-    return server.runtime / f"kernel-{kernel_id}.json"
 
 
 async def loaded(server: Server, name: str, kind: str = "json:notebook") -> bool:
@@ -129,14 +80,6 @@ async def loaded(server: Server, name: str, kind: str = "json:notebook") -> bool
             fork = probe.json()["fork_roomid"]
             await client.delete(api + f"fork/{fork}", params={"merge": "false"})
         return probe.status_code == 201
-
-
-async def wait_until(what: Any, timeout: float = 30) -> None:
-    """Until ``what()`` holds (the loop runs meanwhile: the person's room talks on it)."""
-    deadline = time.monotonic() + timeout
-    while not what():
-        assert time.monotonic() < deadline, "not in time"
-        await asyncio.sleep(0.1)
 
 
 def cell_edit(path: str, source: str, after: str | None = "one") -> dict[str, Any]:

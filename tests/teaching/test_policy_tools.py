@@ -57,6 +57,7 @@ def offered(s: Session) -> set[str]:
 def test_every_tool_a_session_offers_can_be_denied_by_name(tmp_path: Path, shell: str) -> None:
     every = offered(session(tmp_path, shell))
     expected = {"web_search", "multi_agent_v1", "spawn_agent", "get_goal", "run_python"}
+    expected |= {"run_cell"}
     expected |= {"list_mcp_resources", "local_shell", *FILE_TOOLS}
     assert expected <= every
     for name in sorted(every):
@@ -104,3 +105,12 @@ def test_a_notebook_policy_denying_search_helpers_and_goals_is_read_in_a_kernel(
     names = {str(t.get("name") or t.get("type")) for t in body["tools"]}
     assert "exec_command" in names and not names & {*denied, "spawn_agent"}
     assert "web_search" not in json.dumps(body["tools"])
+
+
+def test_run_python_false_takes_run_cell_away_too(tmp_path: Path) -> None:
+    """run_cell runs code in the kernel as run_python does: a policy that keeps the
+    kernel's code from running keeps both away."""
+    policy = parse({"run_python": False}, "a test")
+    left = offered(session(tmp_path, SHELLS[0], policy))
+    assert not {"run_python", "run_cell"} & left
+    assert {"run_python", "run_cell"} <= offered(session(tmp_path, SHELLS[0]))

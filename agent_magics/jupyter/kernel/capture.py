@@ -82,9 +82,10 @@ class _Hook(CapturingDisplayHook):
 
 
 @contextmanager
-def captured(shell: Any) -> Iterator[list[Entry]]:
-    """Send the shell's outputs to a list of entries while the block runs."""
-    entries: list[Entry] = []
+def captured(shell: Any, entries: list[Entry] | None = None) -> Iterator[list[Entry]]:
+    """Send the shell's outputs to a list of entries (``entries``, else a new one) while
+    the block runs."""
+    entries = [] if entries is None else entries
     publisher: Any = CapturingDisplayPublisher(shell=shell)  # type: ignore[no-untyped-call]
     publisher.outputs = entries
     hook = _Hook(shell, entries)  # type: ignore[no-untyped-call]
@@ -133,14 +134,15 @@ def _no_input(prompt: object = "") -> str:
     raise EOFError(NO_INPUT)
 
 
-async def run_cell(shell: Any, code: str) -> ExecutionResult:
-    """Run ``code`` as a cell that is not numbered or stored in the history.
+async def run_cell(shell: Any, code: str, store_history: bool = False) -> ExecutionResult:
+    """Run ``code`` as a cell that is not numbered or stored in the history (with
+    ``store_history``: numbered and stored, as a cell of the notebook run by the agent).
 
     Awaited on the running loop (the turn's task): the synchronous parts run right here,
     a top-level ``await`` in the code suspends on this same loop. ``pre_execute`` and
     ``pre_run_cell`` fire inside ``run_cell_async``; ``post_execute`` (figures are
     flushed there) and ``post_run_cell`` fire here, as ``InteractiveShell.run_cell`` and
-    ipykernel fire them. The events' ``ExecutionInfo`` has ``store_history=False``.
+    ipykernel fire them. The events' ``ExecutionInfo`` has the ``store_history`` given.
     """
     preprocessing_exc = None
     try:
@@ -152,7 +154,7 @@ async def run_cell(shell: Any, code: str) -> ExecutionResult:
     try:
         result = await shell.run_cell_async(
             code,
-            store_history=False,
+            store_history=store_history,
             silent=False,
             transformed_cell=transformed,
             preprocessing_exc_tuple=preprocessing_exc,

@@ -242,6 +242,20 @@ class KernelLiveNotebook:
             self._rel = names[0]
         return RoomDocument(room, own or Path(self._rel), LIVE_TIMEOUT_S, keep=self.keep)
 
+    async def fresh_room(self) -> NotebookRoom:
+        """One more peer of the notebook's room, joined on the running loop (the caller
+        leaves it): what writes a running cell's outputs from a thread of its own."""
+        from agent_magics.jupyter.kernel.notebook_room import RoomError
+
+        own = self.path()
+        server = find_server(self.env, runtime_dir(), own)
+        if server is None:
+            raise LiveUnavailable("no Jupyter server running this kernel was found")
+        try:
+            return await self._join(server, own, [])
+        except RoomError as exc:
+            raise LiveUnavailable(str(exc)) from None
+
     async def _join(
         self, server: JupyterServer, own: Path | None, names: list[str]
     ) -> NotebookRoom:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from IPython.core import compilerop, interactiveshell
@@ -33,7 +34,7 @@ from pydantic import BaseModel
 
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.jupyter.kernel import interrupt
-from agent_magics.jupyter.kernel.capture import captured, run_cell
+from agent_magics.jupyter.kernel.capture import Entry, captured, run_cell
 from agent_magics.jupyter.kernel.interrupt import Interruptible
 from agent_magics.jupyter.kernel.outputs import (
     Images,
@@ -89,17 +90,6 @@ class RunPythonArgs(BaseModel):
     timeout_ms: float | None = None
 
 
-def _status(
-    error: BaseException | None, guard: Interruptible, timeout_ms: float, elapsed: float
-) -> str:
-    took = f"{elapsed:.2f} s"
-    if guard.timed_out:
-        return f"Interrupted: still running after the timeout of {timeout_ms:g} ms ({took})."
-    if error is not None:
-        return f"Failed with {type(error).__name__} after {took}."
-    return f"Ran in {took}."
-
-
 class RunPythonHandler:
     """Runs code in ``shell`` (the kernel's InteractiveShell)."""
 
@@ -148,32 +138,74 @@ class RunPythonHandler:
 
     async def run(self, code: str, timeout_ms: float, supports_images: bool) -> ToolOutput:
         """Run ``code`` and answer with its outputs; a person's interrupt ends the turn."""
-        shell = self.shell
-        before = namespace_ids(shell.user_ns)
-        started = time.monotonic()
-        error: BaseException | None = None
-        with captured(shell) as entries:
-            guard = Interruptible(timeout_ms / 1000)
-            try:
-                with guard:
-                    result = await run_cell(shell, code)
-                error = result.error_before_exec or result.error_in_exec
-            except KeyboardInterrupt as exc:  # landed in the shell's machinery, not the code
-                error = exc
-        elapsed = time.monotonic() - started
-        if guard.stopped:
-            raise TurnAborted("interrupted")
+        ran = await run_code(self.shell, code, timeout_ms)
+        return ran.answer(self.shell, supports_images, self.mask())
+
+
+@dataclass
+class Ran:
+    """What running code in the shell gave: its outputs' entries (:mod:`.capture`), the
+    error that ended it, whether the timeout interrupted it, and how long it took."""
+
+    entries: list[Entry]
+    error: BaseException | None
+    timed_out: bool
+    timeout_ms: float
+    elapsed: float
+    names_before: dict[str, int]
+
+    def status(self) -> str:
+        took = f"{self.elapsed:.2f} s"
+        if self.timed_out:
+            return (
+                f"Interrupted: still running after the timeout of {self.timeout_ms:g} ms ({took})."
+            )
+        if self.error is not None:
+            return f"Failed with {type(self.error).__name__} after {took}."
+        return f"Ran in {took}."
+
+    def answer(
+        self, shell: Any, supports_images: bool, mask: OutputMask | None, head: str = ""
+    ) -> ToolOutput:
+        """The model's answer: the status (after ``head``), the outputs' text and images
+        within their budgets, the error's short traceback and the names bound."""
         images = Images(supports_images)
-        mask = self.mask()  # the policy as it reads now, the code may have changed it
-        body = entries_text(entries, images)
-        if mask is not None:
+        body = entries_text(self.entries, images)
+        if mask is not None:  # the policy as it reads now, the code may have changed it
             body = mask(body)
         tail = []
-        if error is not None:
-            tail.append("Error:\n" + short_traceback(error, HIDDEN_FILES, mask))
-        names = names_summary(before, namespace_ids(shell.user_ns))
+        if self.error is not None:
+            tail.append("Error:\n" + short_traceback(self.error, HIDDEN_FILES, mask))
+        names = names_summary(self.names_before, namespace_ids(shell.user_ns))
         if names:
             tail.append(names)
-        head = _status(error, guard, timeout_ms, elapsed)
-        content = answer_content(head, body, "\n".join(tail), images)
-        return ToolOutput(content, success=error is None)
+        status = f"{head}\n{self.status()}" if head else self.status()
+        content = answer_content(status, body, "\n".join(tail), images)
+        return ToolOutput(content, success=self.error is None)
+
+
+async def run_code(
+    shell: Any,
+    code: str,
+    timeout_ms: float,
+    store_history: bool = False,
+    entries: list[Entry] | None = None,
+) -> Ran:
+    """Run ``code`` in ``shell`` with its outputs captured (into ``entries``, if given:
+    read while it runs), interrupted after ``timeout_ms``; a person's interrupt (the
+    kernel's stop button) ends the turn."""
+    before = namespace_ids(shell.user_ns)
+    started = time.monotonic()
+    error: BaseException | None = None
+    with captured(shell, entries) as gathered:
+        guard = Interruptible(timeout_ms / 1000)
+        try:
+            with guard:
+                result = await run_cell(shell, code, store_history)
+            error = result.error_before_exec or result.error_in_exec
+        except KeyboardInterrupt as exc:  # landed in the shell's machinery, not the code
+            error = exc
+    elapsed = time.monotonic() - started
+    if guard.stopped:
+        raise TurnAborted("interrupted")
+    return Ran(gathered, error, guard.timed_out, timeout_ms, elapsed, before)

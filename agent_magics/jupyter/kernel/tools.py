@@ -40,6 +40,7 @@ class KernelTools:
         from agent_magics.jupyter.kernel.inspect_variable import InspectVariableHandler
         from agent_magics.jupyter.kernel.list_variables import ListVariablesHandler
         from agent_magics.jupyter.kernel.open_notebooks import KernelNotebooks
+        from agent_magics.jupyter.kernel.run_cell import RunCellHandler
         from agent_magics.jupyter.kernel.run_python import RunPythonHandler
         from agent_magics.tools.functions.registered import registered_tools
         from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
@@ -57,6 +58,7 @@ class KernelTools:
             notebook = [read, EditNotebookHandler(live, policy)]
         return [
             RunPythonHandler(self.shell, mask),
+            RunCellHandler(self.shell, live, mask),
             ListVariablesHandler(self.shell, mask),
             InspectVariableHandler(self.shell, mask),
             *notebook,

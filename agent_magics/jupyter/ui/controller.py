@@ -22,6 +22,7 @@ from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
 from agent_magics.errors import UserError
 from agent_magics.jupyter.kernel.busy_status import busy_while_running
+from agent_magics.jupyter.kernel.cell_numbers import numbered_after_its_cells
 from agent_magics.jupyter.kernel.interrupt import IN_TURN, stop_arrives
 from agent_magics.jupyter.ui.agents import stop_call as stop_agent_call
 from agent_magics.jupyter.ui.approver import (
@@ -270,24 +271,27 @@ class Controller:
         if not self.tasks and self._wakeup is not None:
             self._wakeup.deactivate()
 
-    async def wait(self, task: asyncio.Task[str | None] | None) -> None:
+    async def wait(self, task: asyncio.Task[str | None] | None, shown: bool = False) -> None:
         """The awaited form: the cell stays busy until the turn ends (and the kernel says
         so: :mod:`..kernel.busy_status`); an interrupt of the cell stops the turn and
         ends the cell quietly (the transcript says so). A turn that failed fails its cell
         (:class:`.runner.AgentTurnFailed`), so papermill, nbconvert --execute and Run All
-        stop there, as ``agent-magics exec`` exits 1."""
+        stop there, as ``agent-magics exec`` exits 1 (``shown``: the card already says why
+        to a person, so the error box does not repeat it)."""
         if task is None:
             return
         keeper = busy_while_running(self.kernel)
+        shell = getattr(self.kernel, "shell", None)
+        held = keeper.running() if keeper else nullcontext()
         try:
-            with stop_arrives(task.get_loop()), keeper.running() if keeper else nullcontext():
+            with stop_arrives(task.get_loop()), held, numbered_after_its_cells(shell):
                 failed = await task
         except asyncio.CancelledError:
             task.cancel()
             await asyncio.wait([task])
             return
         if failed is not None:
-            raise AgentTurnFailed(failed)
+            raise AgentTurnFailed(failed, shown)
 
     # -- MCP servers -----------------------------------------------------------------------
 

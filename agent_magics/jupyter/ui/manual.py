@@ -27,6 +27,9 @@ In a kernel the agent also has tools of its own:
                     the sandbox: it asks first unless the policy is never (-a never);
                     under -s read-only it never runs unasked (-a never refuses it).
                     The kernel's stop button interrupts it; so does its timeout.
+  run_cell          runs a code cell of this notebook (or a new one it adds), as if you
+                    ran it: with jupyter-collaboration its outputs and number land in
+                    that cell of your open notebook as they come; it asks as run_python.
   list_variables,   your variables, frames (shape, dtypes, first rows), arrays and
   inspect_variable  functions; read-only, they never ask.
   read_notebook,    a notebook as numbered cells; edits go through nbformat, with
