@@ -56,6 +56,9 @@ PRE_STYLE = (
     "margin:2px 0;padding:4px 6px;white-space:pre-wrap;word-break:break-word;"
     "font-family:var(--jp-code-font-family,monospace)"  # a page without JupyterLab's CSS too
 )
+OUTPUT_STYLE = PRE_STYLE + ";max-height:24em;overflow:auto"
+"""A tool's output: a box of bounded height that scrolls (its head, the mark of what is
+left out, its tail), so a long output does not run past the window."""
 
 
 def esc(text: str) -> str:
@@ -109,6 +112,16 @@ def python_html(code: str) -> str:
     return f'<pre style="{PRE_STYLE}">{body.rstrip(chr(10))}</pre>{note}'
 
 
+def cell_code(block: ToolBlock) -> str | None:
+    """The code a run_cell call runs: what its question showed (read from the notebook
+    before asking, exactly what runs), else the new cell's source it was given."""
+    request = block.request
+    if request is not None and request.command:
+        return request.command[0]
+    source = (parse_arguments(block.arguments) or {}).get("source")
+    return source if isinstance(source, str) else None
+
+
 def arguments_html(block: ToolBlock) -> str:
     """The arguments the way a person reads them: a command, a diff, a path, or JSON,
     hidden characters written out."""
@@ -118,6 +131,8 @@ def arguments_html(block: ToolBlock) -> str:
         note = f"<div>in <code>{esc(visible(where))}</code></div>" if isinstance(where, str) else ""
         return f'<pre style="{PRE_STYLE}">$ {esc(visible(command))}</pre>{note}'
     code = python_code(block.tool_name, block.arguments)
+    if code is None and block.tool_name == "run_cell":
+        code = cell_code(block)
     if code is not None:
         return python_html(code)
     patch = patch_text(block.tool_name, block.arguments, block.kind)
@@ -157,7 +172,7 @@ def card_header_html(block: ToolBlock) -> str:
 
 
 def output_html(text: str) -> str:
-    return f'<pre style="{PRE_STYLE}">{esc(clip_output(text))}</pre>'
+    return f'<pre style="{OUTPUT_STYLE}">{esc(clip_output(text))}</pre>'
 
 
 def plan_html(plan: PlanUpdated) -> str:

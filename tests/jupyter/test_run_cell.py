@@ -22,6 +22,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call
 from agent_magics.testing import message as say
+from agent_magics.transcript.html import python_html
 from tests.helpers.jupyter_server import Server, ServerKernel, server_fixture, turns_done
 from tests.helpers.kernels import Kernel, agent_cell
 from tests.helpers.live_rooms import TYPED, open_session, person_types_in, save, wait_until
@@ -184,6 +185,9 @@ def test_it_asks_as_run_python_does_and_a_denial_runs_nothing(kernel: Kernel, po
     with ScriptedResponsesServer(script) as model:
         kernel.execute(agent_cell(model.base_url, f"-a {policy}", "run it"))
         deny = kernel.wait_for(lambda: kernel.buttons("Deny"), timeout=90)
+        # The card shows the code that would run, read from the notebook, not the id.
+        code = python_html("x = 1")  # cell one's code, as run_python's card shows code
+        assert any(code in v for v in kernel.html_values()), kernel.html_values()
         kernel.click(deny[0])
         kernel.wait_for(lambda: turns_done(kernel) == 1, timeout=90)
         said = model.outputs(1)["r1"]

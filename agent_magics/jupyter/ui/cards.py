@@ -170,6 +170,7 @@ class ToolCard:
         if block.status == "waiting" and block.request is not None and self._on_decide:
             if self._asked is not block.request:
                 self._asked = block.request
+                self.arguments.value = render.arguments_html(block)  # what the question names
                 if not self.buttons:
                     self._make_buttons(block.request.remember_allowed)
                 for button in self.buttons.values():
