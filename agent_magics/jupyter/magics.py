@@ -303,7 +303,7 @@ class AgentMagics(Magics):
             )
             return None
         task = self._start(args, cell)
-        return self.agent.wait(task) if args._awaited else None
+        return self.agent.wait(task, not self.headless_now()) if args._awaited else None
 
     def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[str | None] | None:
         prompt = cell.strip()

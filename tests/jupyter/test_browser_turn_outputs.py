@@ -15,6 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from agent_magics.jupyter.ui.runner import SHOWN_ABOVE
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.browser import (
     Lab,
@@ -55,11 +56,11 @@ def test_run_all_stops_at_a_turn_that_could_not_run(lab: Lab, browser: Any, tmp_
         error = page.locator(
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
         )
-        error.get_by_text("AgentTurnFailed: Could not reach the model server").wait_for(
-            timeout=60_000
-        )
+        error.get_by_text(f"AgentTurnFailed: {SHOWN_ABOVE}").wait_for(timeout=60_000)
         page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=30_000)
         assert page.get_by_text("ran after the turn").count() == 0
+        # The sentence is said once, in the card; the error box points to it.
+        assert page.get_by_text("Could not reach the model server").count() == 1
         keep_screenshot(page, tmp_path / "run-all-stops.png")
     finally:
         page.close()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from agent_magics.jupyter.ui.runner import SHOWN_ABOVE
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.kernels import Kernel, agent_cell
 from tests.helpers.paths import MCP_SERVERS
@@ -144,8 +145,10 @@ def test_problems_to_fix_are_one_sentence(kernel: Kernel) -> None:
     bad = kernel.run("%%agent -c no_such_setting=1\nhello")
     unknown = "Unknown setting(s): no_such_setting."
     errors = [m["content"]["traceback"] for m in failed + bad if m["msg_type"] == "error"]
-    if waits:
-        assert errors == [[f"AgentTurnFailed: {sentence}"], [f"AgentTurnFailed: {unknown}"]]
+    if waits:  # the card says the turn's sentence: the error box points to it, once
+        assert errors == [[f"AgentTurnFailed: {SHOWN_ABOVE}"], [f"AgentTurnFailed: {unknown}"]]
+        values = [m["content"]["evalue"] for m in failed if m["msg_type"] == "error"]
+        assert values == [sentence]  # what papermill and nbclient read keeps the sentence
     else:
         assert kernel.outputs_text(bad) == f"agent: {unknown}\n" and errors == []
     assert "Traceback" not in kernel.outputs_text(kernel.log)

@@ -178,17 +178,25 @@ class SignalWakeup:
 BUG = "Internal error (a bug in agent_magics, please report it): {kind}: {message}"
 
 
+SHOWN_ABOVE = "the turn failed, as its card above says; Run All stops here."
+
+
 class AgentTurnFailed(Exception):
     """Raised in a cell that waited for a turn that failed: nbclient, papermill and
     ``jupyter nbconvert --execute`` then stop with a non-zero exit, Run All stops, as
     ``agent-magics exec`` exits 1. IPython shows the one sentence, not a traceback of our
-    code; escape sequences a model server put in it are written out, since headless
-    runners print it on a terminal."""
+    code, or, where the cell's card already shows it to a person (``shown``), a pointer to
+    it; the exception's value keeps the sentence for the tools that read it. Escape
+    sequences a model server put in it are written out, since headless runners print it
+    on a terminal."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, shown: bool = False) -> None:
         super().__init__(terminal_safe(message))
+        self.shown = shown  # the cell's card says the sentence already (a live front end)
 
     def _render_traceback_(self) -> list[str]:
+        if self.shown:  # once is enough: the box says only that the cell failed
+            return [f"{type(self).__name__}: {SHOWN_ABOVE}"]
         return [f"{type(self).__name__}: {self}"]
 
 
