@@ -29,7 +29,7 @@ from agent_magics.transcript.card_text import decision_html, note_html, output_o
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
 from agent_magics.transcript.figures import figure_words
 from agent_magics.transcript.goal_text import goal_html
-from agent_magics.transcript.html import PRE_STYLE, esc
+from agent_magics.transcript.html import OUTPUT_STYLE, esc
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import (
     OPEN_STATUSES,
@@ -117,7 +117,7 @@ def output_html(block: ToolBlock) -> str:
     if not (text or code is not None) or block.tool_name == "update_plan":
         return ""
     title = calls.output_title(text, code)
-    body = f'<pre style="{PRE_STYLE}">{esc(calls.clip_output(text))}</pre>'
+    body = f'<pre style="{OUTPUT_STYLE}">{esc(calls.clip_output(text))}</pre>'
     details = "<details open>" if output_opens(block, code) else "<details>"
     return f"{details}<summary>{title}</summary>{body}</details>"
 

@@ -101,6 +101,18 @@ def args(**kw: object) -> str:
             "1 step",
             id="plan",
         ),
+        pytest.param("run_cell", args(cell_id="c3"), "function", "cell c3", id="run-cell"),
+        pytest.param("run_cell", args(index=2), "function", "cell at index 2", id="run-index"),
+        pytest.param(
+            "run_cell", args(source="df.plot()"), "function", "new cell: df.plot()", id="run-new"
+        ),
+        pytest.param(
+            "run_cell",
+            args(cell_id="c3", source="x"),
+            "function",
+            "new cell after cell c3: x",
+            id="run-new-after",
+        ),
         pytest.param("mcp__x", args(q=1), "function", '{"q": 1}', id="other"),
         pytest.param("exec_command", "{not json", "function", "{not json", id="bad-json"),
     ],
@@ -306,7 +318,7 @@ def test_long_output_keeps_head_and_tail() -> None:
     text = "\n".join(f"l{i}" for i in range(10))
     assert calls.clip_output(text, max_lines=4) == "l0\nl1\n… 6 more lines …\nl8\nl9"
     assert calls.clip_output("abcdefghij", max_chars=4) == "ab\n… 6 more characters …\nij"
-    assert render.output_html("<a>") == f"{PRE}&lt;a&gt;</pre>"
+    assert render.output_html("<a>") == f'<pre style="{render.OUTPUT_STYLE}">&lt;a&gt;</pre>'
 
 
 PLAN = PlanUpdated(
@@ -521,3 +533,16 @@ def test_a_command_that_exits_with_an_error_is_headed_failed(answer: str, status
     t.apply(ToolCallStarted("c1", "exec_command"))
     t.apply(ToolCallFinished("c1", "exec_command", answer, True, 0.1))
     assert f"· {status}" in markdown.transcript_markdown(t)
+
+
+def test_a_long_output_is_a_bounded_box_with_the_cut_in_its_middle() -> None:
+    """A 1,047-line output: a box of bounded height that scrolls, its head, the mark of
+    what is left out, then its tail (live card and saved transcript alike)."""
+    text = "\n".join(f"row {n}" for n in range(1047))
+    shown = render.output_html(text)
+    assert shown.startswith(f'<pre style="{render.OUTPUT_STYLE}">')
+    assert "max-height:" in render.OUTPUT_STYLE and "overflow:auto" in render.OUTPUT_STYLE
+    body = shown.removeprefix(f'<pre style="{render.OUTPUT_STYLE}">').removesuffix("</pre>")
+    lines = body.splitlines()
+    assert lines[0] == "row 0" and lines[-1] == "row 1046"
+    assert lines[30] == "… 987 more lines …", lines[28:32]

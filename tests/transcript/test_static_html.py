@@ -26,7 +26,7 @@ from agent_magics.jupyter.ui.headless import StaticTranscript
 from agent_magics.jupyter.ui.widgets import TranscriptView
 from agent_magics.protocol.approval import ApprovalRequest
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.transcript.html import COPY_SCRIPT, PRE_STYLE
+from agent_magics.transcript.html import COPY_SCRIPT, OUTPUT_STYLE, PRE_STYLE
 from agent_magics.transcript.model import Transcript
 from agent_magics.transcript.static_html import (
     IMAGE_BUDGET_BYTES,
@@ -86,7 +86,7 @@ async def test_a_folded_turn_renders_every_call(tmp_path: Path) -> None:
     assert '<div style="color:#1a7f37;font-weight:600">✔ Approved by you</div>' in html
     assert (
         "<details><summary>Output (1 line, exit code 0)</summary>"
-        f'<pre style="{PRE_STYLE}">'
+        f'<pre style="{OUTPUT_STYLE}">'
         "&lt;script&gt;alert(1)&lt;/script&gt;</pre></details>"
     ) in html
     assert "<script>" not in html
