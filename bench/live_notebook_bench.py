@@ -4,12 +4,14 @@ One ``jupyter server`` with jupyter-collaboration on 127.0.0.1 (a token, a noteb
 20 cells, a kernel started for it through a session), then, interleaved on one event
 loop, each side's call as the model waits for it:
 
-- ours: ``read_notebook`` and ``edit_notebook`` (insert a cell, approved) through their
+- ours: ``read_notebook``, ``edit_notebook`` (insert a cell, approved) and ``run_cell``
+  (run cell ``c1``, approved, its outputs written into the live document) through their
   handlers with the kernel's bridge to the open notebook (``KernelLiveNotebook``), as the
-  router calls them in the kernel;
-- the peer: its MCP tools ``read_notebook`` and ``insert_cell`` over its stdio transport
-  (an MCP client session in this process), its notebook enrolled once with
-  ``use_notebook`` on the same kernel.
+  router calls them in the kernel (run_cell's code runs in an IPython shell of this
+  process, as it runs in the kernel's own);
+- the peer: its MCP tools ``read_notebook``, ``insert_cell`` and ``execute_cell`` over its
+  stdio transport (an MCP client session in this process), its notebook enrolled once
+  with ``use_notebook`` on the same kernel (where execute_cell runs the cell).
 
 The peer lives in a venv of its own (its pins would disturb the project's):
 
@@ -136,8 +138,13 @@ class _Ours:
         env = {SESSION_ENV: str(server.notebooks / "a.ipynb"),
                PARENT_PID_ENV: str(server.process.pid)}  # fmt: skip
         self.live = KernelLiveNotebook(None, env, server.kernel, keep=True)
+        from IPython.core.interactiveshell import InteractiveShell
+
+        from agent_magics.jupyter.kernel.run_cell import RunCellHandler
+
         self.read_handler = ReadNotebookHandler(self.live)
         self.edit_handler = EditNotebookHandler(self.live)
+        self.run_handler = RunCellHandler(InteractiveShell.instance(), self.live)
         self.services = SessionServices(approver=approve)
         self.cwd = server.notebooks
 
@@ -158,6 +165,9 @@ class _Ours:
         args = {"path": "a.ipynb", "cell_id": "c0", "edit_mode": "insert",
                 "cell_type": "code", "new_source": "y = 1"}  # fmt: skip
         return await self._call(self.edit_handler, args)
+
+    async def run(self) -> str:
+        return await self._call(self.run_handler, {"cell_id": "c1"})
 
     async def close(self) -> None:
         from agent_magics.tools.notebook.document import close_live_notebooks
@@ -197,12 +207,13 @@ async def _peer_call(session: Any, name: str, args: dict[str, Any]) -> None:
 async def _measure(server: _Server, runs: int) -> dict[str, list[float]]:
     from contextlib import AsyncExitStack
 
-    times: dict[str, list[float]] = {"ours_read": [], "peer_read": [],
-                                     "ours_insert": [], "peer_insert": []}  # fmt: skip
+    times: dict[str, list[float]] = {"ours_read": [], "peer_read": [], "ours_insert": [],
+                                     "peer_insert": [], "ours_run": [], "peer_run": []}  # fmt: skip
     ours = _Ours(server)
     async with AsyncExitStack() as stack:
         peer = await _peer_session(server, stack)
         read = {"notebook_name": "a", "limit": 0}
+        run = {"cell_id": "c1", "stream": False}
         insert = {
             "cell_index": 1,
             "cell_type": "code",
@@ -214,6 +225,8 @@ async def _measure(server: _Server, runs: int) -> dict[str, list[float]]:
             "peer_read": lambda: _peer_call(peer, "read_notebook", read),
             "ours_insert": ours.insert,
             "peer_insert": lambda: _peer_call(peer, "insert_cell", insert),
+            "ours_run": ours.run,
+            "peer_run": lambda: _peer_call(peer, "execute_cell", run),
         }
         for warm_up in (True, *([False] * runs)):
             for name, call in sides.items():
@@ -226,8 +239,9 @@ async def _measure(server: _Server, runs: int) -> dict[str, list[float]]:
 
 
 def bench_live_notebook(quick: bool) -> list[dict[str, Any]]:
-    """Rows ``live_read_notebook_vs_peer`` and ``live_insert_cell_vs_peer``."""
-    names = ("live_read_notebook_vs_peer", "live_insert_cell_vs_peer")
+    """Rows ``live_read_notebook_vs_peer``, ``live_insert_cell_vs_peer`` and
+    ``live_run_cell_vs_peer``."""
+    names = ("live_read_notebook_vs_peer", "live_insert_cell_vs_peer", "live_run_cell_vs_peer")
     if not PEER.exists():
         note = f"skipped: jupyter-mcp-server 2.2.4 is not set up (from the repository: {SETUP})"
         return [{"name": n, "target": "<= 1.0", "note": note} for n in names]
@@ -247,7 +261,7 @@ def bench_live_notebook(quick: bool) -> list[dict[str, Any]]:
             else:
                 os.environ["JUPYTER_RUNTIME_DIR"] = old_runtime
     rows = []
-    for name, side in zip(names, ("read", "insert"), strict=True):
+    for name, side in zip(names, ("read", "insert", "run"), strict=True):
         ours, peer = times[f"ours_{side}"], times[f"peer_{side}"]
         ratio = statistics.median(o / p for o, p in zip(ours, peer, strict=True))
         note = (f"ours min/median/max {min(ours) * 1e3:.1f}/{statistics.median(ours) * 1e3:.1f}/"
