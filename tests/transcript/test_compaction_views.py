@@ -5,9 +5,7 @@ export`` (markdown and HTML, read back from the session file) and in ``%agent hi
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, message
+from tests.helpers.cli import agent_magics
 from tests.helpers.shell import loaded_shell
 
 PROMPT = "count the rows of sales.csv"
@@ -24,12 +23,7 @@ OPTS = "-a never -s danger-full-access -c allow_login_shell=false"
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    env |= {"HOME": str(cwd), "OPENAI_API_KEY": "sk-views-0123456789"}
-    return subprocess.run(
-        [sys.executable, "-m", "agent_magics", *args], env=env, cwd=cwd, capture_output=True,
-        text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return agent_magics(cwd, *args, env={"OPENAI_API_KEY": "sk-views-0123456789"})
 
 
 @pytest.fixture(scope="module")

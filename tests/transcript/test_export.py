@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from agent_magics.transcript.export_html import to_html
 from agent_magics.transcript.export_md import MAX_IMAGE_BYTES, MAX_OUTPUT_LINES, to_markdown
 from agent_magics.transcript.ipynb import to_notebook
 from agent_magics.transcript.saved import fold
+from tests.helpers.cli import agent_magics
 
 API_KEY = "sk-export-test-key-0123456789"
 TOKEN = "tok-export-deploy-abcdefghij"
@@ -32,12 +31,7 @@ PROMPT = f"add notes; the key is {API_KEY}"
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_MAGICS_", "OPENAI_"))}
-    env |= {"HOME": str(cwd), "OPENAI_API_KEY": API_KEY, "DEPLOY_TOKEN": TOKEN}
-    return subprocess.run(
-        [sys.executable, "-m", "agent_magics", *args], env=env, cwd=cwd, capture_output=True,
-        text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return agent_magics(cwd, *args, env={"OPENAI_API_KEY": API_KEY, "DEPLOY_TOKEN": TOKEN})
 
 
 @pytest.fixture(scope="module")
