@@ -21,6 +21,8 @@ session that the outputs are only in the tool's card.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -34,15 +36,8 @@ from agent_magics.jupyter.kernel.run_python import (
     DEFAULT_TIMEOUT_MS,
     HIDDEN_FILES,
     MAX_TIMEOUT_MS,
+    asked_in_kernel,
     run_code,
-)
-from agent_magics.protocol.approval import ApprovalRequest
-from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.approval.requirement import (
-    PYTHON_IN_KERNEL,
-    kernel_approval_requirement,
-    kernel_session_key,
-    kernel_session_scope,
 )
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
@@ -57,7 +52,6 @@ from agent_magics.tools.notebook.document import (
     used_live,
 )
 from agent_magics.tools.notebook.masking import OutputMask
-from agent_magics.tools.sandbox import SandboxSpec
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 NAME = "run_cell"
@@ -95,18 +89,17 @@ class RunCellArgs(BaseModel):
     timeout_ms: float | None = None
 
 
+@dataclass
 class Target:
-    """The cell to run: its code, its id (None: in no document), and the live document
-    that holds it (None: its outputs stay in the card)."""
+    """The cell to run: its code, its id (None: in no document), the live document that
+    holds it (None: its outputs stay in the card), the cell in words, and the new cell
+    to add first (the index it goes after, and the cell), if any."""
 
-    def __init__(
-        self, code: str, ident: str | None, doc: LiveDocument | None, place: str, insert: Any
-    ) -> None:
-        self.code = code
-        self.ident = ident
-        self.doc = doc
-        self.place = place  # the cell, in words
-        self.insert = insert  # (index after which, the new cell) to add first, or None
+    code: str
+    ident: str | None
+    doc: LiveDocument | None
+    place: str
+    insert: tuple[int | None, dict[str, Any]] | None
 
 
 class RunCellHandler:
@@ -120,7 +113,7 @@ class RunCellHandler:
         self,
         shell: Any,
         live: KernelLiveNotebook,
-        mask: Any = lambda: None,
+        mask: Callable[[], OutputMask | None] = lambda: None,
     ) -> None:
         self.shell = shell
         self.live = live
@@ -149,31 +142,16 @@ class RunCellHandler:
             raise RespondToModel(NOT_IN_KERNEL)
         self._said = inv.services.state(NOTED, set)
         target, unreachable = await self._target(inv, args)
-        turn = inv.turn
-        request = ApprovalRequest(
-            call_id=inv.call_id,
-            tool_name=self.name,
-            kind="exec",
-            cwd=turn.cwd,
-            command=(target.code,),  # exactly what runs
-            keys=kernel_session_key(turn.sandbox_mode, SESSION_KEY, target.code),
-            session_scope=kernel_session_scope(turn.sandbox_mode, self.name),
-        )
-        requirement = kernel_approval_requirement(
-            turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL
-        )
+        images = inv.turn.supports_images
 
-        async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
-            return await self._run(target, timeout_ms, turn.supports_images, unreachable)
+        async def run() -> ToolOutput:
+            return await self._run(target, timeout_ms, images, unreachable)
 
         try:
-            ran = await run_guarded(
-                inv, GuardedCall(request, requirement, attempt, REJECTED, runs_outside_sandbox=True)
-            )
+            return await asked_in_kernel(inv, self.name, target.code, SESSION_KEY, REJECTED, run)
         finally:
             if target.doc is not None:
                 await target.doc.close()
-        return ran.value
 
     async def _target(self, inv: ToolInvocation, args: RunCellArgs) -> tuple[Target, str | None]:
         """The cell to run, and why the live document could not be reached (said to the
@@ -257,8 +235,7 @@ class RunCellHandler:
             )
         elif unreachable is not None:
             where += self._unreachable(unreachable)
-        mask: OutputMask | None = self.mask()
-        return ran.answer(self.shell, images, mask, head=where + ".")
+        return ran.answer(self.shell, images, self.mask(), head=where + ".")
 
     def _unreachable(self, reason: str) -> str:
         """Said once a session (the first call that could not reach the document)."""

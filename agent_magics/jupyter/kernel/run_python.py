@@ -25,7 +25,7 @@ the session, except under ``read-only``, where it covers only the same code agai
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -115,31 +115,50 @@ class RunPythonHandler:
         if self.shell is None:
             raise RespondToModel(NOT_IN_KERNEL)
         turn = inv.turn
-        request = ApprovalRequest(
-            call_id=inv.call_id,
-            tool_name=self.name,
-            kind="exec",
-            cwd=turn.cwd,
-            command=(args.code,),  # what a person reads when asked in a terminal
-            keys=kernel_session_key(turn.sandbox_mode, SESSION_KEY, args.code),
-            session_scope=kernel_session_scope(turn.sandbox_mode, self.name),
-        )
-        requirement = kernel_approval_requirement(
-            turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL
-        )
 
-        async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
+        async def run() -> ToolOutput:
             return await self.run(args.code, timeout_ms, turn.supports_images)
 
-        ran = await run_guarded(
-            inv, GuardedCall(request, requirement, attempt, REJECTED, runs_outside_sandbox=True)
-        )
-        return ran.value
+        return await asked_in_kernel(inv, self.name, args.code, SESSION_KEY, REJECTED, run)
 
     async def run(self, code: str, timeout_ms: float, supports_images: bool) -> ToolOutput:
         """Run ``code`` and answer with its outputs; a person's interrupt ends the turn."""
         ran = await run_code(self.shell, code, timeout_ms)
         return ran.answer(self.shell, supports_images, self.mask())
+
+
+async def asked_in_kernel(
+    inv: ToolInvocation,
+    tool: str,
+    code: str,
+    session_key: tuple[str, ...],
+    rejected: str,
+    run: Callable[[], Awaitable[ToolOutput]],
+) -> ToolOutput:
+    """``run`` once the rules for code that runs in the kernel allow ``code`` (asking the
+    person where they say so): run_python's rule, shared by every tool that runs code in
+    the kernel. The question shows ``code``, exactly what runs."""
+    turn = inv.turn
+    request = ApprovalRequest(
+        call_id=inv.call_id,
+        tool_name=tool,
+        kind="exec",
+        cwd=turn.cwd,
+        command=(code,),  # what a person reads when asked, in a card or a terminal
+        keys=kernel_session_key(turn.sandbox_mode, session_key, code),
+        session_scope=kernel_session_scope(turn.sandbox_mode, tool),
+    )
+    requirement = kernel_approval_requirement(
+        turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL
+    )
+
+    async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
+        return await run()
+
+    ran = await run_guarded(
+        inv, GuardedCall(request, requirement, attempt, rejected, runs_outside_sandbox=True)
+    )
+    return ran.value
 
 
 @dataclass
