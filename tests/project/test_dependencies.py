@@ -16,6 +16,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 import agent_magics
+from tests.helpers.paths import package_modules
 
 PACKAGE = Path(agent_magics.__file__).resolve().parent
 PYPROJECT = PACKAGE.parent / "pyproject.toml"
@@ -32,7 +33,7 @@ def _declared() -> set[str]:
 
 def _top_level_imports() -> set[str]:
     names: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
+    for path in package_modules():
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Import):
                 names.update(alias.name.partition(".")[0] for alias in node.names)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import agent_magics
+from tests.helpers.paths import package_modules
 
 PACKAGE = Path(agent_magics.__file__).resolve().parent
 JUPYTER = ("IPython", "ipywidgets", "ipykernel", "agent_magics.jupyter")
@@ -54,7 +55,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {module_name(p): p for p in package_modules()}
 
 
 def _imported(name: str, path: Path) -> Iterator[str]:

@@ -66,7 +66,7 @@ import pytest
 from agent_magics.testing import ScriptedResponsesServer
 from tests.helpers.chat_fault_server import chat_fault_server
 from tests.helpers.fault_server import ok
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import ROOT, package_modules
 
 README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
@@ -253,7 +253,7 @@ def test_settings_variables_and_traitlets_match_the_code() -> None:
 
     settings = set(SessionConfig.model_fields) - {"api_key", "cwd"} - NOT_SETTINGS
     assert table_names("setting") == settings
-    source = "".join(p.read_text() for p in (ROOT / "agent_magics").rglob("*.py"))
+    source = "".join(p.read_text() for p in package_modules())
     in_code = set(ENV_VARS) | set(re.findall(r"AGENT_MAGICS_[A-Z_]+[A-Z]", source))
     in_code -= {"AGENT_MAGICS_TEST_PYTHONS"}
     assert table_names("environment variable") == in_code

@@ -19,6 +19,7 @@ from IPython.display import display
 
 from agent_magics.config import SessionConfig
 from agent_magics.errors import UserError
+from agent_magics.jupyter.ui.buttons import card_button
 from agent_magics.jupyter.ui.cards import CARD_LAYOUT
 from agent_magics.jupyter.ui.controller import ConfigSource
 from agent_magics.trust import ProjectConfig, project_config, trust_project, user_config_file
@@ -58,8 +59,7 @@ class TrustQuestion:
         self.text = W.HTML(question_html(project, user_file))
         self.buttons: dict[str, W.Button] = {}
         for label, trusted, style in BUTTONS:
-            button = W.Button(description=label, button_style=style)
-            button.layout.width = "auto"
+            button = card_button(label, style)
             button.on_click(lambda _b, t=trusted: self.decide(t))
             self.buttons[label] = button
         self.button_row = W.HBox(list(self.buttons.values()))
