@@ -19,7 +19,7 @@ from agent_magics.events import Usage
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.text.visible import visible
 from agent_magics.tools.args import parse_json
-from agent_magics.transcript.model import ToolBlock, ToolStatus, Transcript
+from agent_magics.transcript.model import TextBlock, ToolBlock, ToolStatus, Transcript
 
 SUMMARY_CHARS = 120
 DISPLAY_LINES = 60  # lines of a tool output shown in a card: head and tail halves
@@ -303,10 +303,20 @@ def turn_status_text(t: Transcript) -> str:
     if t.status == "waiting":
         return "Waiting for your approval."
     if t.status == "done":
-        return "Done."
+        return "" if ends_with_answer(t) else "Done."  # an answer says it is done
     if t.status == "failed":
         return t.message
     return "Turn interrupted." if t.message == "interrupted" else "Turn aborted."
+
+
+def ends_with_answer(t: Transcript) -> bool:
+    """Whether the model's last word in the turn is text (not a tool call)."""
+    for block in reversed(t.blocks):
+        if isinstance(block, TextBlock):
+            return bool(block.text.strip())
+        if isinstance(block, ToolBlock):
+            return False
+    return False
 
 
 def header_summary(block: ToolBlock) -> str | None:

@@ -3,23 +3,23 @@
 A plot turn's transcript carried every figure three times, as a data URL in its
 text/html, its text/markdown and its text/plain (344 KB for one plot turn). Now the
 markdown and plain text name a figure in words, and the figure is kept once: as an
-``image/png`` (or jpeg, gif, webp) output of its own below the transcript when the turn
-ran inside its cell (awaited: headless runs, and ipykernel >= 7.4 by default), which
-JupyterLab, nbconvert, nbviewer, VS Code and GitHub all show, trusted or not; inside the
-transcript's text/html when the turn ran in the background, since an output displayed
-after its cell ended may land in another cell, while the transcript itself is replaced
-in place through its display id.
+``image/png`` (or jpeg, gif, webp) output of its own right below the card that drew it
+when the turn ran inside its cell (awaited: headless runs, and ipykernel >= 7.4 by
+default), the transcript going on in the next output, which JupyterLab, nbconvert,
+nbviewer, VS Code and GitHub all show, trusted or not; inside the transcript's
+text/html when the turn ran in the background, since an output displayed after its cell
+ended may land in another cell, while the transcript itself is replaced in place
+through its display id.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 DATA_URL = re.compile(r"^data:(image/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/=\s]+)$")
 
-BELOW = "shown below the transcript"
+BELOW = "shown below this card"
 IN_HTML = "shown in this output's HTML"
 
 
@@ -40,9 +40,3 @@ class Figure:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {self.mimetype: self.data, "text/plain": f"<{self.alt}>"}
-
-
-def show_figures(figures: list[tuple[str, str]], show: Callable[[Figure], Any]) -> None:
-    """Show each kept figure (``(url, alt)``) as an output below the transcript."""
-    for url, alt in figures:
-        show(Figure(url, alt))

@@ -87,18 +87,26 @@ COPY_SCRIPT = (
 else the cell's text selected for the person to copy."""
 
 
-def proposed_cell_html(where: str, source: str | None) -> str:
-    """A proposed notebook cell with a Copy button, so a person can paste it by hand (the
-    text shown, hidden characters written out)."""
+def proposed_cell_html(where: str, source: str | None, copy: bool = True) -> str:
+    """A proposed notebook cell, with a Copy button (``copy``) so a person can paste it by
+    hand (the text shown, hidden characters written out)."""
     where = visible(where)
     if source is None:
         return f"<div>{esc(where)}</div>"
     button = (
-        f'<button class="agent-magics-copy" onclick="{html.escape(COPY_SCRIPT, quote=True)}">'
+        f' <button class="agent-magics-copy" onclick="{html.escape(COPY_SCRIPT, quote=True)}">'
         "Copy</button>"
+        if copy
+        else ""
     )
     cell = f'<pre style="{PRE_STYLE}">{esc(visible(source))}</pre>'
-    return f'<div class="agent-magics-cell"><div>{esc(where)} {button}</div>{cell}</div>'
+    return f'<div class="agent-magics-cell"><div>{esc(where)}{button}</div>{cell}</div>'
+
+
+def cell_went_in(block: ToolBlock) -> bool:
+    """Whether an edit_notebook call's cell is in the notebook: then nothing is left to
+    paste by hand, and its card offers no Copy."""
+    return block.status == "done" and block.success is True
 
 
 IN_KERNEL_NOTE = "Runs in your kernel, outside the sandbox."
@@ -142,7 +150,7 @@ def arguments_html(block: ToolBlock) -> str:
         return ""
     cell = notebook_edit(block.tool_name, block.arguments, block.cell_place)
     if cell is not None:
-        return proposed_cell_html(cell[0], cell[2])
+        return proposed_cell_html(cell[0], cell[2], copy=not cell_went_in(block))
     parsed = parse_arguments(block.arguments)
     if parsed is not None and block.tool_name in PATH_ARGS:
         return ""  # the header names the path
@@ -190,9 +198,15 @@ def plan_html(plan: PlanUpdated) -> str:
     return f'{why}<ul style="list-style:none;padding-left:0;margin:2px 0">{"".join(rows)}</ul>'
 
 
+DONE_CLASS = "agent-magics-done"
+"""The class of a finished turn's status line, which after an answer says nothing."""
+
+
 def turn_status_html(t: Transcript) -> str:
     color = {"failed": "#cf222e", "aborted": "#9a6700", "waiting": "#9a6700"}.get(t.status)
     text = esc(turn_status_text(t))
+    if t.status == "done":
+        return f'<span class="{DONE_CLASS}">{text}</span>'
     return f'<span style="color:{color}">{text}</span>' if color else f"<span>{text}</span>"
 
 

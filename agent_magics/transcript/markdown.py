@@ -31,6 +31,7 @@ from agent_magics.transcript.figures import figure_words
 from agent_magics.transcript.goal_text import goal_markdown
 from agent_magics.transcript.model import (
     AgentRun,
+    Block,
     CompactionBlock,
     DiffBlock,
     TextBlock,
@@ -125,19 +126,26 @@ def compaction_markdown(block: CompactionBlock) -> str:
 def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:
     """The whole turn as markdown, readable in a saved notebook without widget state;
     its figures are named in words (``figures_apart``: they are outputs of their own)."""
+    parts = [block_markdown(t, block, figures_apart) for block in t.blocks]
+    return "\n\n".join(filter(None, [*parts, *tail_markdown(t)]))
+
+
+def block_markdown(t: Transcript, block: Block, figures_apart: bool = False) -> str:
+    """One block of the turn as markdown ("" for one that shows nothing)."""
+    if isinstance(block, TextBlock):
+        return block.text.strip()
+    if isinstance(block, ToolBlock):
+        return tool_markdown(block, note_for(t, block), figures_apart)
+    if isinstance(block, DiffBlock):
+        return turn_diff_markdown(block.files)
+    if isinstance(block, CompactionBlock):
+        return compaction_markdown(block)
+    return f"*{block.text}*"
+
+
+def tail_markdown(t: Transcript) -> list[str]:
+    """What follows the blocks: how the turn ended, what was denied, the tokens."""
     parts: list[str] = []
-    for block in t.blocks:
-        if isinstance(block, TextBlock):
-            if block.text.strip():
-                parts.append(block.text.strip())
-        elif isinstance(block, ToolBlock):
-            parts.append(tool_markdown(block, note_for(t, block), figures_apart))
-        elif isinstance(block, DiffBlock):
-            parts.append(turn_diff_markdown(block.files))
-        elif isinstance(block, CompactionBlock):
-            parts.append(compaction_markdown(block))
-        else:
-            parts.append(f"*{block.text}*")
     if t.status in ("failed", "aborted"):
         parts.append(f"**{turn_status_text(t)}**")
     elif t.status in ("starting", "queued", "running", "waiting"):
@@ -146,4 +154,4 @@ def transcript_markdown(t: Transcript, figures_apart: bool = False) -> str:
         parts.append(f"*{denied}*")
     if t.usage is not None and t.status != "running":
         parts.append(f"*{usage_text(t.usage, t.context)}*")
-    return "\n\n".join(parts)
+    return parts

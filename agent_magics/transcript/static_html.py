@@ -27,14 +27,14 @@ from agent_magics.transcript.agent_text import agent_header, ending_text
 from agent_magics.transcript.blocks import AGENT_LIVE
 from agent_magics.transcript.card_text import decision_html, note_html, output_opens, took_html
 from agent_magics.transcript.denials import denial_summary, denied_block, note_for
-from agent_magics.transcript.figures import figure_words
+from agent_magics.transcript.figures import Figure, figure_words
 from agent_magics.transcript.goal_text import goal_html
 from agent_magics.transcript.html import OUTPUT_STYLE, esc
-from agent_magics.transcript.markdown import transcript_markdown
+from agent_magics.transcript.markdown import block_markdown, tail_markdown
 from agent_magics.transcript.model import (
     OPEN_STATUSES,
     AgentRun,
-    DiffBlock,
+    Block,
     NoticeBlock,
     TextBlock,
     ToolBlock,
@@ -70,15 +70,15 @@ def header_html(block: ToolBlock) -> str:
 
 
 def arguments_html(block: ToolBlock) -> str:
-    """The call's arguments as the card shows them. A proposed notebook cell keeps its
-    Copy button: when the cell could not go into the open notebook, the person pastes it
-    after the turn, from this copy. The button's click is our own fixed code (the cell's
-    text is escaped); where a page runs no inline handlers (GitHub, an untrusted
-    notebook), the text stays selectable."""
+    """The call's arguments as the card shows them. A proposed notebook cell that did not
+    go into the notebook keeps its Copy button: the person pastes it after the turn, from
+    this copy. The button's click is our own fixed code (the cell's text is escaped);
+    where a page runs no inline handlers (GitHub, an untrusted notebook), the text stays
+    selectable."""
     cell = calls.notebook_edit(block.tool_name, block.arguments, block.cell_place)
     if cell is not None:
         where, _kind, source = cell
-        return render.proposed_cell_html(where, source)
+        return render.proposed_cell_html(where, source, copy=not render.cell_went_in(block))
     return render.arguments_html(block)
 
 
@@ -160,24 +160,36 @@ def transcript_html(
 ) -> str:
     """The whole turn: answers, tool calls, notes, how it ended and the tokens it used."""
     images = images if images is not None else ImageBudget(image_budget)
-    parts: list[str] = []
-    for block in t.blocks:
-        if isinstance(block, TextBlock):
-            if block.text.strip():
-                parts.append(f"<div>{answer_html(block.text.strip())}</div>")
-        elif isinstance(block, ToolBlock):
-            parts.append(tool_html(block, images, note_for(t, block)))
-        elif isinstance(block, NoticeBlock):
-            parts.append(render.notice_html(block))
-        elif isinstance(block, DiffBlock):
-            parts.append(turn_diff_html(block.files))
-    parts.append(f"<div>{render.turn_status_html(t)}</div>")
+    parts = [block_html(t, block, images) for block in t.blocks]
+    return root_html([*parts, tail_html(t)])
+
+
+def root_html(parts: list[str], first: bool = True) -> str:
+    """Blocks of a turn in the transcript's box: the first (or only) piece of it is the
+    one found by its class, those after a card's figures continue it."""
+    kind = "agent-magics-transcript" if first else "agent-magics-transcript-rest"
+    return f'<div class="{kind}" style="{ROOT_STYLE}">{"".join(parts)}</div>'
+
+
+def block_html(t: Transcript, block: Block, images: ImageBudget) -> str:
+    """One block of the turn ("" for one that shows nothing)."""
+    if isinstance(block, TextBlock):
+        return f"<div>{answer_html(block.text.strip())}</div>" if block.text.strip() else ""
+    if isinstance(block, ToolBlock):
+        return tool_html(block, images, note_for(t, block))
+    if isinstance(block, NoticeBlock):
+        return render.notice_html(block)
+    return turn_diff_html(block.files)
+
+
+def tail_html(t: Transcript) -> str:
+    """What follows the blocks: how the turn ended, what was denied, the tokens."""
+    parts = [f"<div>{render.turn_status_html(t)}</div>"]
     if (denied := denial_summary(t)) and t.status not in ("running", "waiting"):
         parts.append(f'<div style="{MUTED}">{esc(denied)}</div>')
     if t.usage is not None:
         parts.append(f'<div style="{MUTED}">{esc(calls.usage_text(t.usage, t.context))}</div>')
-    body = "".join(parts)
-    return f'<div class="agent-magics-transcript" style="{ROOT_STYLE}">{body}</div>'
+    return "".join(parts)
 
 
 def settle(t: Transcript) -> None:
@@ -198,17 +210,59 @@ def settle(t: Transcript) -> None:
             settle(run.transcript)
 
 
-class TranscriptDocument:
-    """The finished turn for a cell's output: HTML, the same as markdown, and that
-    markdown made safe for a terminal as plain text. Each figure is kept once (see
-    :mod:`.figures`): embedded in the HTML, or with ``figures_apart`` gathered in
-    ``figures`` for outputs of their own; the text names it in words."""
+class TranscriptPart:
+    """A piece of a finished turn for a cell's output: HTML, the same as markdown, and
+    that markdown made safe for a terminal as plain text."""
+
+    def __init__(self, html: str, markdown: str) -> None:
+        self.html = html
+        self.markdown = markdown
+
+    def bundle(self) -> dict[str, str]:
+        return {
+            "text/html": self.html,
+            "text/markdown": self.markdown,
+            "text/plain": terminal_safe(self.markdown),
+        }
+
+    def _repr_mimebundle_(
+        self, **kwargs: Any
+    ) -> dict[str, str] | tuple[dict[str, str], dict[str, Any]]:
+        return self.bundle()
+
+
+class TranscriptDocument(TranscriptPart):
+    """The finished turn for a cell's output. Each figure is kept once (see
+    :mod:`.figures`): embedded in the HTML, or with ``figures_apart`` as an output of its
+    own right below the card that drew it. Then the transcript is this document up to
+    that card, and ``after`` holds what the cell shows next, in order: the figures
+    (:class:`.figures.Figure`) and the rest of the transcript (:class:`TranscriptPart`).
+    The text names each figure in words."""
 
     def __init__(self, t: Transcript, figures_apart: bool = False) -> None:
         images = ImageBudget(apart=figures_apart)
-        self.html = transcript_html(t, images=images)
+        pieces: list[TranscriptPart] = []
+        self.after: list[TranscriptPart | Figure] = []
+        html_parts: list[str] = []
+        md_parts: list[str] = []
+        for block in t.blocks:
+            drawn = len(images.figures)
+            html_parts.append(block_html(t, block, images))
+            md_parts.append(block_markdown(t, block, figures_apart))
+            if len(images.figures) > drawn:  # this card's figures come right after it
+                piece = TranscriptPart(root_html(html_parts, not pieces), _joined(md_parts))
+                pieces.append(piece)
+                self.after.extend([piece] if len(pieces) > 1 else [])
+                self.after.extend(Figure(url, alt) for url, alt in images.figures[drawn:])
+                html_parts, md_parts = [], []
+        html_parts.append(tail_html(t))
+        md_parts.extend(tail_markdown(t))
+        last = TranscriptPart(root_html(html_parts, not pieces), _joined(md_parts))
+        first = pieces[0] if pieces else last
+        if pieces:
+            self.after.append(last)
+        super().__init__(first.html, first.markdown)
         self.figures = images.figures
-        self.markdown = transcript_markdown(t, figures_apart)
         self.graded = t.graded_notes()
 
     def _repr_mimebundle_(
@@ -218,11 +272,11 @@ class TranscriptDocument:
         metadata (``agent_magics.graded_turns``): the output is saved with the notebook
         in every setup, so the teacher finds the notes there even where no tool could
         write them into the notebook's own metadata."""
-        data = {
-            "text/html": self.html,
-            "text/markdown": self.markdown,
-            "text/plain": terminal_safe(self.markdown),
-        }
+        data = self.bundle()
         if not self.graded:
             return data
         return data, {NOTE_KEY: {TOUCHED_KEY: self.graded}}
+
+
+def _joined(parts: list[str]) -> str:
+    return "\n\n".join(filter(None, parts))

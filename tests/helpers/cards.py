@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from agent_magics.testing import ScriptedResponsesServer
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 WAIT_S = 2.5  # how long the person takes to answer the first question
 
@@ -64,7 +64,7 @@ def run_turn(kernel: Kernel, script: list[Any], options: str, answers: list[str]
                     or not any(question(v) for v in kernel.html_values())
                 )
             )
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=60)
         kernel.wait_for(lambda: kernel.idle(cell))
     assert len(kernel.buttons("Approve")) == len(answers)  # no other call asked
     return seen

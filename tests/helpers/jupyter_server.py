@@ -30,7 +30,7 @@ from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInv
 from agent_magics.tools.notebook.document import SESSION_ENV
 from agent_magics.tools.registry import ToolHandler
 from tests.helpers.browser import free_port, stop_server
-from tests.helpers.kernels import Kernel
+from tests.helpers.kernels import TURN_DONE, Kernel
 
 v4: Any = nbformat.v4
 nbf: Any = nbformat
@@ -268,7 +268,7 @@ class ServerKernel(Kernel):
 
 
 def turns_done(kernel: Kernel) -> int:
-    return sum("Done." in v for v in kernel.html_values())
+    return sum(TURN_DONE in v for v in kernel.html_values())
 
 
 def read_and_insert(n: int, source: str) -> list[Turn]:

@@ -33,6 +33,8 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from agent_magics.transcript.html import DONE_CLASS
+
 ROOT = Path(__file__).resolve().parents[2]
 IPYKERNEL6 = ROOT / ".venv" / "kernels" / "ipykernel6" / "bin" / "python"
 RECIPE = (
@@ -75,6 +77,8 @@ PLOT = (  # run_python code that draws one matplotlib figure (the saved-figure t
     "plt.title('squares')\n"
     "None"
 )
+TURN_DONE = f'class="{DONE_CLASS}"'
+"""In a cell's HTML, a turn that finished: its status line (empty after an answer)."""
 NO_LOGIN = "-c allow_login_shell=false"  # keep login-profile noise out of command output
 
 

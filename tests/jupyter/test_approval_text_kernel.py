@@ -13,7 +13,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.text.visible import hidden, visible
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def test_the_card_asks_with_the_controls_written_out(kernel: Kernel) -> None:
         assert raw_hidden(asked) == []
         kernel.click(approve)
         kernel.wait_for(lambda: len(server.requests) == 2)
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         kernel.wait_for(lambda: kernel.idle(cell))
     assert not precious.exists()  # what ran is what the card showed
     kept_html = kernel.wait_for(lambda: displays(kernel, "text/html"))

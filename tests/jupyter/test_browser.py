@@ -92,7 +92,7 @@ def test_clicking_approve_in_jupyterlab_runs_the_command(
             assert page.get_by_role("button", name="Deny").count() == 0
             page.get_by_role("button", name="Stop", exact=True).click(timeout=30_000)
             page.get_by_text("The marker is there.").wait_for(timeout=60_000)
-            page.get_by_text("Done.").wait_for(timeout=30_000)
+            page.locator(".jp-Notebook .agent-magics-done").first.wait_for(state="attached")
             # The turn ended: its static transcript replaced the cards, buttons and all.
             page.locator(".agent-magics-transcript").wait_for(timeout=30_000)
             assert page.get_by_text("Approved by you").is_visible()

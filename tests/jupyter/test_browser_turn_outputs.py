@@ -83,10 +83,17 @@ def test_a_saved_plot_turn_shows_its_figure_once(
     try:
         open_notebook(page, lab, "plot.ipynb")
         page.get_by_text("Plotted.").wait_for(timeout=30_000)
-        page.get_by_text("output image 1: shown below the transcript").wait_for(timeout=30_000)
+        page.get_by_text("output image 1: shown below this card").wait_for(timeout=30_000)
         images = page.locator(".jp-OutputArea img")
         assert images.count() == 1
         assert images.first.evaluate("img => img.naturalWidth") > 100  # decoded and drawn
+        # right below the run_python card that drew it, the answer after it
+        shown = page.locator(".jp-Notebook .jp-OutputArea-output").evaluate_all(
+            "outs => outs.map(o => o.querySelector('img') ? 'figure' : o.innerText)"
+        )
+        (at,) = [n for n, text in enumerate(shown) if text == "figure"]
+        assert "run_python" in shown[at - 1] and "Plotted." not in shown[at - 1], shown
+        assert "Plotted." in shown[at + 1], shown
         keep_screenshot(page, tmp_path / "saved-figure.png")
     finally:
         page.close()

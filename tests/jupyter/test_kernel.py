@@ -18,7 +18,7 @@ import pytest
 
 from agent_magics.jupyter.ui.runner import SHOWN_ABOVE
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 from tests.helpers.paths import MCP_SERVERS
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def test_approve_runs_the_command(kernel: Kernel) -> None:
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "ran-it" in server.outputs(1)["c1"]
         assert (ws(kernel) / "marker.txt").read_text() == "ran\n"
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert kernel.states[approve]["disabled"] is True
         assert kernel.shows("done</span>")
         assert kernel.shows("✔ Approved by you</div>")  # in the buttons' place
@@ -56,7 +56,7 @@ def test_deny_does_not_run_the_command(kernel: Kernel) -> None:
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "exec command rejected by user" in server.outputs(1)["c1"]
         assert not (ws(kernel) / "marker.txt").exists()
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert kernel.shows(">denied</span>")
 
 
@@ -67,7 +67,7 @@ def test_approve_for_session_is_not_asked_again(kernel: Kernel) -> None:
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve for session"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 3)
         assert "ran-it" in server.outputs(2)["c2"]
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert len(kernel.buttons("Approve")) == 1  # one question, for the first call only
         assert kernel.shows("approved earlier for this session")
 
@@ -98,7 +98,7 @@ def test_interrupt_kills_the_command_and_the_next_cell_runs(kernel: Kernel) -> N
         kernel.run("%%agent\nare you still there?")  # the options stick
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert server.outputs(1)["c1"].startswith("aborted by user after ")  # Codex's text
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert not [m for m in kernel.log if m["msg_type"] == "error"]
 
 
@@ -158,7 +158,7 @@ def test_config_traits_and_line_commands(kernel: Kernel) -> None:
     with ScriptedResponsesServer([[message("hello there")]]) as server:
         kernel.run('%config AgentMagics.model = "model-from-config"')
         kernel.run(agent_cell(server.base_url, "", "say hello"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert server.requests[0]["model"] == "model-from-config"
     status = kernel.outputs_text(kernel.run("%agent status"))
     assert "model:           model-from-config (" in status
@@ -233,7 +233,7 @@ def test_mcp_servers_change_in_a_live_session(kernel: Kernel, tmp_path: Path) ->
     call = function_call("mcp__demo__add", {"a": 2, "b": 3}, "c1")
     with ScriptedResponsesServer([[message("first")], [call], [message("5")]]) as server:
         kernel.run(agent_cell(server.base_url, f"-a never -c log_dir='{logs}'", "hello"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         msg_id = kernel.execute(f"%agent mcp add demo -- {python} {DEMO_SERVER}")
         kernel.wait_for(
             lambda: any("is ready" not in t and "ready," in t for t in texts_of(kernel, msg_id))

@@ -16,7 +16,7 @@ from agent_magics.testing import (
     message,
 )
 from tests.helpers.cards import asking, kept, question, read
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 from tests.helpers.paths import MCP_SERVERS
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def answer_all(kernel: Kernel, script: list[Any], options: str, label: str, n: i
                     or not any(question(v) for v in kernel.html_values())
                 )
             )
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=60)
         kernel.wait_for(lambda: kernel.idle(cell))
     return server
 
@@ -141,4 +141,4 @@ def test_the_cards_text_is_spaced_like_output_text(kernel: Kernel) -> None:
         css = [v for v in kernel.html_values() if v.startswith("<style>")]
         assert css and "line-height:var(--jp-code-line-height" in css[0]
         kernel.click(kernel.buttons("Deny")[-1])
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=60)

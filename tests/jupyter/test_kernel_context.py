@@ -13,7 +13,7 @@ from agent_magics.jupyter.kernel.cell_log import OUTPUT_HEAD_CHARS, OUTPUT_TAIL_
 from agent_magics.jupyter.kernel.notebook_context import DATA_NOTE
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.helpers.kernels import Kernel
+from tests.helpers.kernels import TURN_DONE, Kernel
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def contexts(body: dict[str, Any]) -> list[str]:
 def turn(kernel: Kernel, server: ScriptedResponsesServer, prompt: str, requests: int) -> None:
     kernel.run(f"%%agent --base-url {server.base_url} -c allow_login_shell=false\n{prompt}")
     kernel.wait_for(lambda: len(server.requests) == requests)
-    kernel.wait_for(lambda: kernel.shows("Done."))
+    kernel.wait_for(lambda: kernel.shows(TURN_DONE))
 
 
 def test_the_failing_cell_reaches_the_model_before_the_prompt(kernel: Kernel) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.jupyter.kernel.describe import NOT_CALLED
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.helpers.kernels import STOP_DEADLINE, Kernel, agent_cell
+from tests.helpers.kernels import STOP_DEADLINE, TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +79,7 @@ def test_a_repr_or_len_that_never_returns_is_not_called(kernel: Kernel) -> None:
         assert seen["c5"].endswith(
             "values not shown: it holds Python objects, whose text is their own code"
         )
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
     assert kernel.value("1 + 1") == 2  # the kernel is free
 
 

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ def test_the_kernel_session_exports_with_its_decisions_and_figure(kernel: Kernel
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve"))[-1])
         kernel.wait_for(lambda: len(kernel.buttons("Approve")) == 2)
         kernel.click(kernel.buttons("Approve")[-1])
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         # a later cell's new option is saved as a settings record, which the export
         # knows (it once counted it as "of an unknown kind")
         kernel.run(agent_cell(server.base_url, "-a never", "anything else?"))
@@ -59,7 +59,7 @@ def test_a_session_not_saved_exports_its_history(kernel: Kernel) -> None:
     script = [[function_call("exec_command", {"cmd": "echo from-history"}, "c1")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
         kernel.run(agent_cell(server.base_url, "-a never -c sessions_dir=false", "say it"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
     assert not (kernel.ws / ".agent_magics" / "sessions").exists()
     said = kernel.outputs_text(kernel.run("%agent export live.md"))
     assert said.endswith(f"(1 turn) to {kernel.ws / 'live.md'}.\n")

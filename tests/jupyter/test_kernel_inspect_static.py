@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +84,7 @@ def test_inspect_variable_runs_none_of_the_persons_code(kernel: Kernel) -> None:
             "cannot read `ledger['x']` without running the user's code (__main__.Ledger "
             f"looks keys up with its own __getitem__); {RUN_PYTHON}"
         )
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert not kernel.buttons("Approve")  # nothing asked: nothing that needs asking ran
     assert kernel.value("sorted(counts)") == ["seen"]
     assert [name for name in WRITTEN if (kernel.ws / name).exists()] == []

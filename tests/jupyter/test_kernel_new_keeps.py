@@ -15,7 +15,7 @@ import pytest
 
 from agent_magics.store import read_session
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,7 @@ EFFORT = "-c reasoning_effort=low"
 
 
 def done_turns(kernel: Kernel) -> int:
-    return len([v for v in kernel.html_values() if "Done." in v])
+    return len([v for v in kernel.html_values() if TURN_DONE in v])
 
 
 def session_files(ws: Path) -> list[Path]:

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def test_a_notebook_file_is_read_as_cells_and_edited_into_a_valid_notebook(
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Approve"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 3)
         assert "Inserted code cell" in text_of(server.outputs(2)["e1"])
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
     edited = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     nbformat.validate(edited)
     assert [c.source for c in edited.cells] == ["total = 1 + 1", "print(total * 10)", "# Notes"]

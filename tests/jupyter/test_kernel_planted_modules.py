@@ -23,7 +23,7 @@ import pytest
 import agent_magics
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.helpers.kernels import KERNEL_PYTHONS, TURN_DONE, Kernel, agent_cell, kernel_manager
 from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism
 
 pytestmark = pytest.mark.slow
@@ -158,7 +158,7 @@ def _exercise(kernel: Kernel, server: ScriptedResponsesServer, requests: int) ->
         assert set(calls) <= set(answers)
         unsupported = [c for c in calls if "unsupported call" in json.dumps(answers[c])]
         assert not unsupported, [answers[c] for c in unsupported]
-    kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
+    kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=60)
     for word in LINE_COMMANDS:
         kernel.run(f"%agent {word}")
     for suffix in ("ipynb", "md", "html"):
@@ -245,7 +245,7 @@ def test_a_repositorys_package_metadata_picks_no_module_to_run(kernel: Kernel) -
     assert "pydantic" not in kernel.value("sorted(__import__('sys').modules)")
     with ScriptedResponsesServer([[message("nothing to do")]]) as server:
         messages = kernel.run(agent_cell(server.base_url, "-a untrusted -s read-only", "hi"))
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=60)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=60)
     printed = kernel.outputs_text([m for m in kernel.log if m["msg_type"] == "stream"])
     assert "Beautiful is better than ugly" not in printed + kernel.outputs_text(messages)
     # the person's own discovery still reads their folder, by Python's rules

@@ -23,7 +23,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
-from tests.helpers.kernels import IPYKERNEL6, KERNEL_PYTHONS, Kernel, kernel_manager
+from tests.helpers.kernels import IPYKERNEL6, KERNEL_PYTHONS, TURN_DONE, Kernel, kernel_manager
 from tests.helpers.sandbox import LINUX_MECHANISMS, outside_base, require_mechanism
 
 pytestmark = [
@@ -93,7 +93,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def ended(kernel: Kernel) -> int:
     """How many turns the kernel's cells show as ended."""
-    return sum("<span>Done.</span>" in v for v in kernel.html_values())
+    return sum(TURN_DONE in v for v in kernel.html_values())
 
 
 def probe_cell(base_url: str, snapshot: bool) -> str:

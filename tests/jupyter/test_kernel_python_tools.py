@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def test_a_decorated_function_is_offered_validated_and_called(kernel: Kernel) ->
         kernel.click(approve)
         kernel.wait_for(lambda: len(server.requests) == 3)
         assert server.outputs(2)["good"] == "[3,6]"
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
     assert kernel.value("scaled") == [[1, 2]]
     kernel.wait_for(lambda: has_record(kernel))
     # A following cell reads the turn as data.

@@ -15,7 +15,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.approval.requirement import KERNEL_READ_ONLY
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ def text_of(output: Any) -> str:
 
 
 def finished_turns(kernel: Kernel) -> int:
-    return sum(value.count("Done.") for value in kernel.html_values())
+    return sum(value.count(TURN_DONE) for value in kernel.html_values())
 
 
 def test_never_refuses_kernel_code_with_one_sentence(kernel: Kernel) -> None:

@@ -14,7 +14,7 @@ import pytest
 from agent_magics import SessionConfig
 from agent_magics.store.log import UNFINISHED_CALL_OUTPUT, SessionLog
 from agent_magics.testing import HttpFailure, ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,7 @@ def test_a_session_resumes_after_a_kernel_restart(kernel: Kernel) -> None:
     script = [[message("first answer")], [message("new answer")], [message("second answer")]]
     with ScriptedResponsesServer(script) as server:
         kernel.run(agent_cell(server.base_url, "", "first question"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         [path] = (kernel.ws / ".agent_magics" / "sessions").glob("*.jsonl")
         assert "first answer" in path.read_text()
 
@@ -88,7 +88,7 @@ def test_only_a_session_that_can_go_on_here_is_offered(kernel: Kernel) -> None:
     folder = kernel.ws / ".agent_magics" / "sessions"
     with ScriptedResponsesServer(script) as server:
         kernel.run(agent_cell(server.base_url, "", "answered question"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         [answered] = folder.glob("*.jsonl")
         kernel.run("%agent reset")
         kernel.run(agent_cell(server.base_url, "", "a question that fails"))

@@ -18,7 +18,7 @@ import pytest
 from agent_magics.store import read_session
 from agent_magics.store.signing import digest, seal, session_key
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.helpers.kernels import NO_LOGIN, Kernel, agent_cell
+from tests.helpers.kernels import NO_LOGIN, TURN_DONE, Kernel, agent_cell
 from tests.helpers.sandbox import Arena
 
 pytestmark = pytest.mark.slow
@@ -33,10 +33,10 @@ def tighten_then_restart(kernel: Kernel) -> Path:
     script = [[message("first")], [message("second")]]
     with ScriptedResponsesServer(script) as server:
         kernel.run(agent_cell(server.base_url, "-a on-request -s workspace-write", "one"))
-        kernel.wait_for(lambda: len(server.requests) == 1 and kernel.shows("Done."))
+        kernel.wait_for(lambda: len(server.requests) == 1 and kernel.shows(TURN_DONE))
         kernel.run(agent_cell(server.base_url, "-a untrusted -s read-only", "two"))
         kernel.wait_for(lambda: len(server.requests) == 2)
-        kernel.wait_for(lambda: len([v for v in kernel.html_values() if "Done." in v]) == 2)
+        kernel.wait_for(lambda: len([v for v in kernel.html_values() if TURN_DONE in v]) == 2)
     kernel.km.restart_kernel(now=True)
     kernel.kc.wait_for_ready(timeout=60)
     kernel.run("%load_ext agent_magics")

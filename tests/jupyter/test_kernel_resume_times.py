@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.store.log import now_iso
 from agent_magics.testing import ScriptedResponsesServer, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ def test_sessions_and_export_tell_the_start_from_the_last_resume(kernel: Kernel)
     script = [[message("first answer")], [message("second answer")]]
     with ScriptedResponsesServer(script) as server:
         kernel.run(agent_cell(server.base_url, "", "first question"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         [path] = (kernel.ws / ".agent_magics" / "sessions").glob("*.jsonl")
         started = metas(path)[0]["started"]
         kernel.wait_for(lambda: now_iso() != started)  # the resume's second is another

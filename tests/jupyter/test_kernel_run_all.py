@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
+from tests.helpers.kernels import KERNEL_PYTHONS, TURN_DONE, Kernel, agent_cell, kernel_manager
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def note_for(kernel: Kernel) -> str:
 
 def ended(kernel: Kernel) -> int:
     """How many turns say they are done."""
-    return sum("Done." in v for v in kernel.html_values())
+    return sum(TURN_DONE in v for v in kernel.html_values())
 
 
 def run_all(kernel: Kernel, cells: list[str]) -> list[list[dict[str, Any]]]:
@@ -73,10 +73,10 @@ def test_run_all_waits_for_the_turn(fresh: Kernel) -> None:
             ]
             assert errors == []
             assert fresh.outputs_text(third) == "from-the-turn\n"
-            assert fresh.shows("Done.")
+            assert fresh.shows(TURN_DONE)
             assert not fresh.shows("in the background")
         else:
-            fresh.wait_for(lambda: fresh.shows("Done."))
+            fresh.wait_for(lambda: fresh.shows(TURN_DONE))
             assert fresh.shows(note_for(fresh))
         assert (fresh.ws / "result.txt").read_text() == "from-the-turn\n"
         assert len(server.requests) == 2
@@ -94,7 +94,7 @@ def test_a_card_takes_its_click_while_the_next_cells_wait(fresh: Kernel) -> None
         third = [m for m in fresh.log if m["parent_header"].get("msg_id") == ids[-1]]
         if waits(fresh):
             assert fresh.outputs_text(third) == "from-the-turn\n"
-        fresh.wait_for(lambda: fresh.shows("Done."))
+        fresh.wait_for(lambda: fresh.shows(TURN_DONE))
         assert (fresh.ws / "result.txt").read_text() == "from-the-turn\n"
 
 
@@ -122,6 +122,6 @@ def test_background_returns_at_once(fresh: Kernel) -> None:
         assert not (fresh.ws / "result.txt").exists()
         assert not fresh.shows("in the background")  # asked for: nothing to explain
         fresh.click(approve)
-        fresh.wait_for(lambda: fresh.shows("Done."))
+        fresh.wait_for(lambda: fresh.shows(TURN_DONE))
         assert (fresh.ws / "result.txt").read_text() == "from-the-turn\n"
         assert len(server.requests) == 2

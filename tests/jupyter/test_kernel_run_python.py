@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +49,7 @@ def test_approved_code_leaves_its_names_and_its_outputs_reach_the_model(kernel: 
         assert "Names defined: made, plt" in text_of(output)
         images = [i for i in output if i["type"] == "input_image"]
         assert len(images) == 1 and images[0]["image_url"].startswith("data:image/png;base64,")
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         following = kernel.run("print('next cell', made[-1] + 1)")
         assert "next cell 10" in kernel.outputs_text(following)
         assert "printed-by-agent" not in stream_text(kernel)  # not in the person's cells
@@ -67,7 +67,7 @@ def test_denied_code_changes_nothing(kernel: Kernel) -> None:
         kernel.click(kernel.wait_for(lambda: kernel.buttons("Deny"))[-1])
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "did not allow this code to run" in text_of(server.outputs(1)["c1"])
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert kernel.value("'denied_name' in globals()") is False
 
 
@@ -77,7 +77,7 @@ def test_never_runs_without_a_question(kernel: Kernel) -> None:
         kernel.run(agent_cell(server.base_url, "-a never"))
         kernel.wait_for(lambda: len(server.requests) == 2)
         assert "Out: 42" in text_of(server.outputs(1)["c1"])
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert kernel.buttons("Approve") == []
         assert kernel.value("quiet") == 42
 
@@ -108,19 +108,11 @@ def test_the_timeout_interrupts_a_busy_loop(kernel: Kernel) -> None:
         answer = text_of(server.outputs(1)["c1"])
         assert answer.startswith("Interrupted: still running after the timeout of 500 ms")
         assert "KeyboardInterrupt" in answer
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert kernel.value("spins") > 0
 
 
-def markdown_of(kernel: Kernel, msg_id: str) -> str:
-    shown = [
-        m["content"]["data"]["text/markdown"]
-        for m in kernel.log
-        if m["parent_header"].get("msg_id") == msg_id
-        and m["msg_type"] in ("display_data", "update_display_data")
-        and "text/markdown" in m["content"]["data"]
-    ]
-    return shown[-1] if shown else ""
+TEXTS = ["text/html", "text/markdown", "text/plain"]
 
 
 def test_in_a_cell_that_awaits_the_turn(kernel: Kernel) -> None:
@@ -135,19 +127,18 @@ def test_in_a_cell_that_awaits_the_turn(kernel: Kernel) -> None:
         assert "printed-by-agent 14" in text_of(server.outputs(1)["c1"])
         kernel.km.interrupt_kernel()
         kernel.wait_for(lambda: kernel.idle(msg_id), timeout=30)
-        transcript = markdown_of(kernel, msg_id)
-        assert f"```python\n{FIGURE}\n```" in transcript
-        assert "*output image 1: shown below the transcript*" in transcript
-        figures = [  # the figure is kept once, as an output of its own
-            m["content"]["data"]
-            for m in kernel.log
-            if m["parent_header"].get("msg_id") == msg_id
-            and m["msg_type"] == "display_data"
-            and "image/png" in m["content"]["data"]
-        ]
-        assert [f["text/plain"] for f in figures] == ["<output image 1>"]
+        saved = [o["data"] for o in kernel.saved_outputs(msg_id) if "data" in o]
+        kinds = [sorted(d) for d in saved]
+        transcript = "".join(d.get("text/markdown", "") for d in saved)
+        # the figure is kept once, as an output of its own, right below the card that drew it
+        assert kinds == [TEXTS, ["image/png", "text/plain"], TEXTS], kinds
+        assert saved[1]["text/plain"] == "<output image 1>"
+        card, rest = saved[0]["text/markdown"], saved[2]["text/markdown"]
+        assert f"```python\n{FIGURE}\n```" in card
+        assert "*output image 1: shown below this card*" in card
+        assert "time.sleep(60)" in rest and rest.endswith("**Turn interrupted.**")
+        assert 'class="agent-magics-transcript-rest"' in saved[2]["text/html"]
         assert "base64" not in transcript
-        assert transcript.endswith("**Turn interrupted.**")
         assert "printed-by-agent" not in stream_text(kernel)
         following = kernel.run("print('next', made)")
         assert "next [1, 4, 9]" in kernel.outputs_text(following)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = [
     pytest.mark.slow,
@@ -37,7 +37,7 @@ def kernel_state(kernel: Kernel) -> tuple[list[tuple[str, int]], int]:
 
 
 def finished_turns(kernel: Kernel) -> int:
-    return sum(value.count("Done.") for value in kernel.html_values())
+    return sum(value.count(TURN_DONE) for value in kernel.html_values())
 
 
 def python_call(call_id: str, code: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 
 from agent_magics.store import read_session
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, message
-from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell, kernel_manager
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def test_a_foreign_session_resumed_by_id_never_becomes_yours(kernel: Kernel) -> 
     with ScriptedResponsesServer(script) as server:
         said = kernel.outputs_text(kernel.run(f"%agent resume {FOREIGN}"))
         kernel.run(agent_cell(server.base_url, "", "go on"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         restart(kernel)
         last = kernel.outputs_text(kernel.run("%agent resume last"))
         listed = kernel.outputs_text(kernel.run("%agent sessions"))
@@ -100,7 +100,7 @@ def test_a_symlink_planted_as_the_undo_folder_is_never_followed(
     with ScriptedResponsesServer(script) as server:
         kernel.run(f"%agent resume {FOREIGN}")
         kernel.run(agent_cell(server.base_url, "-a never", "edit a.txt"))
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
     assert (kernel.ws / "a.txt").read_text() == "new\n"
     assert stat.S_IMODE(outside.stat().st_mode) == 0o755  # was chmodded 0700
     assert list(outside.iterdir()) == []  # had gained turn-1/ with the original
@@ -128,7 +128,7 @@ def test_a_second_kernel_never_appends_to_a_session_the_first_is_writing(
     script = [[message("first answer")], [message("second kernel answer")], [message("late")]]
     with ScriptedResponsesServer(script) as server:
         first.run(agent_cell(server.base_url, "", "first question"))
-        first.wait_for(lambda: first.shows("Done."))
+        first.wait_for(lambda: first.shows(TURN_DONE))
         [path] = sessions_folder(first.ws).glob("*.jsonl")
         refused = second.outputs_text(second.run(f"%agent resume {path.stem}"))
         # Once the first kernel lets go, both ask for it before either writes again:
@@ -136,9 +136,9 @@ def test_a_second_kernel_never_appends_to_a_session_the_first_is_writing(
         second.run(f"%agent resume {path.stem}")
         first.run(f"%agent resume {path.stem}")
         second.run(agent_cell(server.base_url, "", "second kernel question"))
-        second.wait_for(lambda: second.shows("Done."))
+        second.wait_for(lambda: second.shows(TURN_DONE))
         first.run(agent_cell(server.base_url, "", "late question"))
-        first.wait_for(lambda: first.shows("Done.") and len(server.requests) == 3)
+        first.wait_for(lambda: first.shows(TURN_DONE) and len(server.requests) == 3)
         late = first.html_values()
     assert refused == (
         f"agent: Session {path.stem} is being written by another kernel right now; resuming "

@@ -28,7 +28,7 @@ from tests.helpers.agents import (
     spawned_ids,
     touch,
 )
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def test_two_children_approved_through_their_own_cards(kernel: Kernel) -> None:
         kernel.click(second)
         kernel.wait_for(lambda: a.exists() and b.exists(), 60)
         html = finished(kernel, cell)  # what the notebook keeps: children nested
-        assert "Done." in html
+        assert TURN_DONE in html
 
         last = server.by_conversation[PARENT][-1]
         waited = " ".join(v for k, v in outputs(last).items() if k.startswith("w"))
@@ -221,7 +221,7 @@ def test_stop_on_a_childs_card_stops_that_childs_command_only(kernel: Kernel) ->
         [left] = running(marker)  # the other child's command still runs
         kernel.click(second)
         kernel.wait_for(lambda: not running(marker), 30)
-        assert "Done." in finished(kernel, cell)
+        assert TURN_DONE in finished(kernel, cell)
         said = [outputs(server.by_conversation[t][1])["call_1"] for t in ("sleep a", "sleep b")]
     assert left in (a, b)
     assert all("aborted by user" in text for text in said), said  # Codex's words, each child
@@ -261,7 +261,7 @@ def test_stop_on_a_childs_card_never_stops_the_parents_call_named_after_it(
         kernel.click(child_stop)
         kernel.wait_for(lambda: child_cmd not in running(marker), 30)
         assert parent_cmd in running(marker)  # the parent's command still runs
-        assert "Done." in finished(kernel, cell)
+        assert TURN_DONE in finished(kernel, cell)
         said = outputs(server.by_conversation["One sleeper."][-1])
         child_said = outputs(server.by_conversation["sleep a"][1])["call_1"]
     aimed = next(k for k in said if k.endswith("/call_1"))

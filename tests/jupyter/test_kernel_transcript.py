@@ -14,7 +14,8 @@ import pytest
 
 from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.helpers.kernels import Kernel, agent_cell
+from agent_magics.transcript.html import DONE_CLASS
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ def test_the_saved_cell_holds_the_transcript_not_the_widget(kernel: Kernel, tmp_
         cell = agent_cell(server.base_url, "-a untrusted", "make a marker and notes")
         msg_id = kernel.execute(cell)
         clicked: set[str] = set()
-        while not kernel.shows("Done."):
+        while not kernel.shows(TURN_DONE):
             for button in kernel.buttons("Approve"):
                 if button not in clicked and not kernel.states[button].get("disabled"):
                     clicked.add(button)
@@ -97,5 +98,5 @@ def test_a_headless_cell_ends_with_the_same_html(kernel: Kernel) -> None:
     html = saved["data"]["text/html"]
     assert "<b>exec_command</b> · " in html
     assert "$ echo ran &gt; marker.txt; echo ran-it</pre>" in html
-    assert "<span>Done.</span>" in html
+    assert f'<span class="{DONE_CLASS}"></span>' in html and "Done." not in html
     assert saved["data"]["text/markdown"].startswith("**exec_command** `echo ran > marker.txt")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 from tests.helpers.undo import PATCH, REVERTED, write_start_files
 
 pytestmark = pytest.mark.slow
@@ -47,7 +48,7 @@ def files(ws: Path) -> dict[str, tuple[bytes, int]]:
 
 def run_turn(kernel: Kernel, server: ScriptedResponsesServer) -> None:
     msg_id = kernel.execute(agent_cell(server.base_url, "-a never", "change things"))
-    kernel.wait_for(lambda: kernel.shows("Done."))
+    kernel.wait_for(lambda: kernel.shows(TURN_DONE))
     assert kernel.shows("4 files changed in this turn")
     assert kernel.shows("<code>keep.py</code>")
 
@@ -105,13 +106,26 @@ def test_undo_asks_in_the_cell_restores_everything_and_the_model_is_told(
     ]
 
 
+def ref(comm_id: str) -> str:
+    """How a box names a child widget in its state."""
+    return f"IPY_MODEL_{comm_id}"
+
+
+def boxes(kernel: Kernel) -> list[dict[str, Any]]:
+    return [s for s in kernel.states.values() if s.get("_model_name") == "VBoxModel"]
+
+
 def test_cancel_keeps_the_files_and_a_later_change_makes_undo_refuse(kernel: Kernel) -> None:
     prepare(kernel.ws)
     with ScriptedResponsesServer(script()) as server:
         run_turn(kernel, server)
     kernel.run("%agent undo")
-    kernel.click(kernel.wait_for(lambda: kernel.buttons("Cancel"))[-1])
+    cancel = kernel.wait_for(lambda: kernel.buttons("Cancel"))[-1]
+    row = next(key for key, s in kernel.states.items() if ref(cancel) in s.get("children", ()))
+    kernel.click(cancel)
     kernel.wait_for(lambda: kernel.shows("Undo cancelled"))
+    # the decision takes the buttons' place, as on an approval card
+    kernel.wait_for(lambda: not any(ref(row) in s.get("children", ()) for s in boxes(kernel)))
     changed = files(kernel.ws)
     assert changed["keep.py"][0] == b"a = 1\nb = 3\n"
     (kernel.ws / "cmd.txt").write_text("one\ntwo\nthree\n")

@@ -14,7 +14,7 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, custom_tool_call, function_call
 from agent_magics.testing import message as say
-from tests.helpers.kernels import Kernel, agent_cell
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +84,7 @@ def test_undo_yes_keeps_the_persons_edits_and_takes_back_exactly_the_agents_writ
     with ScriptedResponsesServer(script()) as server:
         kernel.execute(agent_cell(server.base_url, "-a never", "tidy up"))
         edit_while_the_command_runs(kernel)
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=90)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=90)
         out = kernel.outputs_text(kernel.run("%agent undo --yes"))
     assert (ws / "notes.txt").read_text() == NOTES_EDITED  # lost before the fix
     assert (ws / "plan.md").read_text() == PLAN_EDITED  # the agent's "Title" taken back
@@ -108,7 +108,7 @@ def test_the_question_shows_the_unattributed_diffs_and_undo_all_restores_them(
     with ScriptedResponsesServer(script()) as server:
         kernel.execute(agent_cell(server.base_url, "-a never", "tidy up"))
         edit_while_the_command_runs(kernel)
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=90)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=90)
         asked = kernel.outputs_text(kernel.run("%agent undo"))
         assert asked.startswith(
             "Undo restores 2 files to their state before the agent's tools wrote them: "

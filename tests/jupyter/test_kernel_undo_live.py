@@ -27,7 +27,7 @@ from tests.helpers.jupyter_server import (
     server_fixture,  # noqa: F401 (the ``server`` fixture)
     write_notebook,
 )
-from tests.helpers.kernels import Kernel, agent_cell, kernel_manager
+from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell, kernel_manager
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +82,7 @@ def started(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def run_turn(kernel: Kernel, script: list[Turn]) -> None:
     with ScriptedResponsesServer(script) as model:
         kernel.execute(agent_cell(model.base_url, "-a never", "add a cell"))
-        kernel.wait_for(lambda: kernel.shows("Done."), timeout=120)
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE), timeout=120)
 
 
 def said(kernel: Kernel, text: str) -> str | None:

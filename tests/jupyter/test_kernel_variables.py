@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, Turn, function_call, message
-from tests.helpers.kernels import Kernel
+from tests.helpers.kernels import TURN_DONE, Kernel
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +47,6 @@ def test_a_variable_made_in_a_cell_reaches_the_model(kernel: Kernel) -> None:
             ["0", "north", "12"],
             ["1", "south", "7"],
         ]
-        kernel.wait_for(lambda: kernel.shows("Done."))
+        kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert not kernel.buttons("Approve")
         assert json.dumps(server.requests[1]).count("function_call_output") == 2

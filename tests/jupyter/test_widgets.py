@@ -126,7 +126,9 @@ async def test_approve_runs_the_command(tmp_path: Path, rig_factory: Callable[..
     assert card.output.selected_index is None  # collapsed until opened
     assert card.output.get_title(0) == "Output (1 line, exit code 0)"
     assert card.output_body.value == render.output_html("ran-it")
-    assert "Done." in rig.view.status.value
+    assert (
+        rig.view.status.value == f'<span class="{render.DONE_CLASS}"></span>'
+    )  # the answer says it
     assert rig.view.footer.value.endswith("Tokens: 20 in · 10 out · 30 total</span>")
 
 
@@ -406,7 +408,7 @@ async def test_stop_ends_that_command_and_the_turn_goes_on(
     outputs = rig.server.outputs(1)  # type: ignore[attr-defined]
     assert outputs["c1"].startswith("aborted by user after ")
     assert "other-done" in outputs["c2"] and "Process exited with code 0" in outputs["c2"]
-    assert "Done." in rig.view.status.value
+    assert render.DONE_CLASS in rig.view.status.value
     assert 'font-weight:600">stopped</span> <span' in card.header.value  # then its run time
     assert card.live.value == "" and card.stop_row.children == ()
     assert card.output.get_title(0) == "Output (3 lines)"

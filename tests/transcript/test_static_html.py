@@ -26,7 +26,7 @@ from agent_magics.jupyter.ui.headless import StaticTranscript
 from agent_magics.jupyter.ui.widgets import TranscriptView
 from agent_magics.protocol.approval import ApprovalRequest
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from agent_magics.transcript.html import COPY_SCRIPT, OUTPUT_STYLE, PRE_STYLE
+from agent_magics.transcript.html import COPY_SCRIPT, DONE_CLASS, OUTPUT_STYLE, PRE_STYLE
 from agent_magics.transcript.model import Transcript
 from agent_magics.transcript.static_html import (
     IMAGE_BUDGET_BYTES,
@@ -94,7 +94,7 @@ async def test_a_folded_turn_renders_every_call(tmp_path: Path) -> None:
     image = f'<img src="data:image/png;base64,[A-Za-z0-9+/=]+" alt="{tmp_path}/red.png"'
     assert re.search(image, html)
     assert "<p>All &lt;b&gt;done&lt;/b&gt;, see <strong>red.png</strong>.</p>" in html
-    assert "<span>Done.</span>" in html
+    assert f'<span class="{DONE_CLASS}"></span>' in html and "Done." not in html
     assert "Tokens: " in html
 
 
@@ -184,6 +184,21 @@ def test_a_proposed_cell_keeps_its_copy_button_and_code_is_coloured() -> None:
     assert "<div>New code cell at the top of a.ipynb " in html
     assert f"<pre style=\"{PRE_STYLE}\">x = '&lt;b&gt;'</pre>" in html  # the text escaped
     assert '<span style="color: #008000">print</span>' in html
+
+
+def test_a_cell_that_went_into_the_notebook_offers_no_copy() -> None:
+    edit = args(path="a.ipynb", edit_mode="insert", cell_type="code", new_source="y = 2")
+    landed = fold(
+        ToolCallProposed("c1", "edit_notebook", edit),
+        ToolCallFinished("c1", "edit_notebook", "Inserted code cell at the top", True, 0.1),
+    )
+    refused = fold(
+        ToolCallProposed("c1", "edit_notebook", edit),
+        ToolCallFinished("c1", "edit_notebook", "The notebook was not changed", False, 0.1),
+    )
+    assert "agent-magics-copy" not in transcript_html(landed)
+    assert "<div>New code cell at the top of a.ipynb</div>" in transcript_html(landed)
+    assert "agent-magics-copy" in transcript_html(refused)  # pasted by hand, from this copy
 
 
 def test_answers_keep_markdown_and_drop_links_that_run_code() -> None:

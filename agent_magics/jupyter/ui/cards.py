@@ -12,6 +12,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from agent_magics.jupyter.ui.buttons import card_button
 from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.transcript import calls, card_text
 from agent_magics.transcript import html as render
@@ -99,17 +100,15 @@ class ToolCard:
         self.output.layout.display = "none"
         self.decision = W.HTML()
         self.live = W.HTML()
-        self.stop_button = W.Button(
-            description="Stop",
-            button_style="warning",
-            tooltip="Stop this command; the turn goes on",
-            layout=W.Layout(width="auto"),
+        self.stop_button = card_button(
+            "Stop", "warning", tooltip="Stop this command; the turn goes on"
         )
         self.stop_button.on_click(lambda _b: self.stop())
         self.stop_row = W.HBox()
         self.agents = W.VBox()  # the sub-agents a spawn_agent call started (.agents)
         self._asked: ApprovalRequest | None = None  # the question the buttons answer
         self._place: str | None = None
+        self._went_in = False
         self._shown_image: Any = None
         self._opened = False
         self.root = W.VBox(
@@ -132,7 +131,7 @@ class ToolCard:
         for label, decision, style in BUTTONS:
             if decision is ReviewDecision.APPROVED_FOR_SESSION and not remember_allowed:
                 continue  # a tool set to ask every time
-            button = W.Button(description=label, button_style=style, layout=W.Layout(width="auto"))
+            button = card_button(label, style)
             button.on_click(lambda _b, d=decision: self.click(d))
             self.buttons[label] = button
         self.button_row.children = tuple(self.buttons.values())
@@ -164,8 +163,12 @@ class ToolCard:
 
     def update(self, block: ToolBlock) -> None:
         self.header.value = render.card_header_html(block) + card_text.took_html(block)
-        if block.cell_place is not None and self._place != block.cell_place:
+        went_in = render.cell_went_in(block)  # a cell in the notebook: no Copy any more
+        if (block.cell_place is not None and self._place != block.cell_place) or (
+            went_in and not self._went_in
+        ):
             self._place = block.cell_place  # the edited cell, once the tool has found it
+            self._went_in = went_in
             self.arguments.value = render.arguments_html(block)
         if block.status == "waiting" and block.request is not None and self._on_decide:
             if self._asked is not block.request:

@@ -173,19 +173,19 @@ class Controller:
         A cell that waits for its turn gets the turn's figures as outputs of their own
         (see :mod:`agent_magics.transcript.figures`); a turn in the background keeps them
         in its transcript."""
-        show_figure = display if awaited else None
+        show_after = display if awaited else None
         if headless is not None:
             view = StaticTranscript(
                 lambda md: display(md, display_id=True),
                 loop_scheduler(loop),
                 policy_note=HEADLESS_NOTES[headless],
-                show_figure=show_figure,
+                show_after=show_after,
             )
             return view, headless_approver(headless)
         approver = WidgetApprover(loop)
         widgets = TranscriptView(loop_scheduler(loop), approver.decide, on_stop=self.stop_call)
         widgets.handle = display(widgets.root, display_id=True)
-        widgets.show_figure = show_figure
+        widgets.show_after = show_after
         return widgets, approver
 
     async def run_turn(

@@ -15,7 +15,6 @@ from typing import Any
 from agent_magics.events import Event, TextDelta, ToolOutputDelta
 from agent_magics.jupyter.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 from agent_magics.text.inert import terminal_safe
-from agent_magics.transcript.figures import Figure, show_figures
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import NoticeBlock, Transcript
 from agent_magics.transcript.static_html import TranscriptDocument, settle
@@ -62,18 +61,18 @@ class StaticTranscript:
         schedule: Scheduler,
         *,
         policy_note: str | None = None,
-        show_figure: Callable[[Figure], Any] | None = None,
+        show_after: Callable[[Any], Any] | None = None,
         interval: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = Transcript(policy_note=policy_note)
-        self.show_figure = show_figure  # None: figures stay in the transcript's HTML
+        self.show_after = show_after  # None: figures stay in the transcript's HTML
         self._finished = False
         self._handle = show(Markdown(self.markdown()))
         self.throttle = Throttle(self._flush, schedule, interval, clock)
 
     def markdown(self) -> str:
-        return transcript_markdown(self.state, self.show_figure is not None)
+        return transcript_markdown(self.state, self.show_after is not None)
 
     def __call__(self, event: Event) -> None:
         self.state.apply(event)
@@ -103,10 +102,11 @@ class StaticTranscript:
         self._finished = True
         if self._handle is None:
             return
-        document = TranscriptDocument(self.state, self.show_figure is not None)
+        document = TranscriptDocument(self.state, self.show_after is not None)
         self._handle.update(document)
-        if self.show_figure is not None:
-            show_figures(document.figures, self.show_figure)
+        if self.show_after is not None:
+            for output in document.after:  # a card's figures below it, then the rest
+                self.show_after(output)
 
     def _flush(self) -> None:
         if self._handle is not None and not self._finished:

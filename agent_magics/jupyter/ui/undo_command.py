@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 from IPython.display import display
 
+from agent_magics.jupyter.ui.buttons import card_button
+from agent_magics.jupyter.ui.cards import close_widgets
 from agent_magics.store.undo import UndoPlan, plan_undo, undo_last_turn
 from agent_magics.tools.notebook.cell_undo import REVERTED_CELLS, cells_outcome, revert_cells
 from agent_magics.tools.notebook.document import LiveUnavailable
@@ -185,7 +187,7 @@ class UndoQuestion:
         self.root.plain = plan.summary()
 
     def _button(self, label: str, style: str, answer: str) -> None:
-        button = W.Button(description=label, button_style=style)
+        button = card_button(label, style)
         button.on_click(lambda _b: self.click(answer))
         self.buttons.append(button)
 
@@ -196,10 +198,13 @@ class UndoQuestion:
             self.loop.call_soon_threadsafe(self._answer, answer)
 
     def _answer(self, answer: str) -> None:
-        if self.buttons[0].disabled:
+        if self.buttons[0].disabled or self.root.children == (self.text,):
             return  # answered already
         for button in self.buttons:
             button.disabled = True
+        row = self.root.children[1:]
+        self.root.children = (self.text,)  # the decision takes the buttons' place
+        close_widgets(*row)
         if answer == "none":
             self._say(CANCELLED)
             return

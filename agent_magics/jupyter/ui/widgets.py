@@ -36,7 +36,6 @@ from agent_magics.jupyter.ui.cards import (
 from agent_magics.jupyter.ui.throttle import MIN_INTERVAL_S, Scheduler, Throttle
 from agent_magics.transcript import calls
 from agent_magics.transcript import html as render
-from agent_magics.transcript.figures import Figure, show_figures
 from agent_magics.transcript.model import (
     Block,
     DiffBlock,
@@ -104,7 +103,7 @@ class TranscriptView:
         self._dirty: dict[int, Block] = {}
         self.throttle = Throttle(self._flush, schedule, interval, clock)
         self.handle: Any = None
-        self.show_figure: Callable[[Figure], Any] | None = None  # figures as outputs
+        self.show_after: Callable[[Any], Any] | None = None  # figures as outputs
         self.closed = False
         self._flush()
 
@@ -178,10 +177,11 @@ class TranscriptView:
             self._dirty[id(tool)] = tool
         self._flush()
         if self.handle is not None:
-            document = TranscriptDocument(self.state, self.show_figure is not None)
+            document = TranscriptDocument(self.state, self.show_after is not None)
             self.handle.update(document)
-            if self.show_figure is not None:
-                show_figures(document.figures, self.show_figure)
+            if self.show_after is not None:
+                for output in document.after:  # a card's figures below it, then the rest
+                    self.show_after(output)
             self.close()  # only now: the cell shows the document, no longer these widgets
 
     def close(self) -> None:
