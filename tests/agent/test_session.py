@@ -26,6 +26,7 @@ from agent_magics.protocol.approval import ApprovalRequest
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from tests.helpers.fault_server import Answer, FaultServer, ok
 from tests.helpers.sessions import session_for
+from tests.helpers.tools import alive
 
 KEY = "sk-session-secret-987654321"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
@@ -229,15 +230,6 @@ async def test_reconfigure_takes_per_turn_settings_in_place(tmp_path: Path) -> N
     ):
         assert not session.reconfigure(newer.model_copy(update=change)), change
         assert session.config is newer
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper does not count)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def test_kill_processes_kills_what_the_tools_left_running(tmp_path: Path) -> None:

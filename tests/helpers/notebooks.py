@@ -15,6 +15,12 @@ def markdown_outputs(cell: Any) -> list[str]:
     ]
 
 
+def transcript(cell: Any) -> str:
+    """An ``%%agent`` cell's whole saved transcript: its markdown parts in order (a
+    figure splits it, each shown right below the card that drew it)."""
+    return "\n\n".join(markdown_outputs(cell))
+
+
 def agent_cells(nb: Any) -> list[Any]:
     """The notebook's ``%%agent`` code cells, in order."""
     return [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%agent")]

@@ -108,7 +108,9 @@ def alive(pid: int) -> bool:
         return False
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    except (FileNotFoundError, ProcessLookupError):  # gone since the kill
+        return False
+    except OSError:  # no /proc here: the kill said it runs
         return True
     return stat[stat.rfind(")") + 2] != "Z"
 

@@ -20,6 +20,7 @@ from agent_magics.jupyter.ui.runner import SHOWN_ABOVE
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 from tests.helpers.paths import MCP_SERVERS
+from tests.helpers.tools import alive
 
 pytestmark = pytest.mark.slow
 
@@ -70,14 +71,6 @@ def test_approve_for_session_is_not_asked_again(kernel: Kernel) -> None:
         kernel.wait_for(lambda: kernel.shows(TURN_DONE))
         assert len(kernel.buttons("Approve")) == 1  # one question, for the first call only
         assert kernel.shows("approved earlier for this session")
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_interrupt_kills_the_command_and_the_next_cell_runs(kernel: Kernel) -> None:

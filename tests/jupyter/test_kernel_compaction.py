@@ -52,7 +52,8 @@ def test_forty_cells_fit_an_8k_window_and_resume_compacted(kernel: Kernel) -> No
         kernel.run("%agent resume last")
         before = len(server.requests)
         kernel.run(cell(server.base_url, 41), timeout=90)
-        kernel.wait_for(lambda: len(server.requests) > before)  # (ipykernel 6: in the background)
+        # (ipykernel 6: in the background; a loaded runner may take a while)
+        kernel.wait_for(lambda: len(server.requests) > before, timeout=90)
         resumed = server.requests[before]
         sent = json.dumps(resumed["input"])
         assert "step 41:" in sent and "step 1:" not in sent  # the compacted history

@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 
 from notebooks.recordings.record import own_home
 from tests.helpers.kernels import KERNEL_PYTHONS, write_kernelspec
-from tests.helpers.notebooks import agent_cells, markdown_outputs
+from tests.helpers.notebooks import agent_cells, transcript
 from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -67,9 +67,9 @@ def check_ran_cleanly(nb: Any) -> None:
     found = [p for o in outputs for p in RECORDING_PROBLEMS if p in output_text(o)]
     assert not found, "re-record: python notebooks/recordings/record.py NAME"
     for cell in agent_cells(nb):
-        (transcript,) = markdown_outputs(cell)  # one display, updated in place
-        assert "*Tokens: " in transcript  # the turn ended inside its cell
-        assert "Working…" not in transcript
+        text = transcript(cell)  # its parts, each updated in place
+        assert "*Tokens: " in text  # the turn ended inside its cell
+        assert "Working…" not in text
 
 
 def test_each_notebook_says_it_runs_on_its_recording() -> None:
@@ -145,7 +145,7 @@ def test_quickstart_transcript_reads_well_without_widgets(
         monkeypatch.setenv("AGENT_MAGICS_SANDBOX_MECHANISM", mechanism)
     nb = execute("quickstart.ipynb", python, tmp_path, monkeypatch, approval)
     check_ran_cleanly(nb)
-    first, tests, fix, resumed = (markdown_outputs(c)[0] for c in agent_cells(nb))
+    first, tests, fix, resumed = (transcript(c) for c in agent_cells(nb))
     status = printed(nb, "%agent status")
     export = printed(nb, next(c.source for c in nb.cells if c.source.startswith("%agent export")))
     run = "**exec_command** `python3 test_stats.py` · "
@@ -244,9 +244,7 @@ def test_how_the_tools_work_shows_what_its_text_says(
         "how-the-tools-work.ipynb", KERNEL_PYTHONS[0].values[0], tmp_path, monkeypatch, approval
     )
     check_ran_cleanly(nb)
-    read_only, workspace, full, append, reads, function = (
-        markdown_outputs(c)[0] for c in agent_cells(nb)
-    )
+    read_only, workspace, full, append, reads, function = (transcript(c) for c in agent_cells(nb))
     never = 'Rejected(\\"approval required by policy, but AskForApproval is set to Never\\")'
     if mechanism == "none":  # nothing can confine a command, and -a never asks nobody
         assert never in read_only and never in workspace
@@ -323,7 +321,7 @@ def test_explore_a_data_repo_transcripts(
     def said(cell_id: str) -> str:
         return "".join(output_text(o) for o in cells[cell_id].outputs)
 
-    look = markdown_outputs(cells["look"])[0]
+    look = transcript(cells["look"])
     for call in ("**list_dir**", "**read_file**", "**grep_files** `temp_c in", "**shell_command**"):
         assert call in look
     if mechanism == "none":
@@ -331,24 +329,24 @@ def test_explore_a_data_repo_transcripts(
         assert "`python3 scripts/summarize.py` · denied · by the headless policy" in look
         assert "Running it was not approved, so I have not seen its output" in look
         assert "Its output looks plausible" not in look and "4.4" not in look
-        fix = markdown_outputs(cells["fix"])[0]
+        fix = transcript(cells["fix"])
         assert "**apply_patch** `Update scripts/summarize.py` · denied" in fix
         assert "The patch was not approved, so `scripts/summarize.py` is unchanged" in fix
         assert "declined" not in fix  # a headless run denied it; nobody declined
         assert "harbour  2024-02      4.4     21.6" in said("rerun")  # still the bug
-        assert "Names defined: pd, readings" in markdown_outputs(cells["load-df"])[0]
-        assert "Inserted code cell" in markdown_outputs(cells["cell"])[0]
+        assert "Names defined: pd, readings" in transcript(cells["load-df"])
+        assert "Inserted code cell" in transcript(cells["cell"])
         assert "(5 turns)" in said("export")
         return
     assert "harbour  2024-02      4.4     21.6" in look  # the bug, before the fix
-    load = markdown_outputs(cells["load-df"])[0]
+    load = transcript(cells["load-df"])
     assert "**inspect_variable**" in load and "Names defined: pd, readings" in load
     table = cells["yours"].outputs[0]["data"]["text/plain"]  # the person's cell uses it
     assert "harbour 2024-01   3.6     31\n        2024-02   6.3     21" in table
-    plot = markdown_outputs(cells["plot"])[0]
+    plot = transcript(cells["plot"])
     assert "[image 1: image/png <Figure size 700x300 with 1 Axes>" in plot  # sent to the model
     assert any("image/png" in o.get("data", {}) for o in cells["plot"].outputs)
-    fix = markdown_outputs(cells["fix"])[0]
+    fix = transcript(cells["fix"])
     assert "**apply_patch** `Update scripts/summarize.py` · done" in fix
     diff = fix.split("**1 file changed in this turn**")[1]
     assert "+        days[key] += 1" in diff
@@ -357,7 +355,7 @@ def test_explore_a_data_repo_transcripts(
         "harbour  2024-02      6.3     21.6" in fix.split("**shell_command**")[1]
     )  # run after the fix
     assert "harbour  2024-02      6.3     21.6" in said("rerun")
-    cell = markdown_outputs(cells["cell"])[0]
+    cell = transcript(cells["cell"])
     assert "**edit_notebook** `analysis.ipynb` · done" in cell and "Inserted code cell" in cell
     shown = said("show-cell")
     assert "--- cell 3 (code)\n# Monthly mean temperature per station. Harbour" in shown

@@ -54,10 +54,13 @@ def test_a_plot_turn_saves_its_figure_once(
     outputs = nb.cells[1].outputs
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert [o["data"]["image/png"].replace("\n", "") for o in images] == [png]
-    transcript = next(o["data"] for o in outputs if "text/html" in o.get("data", {}))
-    assert "Plotted the squares." in transcript["text/markdown"]
+    kinds = ["image" if "image/png" in o["data"] else "transcript" for o in outputs]
+    assert kinds == ["transcript", "image", "transcript"]  # the figure below its card
+    card, _, rest = (o["data"] for o in outputs)
+    assert "Plotted the squares." in rest["text/markdown"]
     for kind in ("text/html", "text/markdown", "text/plain"):
-        assert "base64" not in transcript[kind] and "output image 1" in transcript[kind]
+        assert "output image 1" in card[kind]
+        assert "base64" not in card[kind] and "base64" not in rest[kind]
     assert len(saved) < len(png) + 30_000  # one copy and the transcript's text
     subprocess.run(
         [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(path)],

@@ -29,6 +29,7 @@ from agent_magics.mcp.manager import McpError, McpManager
 from agent_magics.mcp.results import call_result_output
 from agent_magics.models.secret import Scrubber
 from tests.helpers.paths import MCP_SERVERS
+from tests.helpers.tools import alive
 
 pytestmark = pytest.mark.slow  # real sandboxes, servers or CLI runs per case
 
@@ -103,21 +104,6 @@ def text_of(result: CallToolResult) -> str:
     [item] = result.content
     assert isinstance(item, TextContent)
     return item.text
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper does not count)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def failures(events: list[Event], server: str) -> list[McpServerFailed]:
