@@ -1,8 +1,9 @@
 """``agent-magics exec``: one headless turn in a terminal or CI, the same session as %%agent.
 
 The final answer goes to stdout; tool activity and problems go to stderr. Exit status:
-0 when the turn finished, 1 with one sentence when a person must fix something,
-130 when interrupted.
+0 when the turn finished, 1 with one sentence when a person must fix something, 75 when
+the model server still failed after the retries, 130 when interrupted, 143 when
+terminated (:mod:`.stopping`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_magics.errors import TurnAborted, UserError
+from agent_magics.errors import ConnectionFailed, TurnAborted, UserError
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+from agent_magics.terminal.stopping import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    Terminated,
+    until_terminated,
+)
 from agent_magics.tools.config import WEB_SEARCH_MODES
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
@@ -28,11 +35,15 @@ if TYPE_CHECKING:
     from agent_magics.tools.handlers.toolset import ExtraTools
     from agent_magics.tools.registry import ToolHandler
 
-EXIT_OK, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OK, EXIT_USER_ERROR = 0, 1
+EXIT_SERVER_FAILED = 75  # sysexits.h's EX_TEMPFAIL: failed for now, worth retrying later
+STOPPED = "the turn stopped and was recorded as aborted, its commands killed."
 EXEC_EPILOG = (
     "Exit status: 0 when the turn finished, also when calls were denied (the model was "
     "told and answered; a line on stderr counts the denied calls); 1 with one sentence when "
-    "a person must fix something; 130 when interrupted or aborted. With stdin not a "
+    "a person must fix something; 75 when the model server still failed after the "
+    "retries (worth retrying later); 130 when interrupted or aborted, 143 when terminated "
+    "(SIGTERM, as a cancelled CI job is), the turn recorded as aborted. With stdin not a "
     "terminal nobody can answer approval questions, so calls that need one are denied: "
     "pass -a never to run them without asking, inside the sandbox chosen with -s."
 )
@@ -299,7 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     from agent_magics.terminal.console import say
 
     try:
-        return asyncio.run(run_exec(args, prompt))
+        return asyncio.run(until_terminated(run_exec(args, prompt)))
+    except ConnectionFailed as exc:  # a job may retry these later
+        say(f"agent-magics: {exc}")
+        return EXIT_SERVER_FAILED
     except UserError as exc:
         say(f"agent-magics: {exc}")
         return EXIT_USER_ERROR
@@ -307,8 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         say(f"agent-magics: turn aborted: {exc}")
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        print("agent-magics: interrupted.", file=sys.stderr)
+        print(f"agent-magics: interrupted; {STOPPED}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print(f"agent-magics: terminated (SIGTERM); {STOPPED}", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 if __name__ == "__main__":
