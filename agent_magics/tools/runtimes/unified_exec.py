@@ -6,7 +6,9 @@ The attempt starts the command and gives it a moment to finish early
 (:meth:`CommandRuntime.is_sandbox_denial`) and may retry it without the sandbox. What
 the process manager then collects within ``yield_time_ms`` is judged again only when the
 first verdict could not be final: the command was still running, or had failed with
-output perhaps not all read yet.
+output perhaps not all read yet. Where a writable root is read-only on this machine
+itself (``SandboxSpec.unwritable``), a failed write is no sandbox denial: the command is
+answered as it ran, its own error in its output.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class UnifiedExecRuntime(CommandRuntime[ExecProcess]):
             except RespondToModel as exc:
                 raise RespondToModel(create_process_failed(exc.message)) from None
             process = ran.value
-            if ran.denied:
+            if ran.denied and not ran.sandbox.unwritable:
                 text = process.snapshot().decode("utf-8", errors="replace")
                 raise RespondToModel(sandbox_denied_failure(text, process.exit_code or 0))
             result = await manager.start(
@@ -99,6 +101,8 @@ class UnifiedExecRuntime(CommandRuntime[ExecProcess]):
             if session_id not in manager.session_ids:
                 manager.release_id(session_id)
             raise
+        if ran.sandbox.unwritable:  # the folder is read-only here: answered as it ran
+            return result
         if ran.sandbox.confined and self._judged != 0 and result.exit_code is not None:
             seen = result.output.data.decode("utf-8", errors="replace")
             if looks_sandbox_denied(seen, result.exit_code):

@@ -28,6 +28,11 @@ class SandboxSpec:
     """Folders (or files, existing or not) whose contents commands must not read:
     Jupyter's runtime folder, the session signing key (see ``sandbox/jupyter.py`` and
     ``sandbox/user_files.py``; Landlock leaves a few readable: ``landlock.hideable``)."""
+    unwritable: tuple[Path, ...] = ()
+    """Writable roots this machine itself keeps read-only (a read-only checkout, a folder
+    this user may not write, one that does not exist): they stay so, and a write there
+    fails as it would with no sandbox, so a command that fails is answered as it ran,
+    not as a sandbox denial (see ``roots.unwritable``)."""
 
     @property
     def confined(self) -> bool:

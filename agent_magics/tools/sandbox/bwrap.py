@@ -6,7 +6,10 @@ of it, then each protected part of a root (``.git``, ``.agents``, ``.codex``,
 ``.agent_magics``) read-only again. A protected path that does not exist yet gets an
 empty read-only folder mounted in its place, so the command cannot create it; its mount
 point, an empty folder on the host, is made for the command and removed once no command
-uses it (see ``mount_points.py``). Each
+uses it (see ``mount_points.py``). Where none can be made (the folder that would hold it
+is read-only here: a read-only checkout, a folder this user may not write), that folder
+is bound read-only as a whole instead: the path cannot be created there either, and the
+folder stays what it already was. A writable root that does not exist is left out. Each
 folder between a root and a protected path deeper in it is bound onto itself, so that it
 cannot be renamed away with the protected path inside (a mount point cannot be moved).
 Jupyter's runtime folder gets an empty read-only folder mounted over it (a file alone,
@@ -31,6 +34,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 from agent_magics.tools.sandbox import WRAPPERS, SandboxSpec, landlock_exec, mount_points
@@ -53,9 +57,13 @@ def find_bwrap() -> str | None:
     return bundled or shutil.which("bwrap")
 
 
-def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
+def bwrap_args(
+    spec: SandboxSpec, held: Collection[Path] = (), unmade: Collection[Path] = ()
+) -> list[str]:
     """The options (before ``--``) that set up ``spec``'s confinement; ``held``: the
-    mount points :func:`.mount_points.hold` holds for it (an empty folder goes there)."""
+    mount points :func:`.mount_points.hold` holds for it (an empty folder goes there);
+    ``unmade``: missing protected paths no mount point could be made for (the folder
+    holding each is bound read-only instead)."""
     args = ["--die-with-parent", "--unshare-user", "--unshare-pid"]
     if not spec.network:
         args.append("--unshare-net")
@@ -71,7 +79,10 @@ def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
             continue
         for folder in _folders_between(spec, path):
             mounts[len(folder.parts), 0, str(folder)] = ["--bind", str(folder), str(folder)]
-        if path.exists() and path not in held:
+        if path in unmade:  # its folder as it is, read-only: the path cannot be made
+            folder = path.parent if path.parent.is_dir() else _deepest_root(spec, path)
+            mounts[len(folder.parts), 1, str(folder)] = ["--ro-bind", str(folder), str(folder)]
+        elif path.exists() and path not in held:
             mounts[len(path.parts), 1, str(path)] = ["--ro-bind", str(path), str(path)]
         elif not path.is_symlink() and any(r in path.parents for r in spec.writable_roots):
             mounts[len(path.parts), 1, str(path)] = _empty_folder(path)
@@ -90,6 +101,11 @@ def bwrap_args(spec: SandboxSpec, held: Collection[Path] = ()) -> list[str]:
 def _in_hidden_folder(spec: SandboxSpec, path: Path) -> bool:
     """Whether ``path`` lies in a folder ``spec`` hides whole (out of sight already)."""
     return any(f in path.parents and f.is_dir() for f in spec.hidden)
+
+
+def _deepest_root(spec: SandboxSpec, path: Path) -> Path:
+    """The deepest writable root that holds ``path`` (there is one: see :func:`wrap`)."""
+    return max((r for r in spec.writable_roots if r in path.parents), key=lambda r: len(r.parts))
 
 
 def _mount_points(spec: SandboxSpec) -> list[Path]:
@@ -168,9 +184,13 @@ def wrap(spec: SandboxSpec, argv: list[str]) -> list[str]:
     if program is None:
         raise RuntimeError("bubblewrap is not available")
     before, options = seccomp_prefix(spec)
-    held, holding = mount_points.hold(_mount_points(spec))
+    roots = tuple(r for r in spec.writable_roots if r.is_dir())  # a missing one: no bind
+    spec = replace(spec, writable_roots=roots)
+    wanted = _mount_points(spec)
+    held, holding = mount_points.hold(wanted)
+    unmade = [p for p in wanted if p not in held and not os.path.lexists(p)]
     try:
-        argv = [*before, program, *bwrap_args(spec, held), *options, "--", *argv]
+        argv = [*before, program, *bwrap_args(spec, held, unmade), *options, "--", *argv]
     except BaseException:
         holding.release()
         raise

@@ -27,6 +27,7 @@ from agent_magics.tools.sandbox.roots import (
     kept_files,
     read_only_subpaths,
     real,
+    unwritable,
     writable_roots,
 )
 from agent_magics.tools.sandbox.user_files import hidden_files, home
@@ -111,7 +112,14 @@ def platform_sandbox(
     if roots:  # the working folder's .git and .agent_magics, also while missing
         protected |= dict.fromkeys(guarded_paths(roots[0]))
     protected |= dict.fromkeys(kept_files(kept, roots))
-    return SandboxSpec(mechanism.kind, tuple(roots), tuple(protected), network, hidden(cwd))
+    return SandboxSpec(
+        mechanism.kind,
+        tuple(roots),
+        tuple(protected),
+        network,
+        hidden(cwd),
+        tuple(unwritable(roots)),
+    )
 
 
 def hidden(cwd: Path) -> tuple[Path, ...]:
@@ -205,10 +213,22 @@ def signing_key_notice(mode: SandboxMode, cwd: Path) -> str | None:
     )
 
 
+def read_only_folder_notice(mode: SandboxMode, cwd: Path) -> str | None:
+    """The sentence a session shows once when ``workspace-write`` meets a working folder
+    this machine keeps read-only (a read-only checkout), else ``None``."""
+    if mode is not SandboxMode.WORKSPACE_WRITE or not unwritable([real(cwd)]):
+        return None
+    return (
+        f"The working folder {cwd} is read-only on this machine: commands run in the "
+        "sandbox and can read it, but none can write there, approved or not."
+    )
+
+
 def weakness_notices(mode: SandboxMode, cwd: Path) -> list[str]:
     """What the sandbox that works here cannot hold for commands in ``cwd``, one
     sentence each (shown once)."""
     found = (
+        read_only_folder_notice(mode, cwd),
         proc_environ_notice(mode),
         runtime_folder_notice(mode, cwd),
         signing_key_notice(mode, cwd),

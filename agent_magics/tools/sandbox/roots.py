@@ -57,6 +57,12 @@ def writable_roots(cwd: Path, mode: SandboxMode, extra: tuple[Path, ...] = ()) -
     return list(unique)
 
 
+def unwritable(roots: Sequence[Path]) -> list[Path]:
+    """Of ``roots``, those this process cannot write in, sandbox or not: on a read-only
+    file system, not writable by this user, or missing."""
+    return [root for root in roots if not os.access(root, os.W_OK)]
+
+
 def kernel_code_paths() -> list[Path]:
     """Where the running interpreter, IPython and Jupyter take code or settings from
     (real paths): ``sys.prefix``, ``sys.exec_prefix`` and the base ones, the user
