@@ -77,7 +77,8 @@ def find_session(
         sessions = [s for s in sessions if s.id != current]
         ours = [s for s in sessions if s.verified]
         if not ours:
-            raise UserError(f"No saved session to resume in {folder}.")
+            why = others_sessions(folder, sessions)
+            raise UserError(why or f"No saved session to resume in {folder}.")
         return ours[0]
     matches = [s for s in sessions if s.id == ref] or [s for s in sessions if s.id.startswith(ref)]
     if not matches:
@@ -141,7 +142,11 @@ def load_resume(
     if (ref or LAST) == LAST:
         found, passed = newest_yours(folder, key=key, current=current)
         if found is None:
-            raise UserError(" ".join([f"No saved session to resume in {folder}.", *passed]))
+            listed = [s for s in list_sessions(folder, key=key) if s.id != current]
+            why = others_sessions(folder, listed)
+            if why is None:
+                raise UserError(" ".join([f"No saved session to resume in {folder}.", *passed]))
+            raise UserError(" ".join([why, *(note for note in passed if note.endswith(BUSY))]))
         loaded = found
         notes += passed
     else:
@@ -254,6 +259,35 @@ def provenance_notes(loaded: LoadedSession) -> list[str]:
     return notes
 
 
+TAKE_ONE_DELIBERATELY = (
+    "To go on from one of them, read it first (agent-magics export ID notes.md), then "
+    "resume it by its id (agent-magics exec --resume ID, or %agent resume ID in a "
+    "notebook): only its history is loaded, never its settings, and last keeps passing "
+    "over it."
+)
+
+
+def others_sessions(folder: Path, sessions: list[SessionInfo]) -> str | None:
+    """Why ``last`` takes none of the ``sessions`` saved in ``folder`` (newest first),
+    some being another home's, and how to go on from one on purpose; ``None`` when all
+    are this home's."""
+    foreign = [s for s in sessions if not s.verified]
+    if not foreign:
+        return None
+    n, k = len(sessions), len(foreign)
+    names = ", ".join(s.id[:8] for s in foreign[:3]) + (" ..." if k > 3 else "")
+    whose = f"all {k} are" if k == n and k > 1 else "it is" if k == n else f"{k} of them are"
+    return (
+        f"No saved session to resume in {folder}: {n} {'are' if n > 1 else 'is'} there, "
+        f"but {whose} sealed with a key other than this home's (~/.agent_magics/"
+        "session_key), that is written on another machine or under another home, so not "
+        f"trusted here ({names}). {TAKE_ONE_DELIBERATELY}"
+    )
+
+
+BUSY = "another kernel is writing them now."
+
+
 def _passed_over(ids: list[str]) -> str:
     if not ids:
         return ""
@@ -268,7 +302,7 @@ def _busy(ids: list[str]) -> str:
     if not ids:
         return ""
     names = ", ".join(i[:8] for i in ids[:3]) + (" ..." if len(ids) > 3 else "")
-    return f"Passed over newer session(s) {names}: another kernel is writing them now."
+    return f"Passed over newer session(s) {names}: {BUSY}"
 
 
 def continue_in(session: Session, resume: Resume) -> None:
