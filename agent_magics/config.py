@@ -88,6 +88,12 @@ class SessionConfig(BaseModel):
     ("The teacher's policy (...) allows sandbox up to read-only"). While set, no command
     or patch of the agent or its helpers runs outside the sandbox: an escalation, a retry
     without the sandbox and a machine with no sandbox are refused with these words."""
+    approver: Literal["notebook", "terminal", "deny", "approve"] = Field(
+        default="notebook", exclude=True
+    )
+    """Set by the front end (not a setting to choose or save): who answers approval
+    questions, a person at the notebook's cards or at a terminal, or, in a run nobody
+    watches, a standing answer that denies or approves each; the model is told which."""
     cwd: Path = Field(default_factory=Path.cwd)
     """The folder the agent works in."""
     apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"
@@ -266,8 +272,9 @@ def looks_secret(name: str) -> bool:
     return SECRET_NAME.search(name) is not None
 
 
-NOT_SETTINGS = frozenset({"sandbox_limit"})
-"""Fields a person does not set: a teacher's policy does (see ``teaching.bounds.bind``)."""
+NOT_SETTINGS = frozenset({"sandbox_limit", "approver"})
+"""Fields a person does not set: a teacher's policy does (``sandbox_limit``, see
+``teaching.bounds.bind``), or the front end (``approver``)."""
 
 
 def build_config(

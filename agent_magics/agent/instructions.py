@@ -1,4 +1,9 @@
-"""What the model is told before the conversation: base instructions and the turn context."""
+"""What the model is told before the conversation: base instructions and the turn context.
+
+The base instructions say who answers approval questions (``SessionConfig.approver``):
+a person in the notebook or at a terminal, or, in a headless run, nobody; then they say
+which calls run without asking under the policy and sandbox in force, and what becomes
+of the others (:mod:`.headless_rules`)."""
 
 from __future__ import annotations
 
@@ -7,11 +12,31 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-BASE_INSTRUCTIONS = """\
+from agent_magics.agent.headless_rules import (
+    ASK_FOR_ACCESS,
+    NO_ASKING,
+    headless_rules,
+    may_ask_for_access,
+    standing_answer,
+)
+from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
+
+NOTEBOOK_OPENING = """\
 You are a coding agent working inside a Jupyter notebook's kernel, on the files of the
 notebook's working folder. A person reads your messages in the notebook and approves
 the tool calls that need approval.
-
+"""
+TERMINAL_OPENING = """\
+You are a coding agent started from a terminal, working on the files of its working
+folder. A person at the terminal reads your messages and approves the tool calls that
+need approval.
+"""
+HEADLESS_OPENING = """\
+You are a coding agent working on the files of a working folder, in a run that nobody
+watches (a script, a CI job, a notebook run from the command line). Nobody can answer
+an approval question here: {answer}
+"""
+HOW_TO_WORK = """\
 How to work:
 - Look before you change: list, read and search files with the tools you have.
 - Change files with apply_patch. Keep edits small and focused on the request; keep the
@@ -26,6 +51,26 @@ How to work:
 When you finish, answer briefly: what you changed, where, and what you checked.
 Use Markdown; name files and code with backticks.
 """
+BASE_INSTRUCTIONS = NOTEBOOK_OPENING + "\n" + HOW_TO_WORK
+"""What the model is told when a person answers approvals in the notebook."""
+
+
+def base_instructions(approver: str, policy: ApprovalPolicy, sandbox: SandboxMode) -> str:
+    """The built-in instructions for a session whose approvals ``approver`` answers
+    (``notebook``, ``terminal``, or headless ``deny`` / ``approve``), under ``policy``
+    and ``sandbox``."""
+    if approver == "notebook":
+        return BASE_INSTRUCTIONS
+    if approver == "terminal":
+        return TERMINAL_OPENING + "\n" + HOW_TO_WORK
+    approves = approver == "approve"
+    opening = HEADLESS_OPENING.format(answer=standing_answer(approves))
+    rules = "\n".join(f"- {rule}" for rule in headless_rules(policy, sandbox, approves))
+    how = HOW_TO_WORK
+    if not may_ask_for_access(policy, approves):
+        how = HOW_TO_WORK.replace(ASK_FOR_ACCESS, NO_ASKING)
+    return f"{opening}\nIn this run:\n{rules}\n\n{how}"
+
 
 AGENTS_FILE = "AGENTS.md"
 AGENTS_OVERRIDE_FILE = "AGENTS.override.md"
