@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from agent_magics.agent.command_setup import sandbox_notices, start_shell_snapsh
 from agent_magics.agent.compact_trigger import (
     ContextState,
 )
-from agent_magics.agent.instructions import BASE_INSTRUCTIONS
+from agent_magics.agent.instructions import base_instructions
 from agent_magics.agent.multi_agent import multi_agent_tools
 from agent_magics.agent.redaction import SessionRedactor
 from agent_magics.agent.subagents import AgentNode
@@ -121,6 +121,13 @@ class Session:
         self._sync_shell_snapshot()
         self._sandbox_checked = False
         self._held_notes: list[str] = []  # context of a turn taken back, for the next one
+        self._output_schema: dict[str, Any] | None = None  # the running turn's, if any
+
+    def add_note(self, text: str) -> None:
+        """Tell the model ``text`` before the next turn's prompt: what the person did
+        between turns (a review they ran, say). Its secrets are taken out as a tool
+        output's are."""
+        self._held_notes.append(text)
 
     # -- events -------------------------------------------------------------------------
 
@@ -224,7 +231,11 @@ class Session:
         )
 
     def request(self) -> ModelRequest:
-        return self.request_for(self.history, True, [])
+        """The turn's next request (with the turn's output schema, if it has one)."""
+        request = self.request_for(self.history, True, [])
+        if self._output_schema is None:
+            return request
+        return replace(request, output_schema=self._output_schema)
 
     def request_for(
         self, history: Sequence[AnyItem], tools: bool, tail: list[dict[str, Any]]
@@ -235,7 +246,9 @@ class Session:
         specs = self.registry.wire_specs()
         return ModelRequest(
             model=c.model,
-            instructions=c.instructions if c.instructions is not None else BASE_INSTRUCTIONS,
+            instructions=c.instructions
+            if c.instructions is not None
+            else base_instructions(c.approver, c.approval_policy, c.sandbox_mode),
             input=[*reserialized_input(list(history), specs), *tail],
             tools=specs if tools else [],
             parallel_tool_calls=c.parallel_tool_calls and tools,
@@ -247,13 +260,22 @@ class Session:
 
     # -- turns --------------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str, context: Sequence[str] = ()) -> TurnResult:
+    async def run_turn(
+        self,
+        prompt: str,
+        context: Sequence[str] = (),
+        *,
+        images: Sequence[str] = (),
+        output_schema: dict[str, Any] | None = None,
+    ) -> TurnResult:
         """Run one turn to its end. ``context``: texts a front end adds as user messages
         before the prompt (what happened around it, such as the cells that ran); their
-        secrets are taken out like a tool output's. Raises UserError for problems a
-        person must fix and TurnAborted when the person stopped it; the history stays
-        well-formed either way, and as it was when the turn failed before the model
-        answered."""
+        secrets are taken out like a tool output's. ``images``: data URLs attached to
+        the prompt; ``output_schema``: the JSON schema this turn's requests ask the final
+        answer to follow (checking it is the caller's part). Raises UserError for
+        problems a person must fix and TurnAborted when the person stopped it; the
+        history stays well-formed either way, and as it was when the turn failed before
+        the model answered."""
         turn = self.turn_context()
         self._sync_shell_snapshot()
         self._check_sandbox(turn)
@@ -266,7 +288,8 @@ class Session:
             self.history.extend(environment_changes(self.history, turn))
         notes, self._held_notes = [*self._held_notes, *self.changes.take_notes(), *context], []
         self.history.extend(Message.user(self.redact.text(text)) for text in notes)
-        self.history.append(Message.user(prompt))
+        self.history.append(Message.user(prompt, images))
+        self._output_schema = output_schema  # for this turn's requests (request())
         self.turns += 1
         self._emit(TurnStarted(prompt, self.turns))
         self.changes.start_turn(turn.cwd, undo_folder(self.config, self.thread_id), self.turns)
@@ -314,6 +337,8 @@ class Session:
                 self._take_back(start, notes)
             self._emit_changes()
             raise
+        finally:
+            self._output_schema = None
         self.usage = self.usage + usage
         self._emit_changes()
         self._emit(TurnFinished(final_text, usage, await window.after()))

@@ -21,6 +21,13 @@ class ModelRequest:
     reasoning: dict[str, Any] | None = None
     prompt_cache_key: str | None = None
     tool_choice: str | dict[str, Any] = "auto"
+    output_schema: dict[str, Any] | None = None
+    """The JSON schema the final answer must follow (``exec --output-schema``): sent as
+    a strict structured-output format, named as Codex names it."""
+
+
+OUTPUT_SCHEMA_NAME = "codex_output_schema"
+"""The name Codex gives the schema it sends; servers see the same request from us."""
 
 
 @dataclass(frozen=True)

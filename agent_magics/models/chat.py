@@ -22,6 +22,7 @@ from typing import Any
 
 from agent_magics.events import Usage
 from agent_magics.models.base import (
+    OUTPUT_SCHEMA_NAME,
     Completed,
     ItemAdded,
     ItemDone,
@@ -57,7 +58,16 @@ def chat_body(request: ModelRequest) -> dict[str, Any]:
     effort = (request.reasoning or {}).get("effort")
     if effort:
         body["reasoning_effort"] = effort
+    if request.output_schema is not None:
+        body["response_format"] = chat_response_format(request.output_schema)
     return body
+
+
+def chat_response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The Chat Completions form of a final answer held to ``schema`` (strict, under the
+    name the Responses request gives it)."""
+    inner = {"name": OUTPUT_SCHEMA_NAME, "strict": True, "schema": schema}
+    return {"type": "json_schema", "json_schema": inner}
 
 
 def chat_usage(raw: dict[str, Any]) -> Usage:

@@ -2,8 +2,9 @@
 
 History items become messages: consecutive calls of one response share one assistant
 message; each output becomes a ``tool`` message (images in outputs follow as one user
-message, since tool messages carry text only). An assistant message with calls and no
-text has ``content: ""``, not null: llama-cpp-python's server rejects null there.
+message, since tool messages carry text only); a user message keeps its images where they
+are among its text parts. An assistant message with calls and no text has
+``content: ""``, not null: llama-cpp-python's server rejects null there.
 Reasoning and unknown items have no Chat Completions form and are left out. A freeform
 (custom) tool is offered as a function with one string parameter, ``input``.
 """
@@ -79,13 +80,19 @@ def _images(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _user_content(content: Any) -> str | list[dict[str, Any]]:
+    """A message's content: its text, or with images its parts in their order (an
+    image attached to a prompt sits between the text parts that name it)."""
     if isinstance(content, str):
         return content
-    images = _images(content)
-    if not images:
+    if not _images(content):
         return _texts(content)
-    texts = [{"type": "text", "text": str(p.get("text", ""))} for p in content if "text" in p]
-    return texts + images
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if part.get("type") == "input_image":
+            parts += _images([part])
+        elif "text" in part:
+            parts.append({"type": "text", "text": str(part.get("text", ""))})
+    return parts
 
 
 def _tool_call(item: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_magics.events import Usage
 from agent_magics.models.base import (
+    OUTPUT_SCHEMA_NAME,
     Completed,
     ItemAdded,
     ItemDone,
@@ -53,7 +54,15 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
     body["include"] = ["reasoning.encrypted_content"] if request.reasoning else []
     if request.prompt_cache_key:
         body["prompt_cache_key"] = request.prompt_cache_key
+    if request.output_schema is not None:
+        body["text"] = {"format": json_schema_format(request.output_schema)}
     return body
+
+
+def json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """``text.format`` for a final answer held to ``schema``, as Codex 0.171 sends it
+    (strict; no ``verbosity`` beside it)."""
+    return {"type": "json_schema", "strict": True, "schema": schema, "name": OUTPUT_SCHEMA_NAME}
 
 
 class ResponsesDecoder(BaseDecoder):

@@ -8,6 +8,7 @@ item type we do not know is kept as :class:`UnknownItem`, never dropped).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
@@ -15,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, Val
 MAX_ITEM_DEPTH = 128
 """How deeply an item from the server may nest (serde_json's default limit, which Codex
 reads items with); pydantic cannot send a much deeper item back."""
+IMAGE_CLOSE_TAG = "</image>"
+"""The text part after an image attached to a prompt (its opening part names it)."""
 
 
 class _Item(BaseModel):
@@ -45,8 +48,15 @@ class Message(_Item):
         )
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        return cls(role="user", content=[{"type": "input_text", "text": text}])
+    def user(cls, text: str, images: Sequence[str] = ()) -> Message:
+        """A person's message; ``images`` (data URLs) come first, each between the text
+        parts that name it, as Codex attaches a prompt's local images."""
+        parts: list[dict[str, Any]] = []
+        for number, url in enumerate(images, 1):
+            parts.append({"type": "input_text", "text": f"<image name=[Image #{number}]>"})
+            parts.append({"type": "input_image", "image_url": url})
+            parts.append({"type": "input_text", "text": IMAGE_CLOSE_TAG})
+        return cls(role="user", content=[*parts, {"type": "input_text", "text": text}])
 
 
 class Reasoning(_Item):

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event
+from agent_magics.events import AgentEvent, AgentSpawned, AgentStatusChanged, Event, Usage
 from agent_magics.protocol.approval import ApprovalRequest, Approver, ReviewDecision
 from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
@@ -186,6 +186,17 @@ class HeldLines:
 def say(text: str, file: TextIO | None = None) -> None:
     """Print a line made of text from the model, tools or servers (stderr by default)."""
     print(terminal_safe(text), file=file or sys.stderr)
+
+
+def usage_line(u: Usage) -> str | None:
+    """The closing line of a turn's tokens on stderr (``None``: the server counted none)."""
+    if not u.total_tokens:
+        return None
+    return (
+        f"tokens: {u.input_tokens} in ({u.cached_input_tokens} cached), "
+        f"{u.output_tokens} out ({u.reasoning_output_tokens} reasoning), "
+        f"{u.total_tokens} total"
+    )
 
 
 def emit(lines: list[str]) -> None:

@@ -259,7 +259,7 @@ def test_one_exec_turn_ends_with_one_sentence(tmp_path: Path, path: str, fault: 
             code, out, err, rss_kib = exec_cli(server.base_url, tmp_path, None)
         else:
             code, out, err, rss_kib = exec_cli("http://model.invalid/v1", tmp_path, server.origin)
-    assert code == 1, err
+    assert code == 75, err  # the server failed (after no retries here): worth retrying later
     session, _, said = err.partition("\n")
     assert session.startswith("session: ")
     assert said == f"agent-magics: The model's answer failed: {sentence}\n"
