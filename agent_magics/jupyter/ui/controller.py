@@ -310,7 +310,7 @@ class Controller:
                 await session.mcp.restart(restart)
             return f"agent: {done}.\n{list_text(session.mcp_statuses())}"
 
-        self._in_cell(
+        self.in_cell(
             change,
             "agent: starting MCP servers…",
             "agent: stopped before the MCP servers were up.",
@@ -328,38 +328,47 @@ class Controller:
             summary = event.summary or "(the model server keeps its own summary)"
             return f"agent: {compacted_line(event)}\nKept:\n{kept}\nSummary:\n{summary}"
 
-        self._in_cell(
+        self.in_cell(
             compact,
             "agent: compacting the conversation…",
             "agent: stopped before the conversation was compacted.",
             "agent: the conversation could not be compacted: {}",
         )
 
-    def _in_cell(
-        self, work: Callable[[], Coroutine[Any, Any, str]], waiting: str, stopped: str, failed: str
+    def in_cell(
+        self, work: Callable[[], Coroutine[Any, Any, Any]], waiting: str, stopped: str, failed: str
     ) -> None:
-        """Run ``work`` on the kernel's loop, its text replacing ``waiting`` in the cell
-        when it is done (the cell returns at once, also headless); without a running
-        loop (terminal IPython), run it to its end and print it."""
+        """Run ``work`` on the kernel's loop, what it returns (text, or an object to
+        display) replacing ``waiting`` in the cell when it is done (the cell returns at
+        once, also headless); without a running loop (terminal IPython), run it to its
+        end and show it."""
+
+        def shown(result: Any) -> Any:
+            return TextDisplay(result) if isinstance(result, str) else result
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             try:
-                print(self.own_loop().run_until_complete(work()))
+                result = self.own_loop().run_until_complete(work())
+                if isinstance(result, str):
+                    print(result)
+                else:
+                    display(result)
             except UserError as exc:
                 print(failed.format(exc), file=sys.stderr)
             return
         handle = display(TextDisplay(waiting), display_id=True)
 
-        def finished(task: asyncio.Task[str]) -> None:
+        def finished(task: asyncio.Task[Any]) -> None:
             if task.cancelled():
-                text = stopped
+                result: Any = stopped
             elif task.exception() is not None:
-                text = failed.format(task.exception())
+                result = failed.format(task.exception())
             else:
-                text = task.result()
+                result = task.result()
             if handle is not None:
-                handle.update(TextDisplay(text))
+                handle.update(shown(result))
 
         task = loop.create_task(work())
         self._mcp_tasks.add(task)

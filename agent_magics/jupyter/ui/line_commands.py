@@ -39,6 +39,7 @@ COMMANDS = (
     "recording",
     "export",
     "undo",
+    "review",
     "help",
 )
 
@@ -75,6 +76,9 @@ class LineCommands:
         if word == "compact":
             self._cmd_compact(rest.strip())
             return
+        if word == "review":
+            self._cmd_review(rest)
+            return
         if word == "recording":
             self._cmd_recording(rest.strip())
             return
@@ -103,6 +107,14 @@ class LineCommands:
             print("agent: a turn is running; compact once it has ended.", file=sys.stderr)
         else:
             self.m.agent.compact(session, words)
+
+    def _cmd_review(self, rest: str) -> None:
+        from agent_magics.jupyter.ui.review_command import review_command
+
+        try:
+            review_command(self.m, rest)
+        except UserError as exc:
+            print(f"agent: {exc}", file=sys.stderr)
 
     def _cmd_undo(self, rest: str) -> None:
         from agent_magics.jupyter.ui.undo_command import undo_command

@@ -63,6 +63,19 @@ each turn to its end inside the cell; what needs approval is denied unless
 AgentMagics.headless_approval = "approve" (or AGENT_MAGICS_HEADLESS_APPROVAL=approve);
 the cell keeps a markdown transcript that reads well in a saved notebook.
 
+Scripted notebooks: -f fills {name} in the prompt from the notebook's variables (a
+papermill parameter, a loop's value); {{ and }} are literal braces, {n:.2f} and
+{name!r} format as Python does. Only plain names: {obj.attr} and {d[key]} are refused,
+so filling runs no attribute or item code; a name that is not defined stops the cell
+before a turn starts. Without -f braces are text. From code,
+answer = await agent_magics.ask_async(prompt, **options) runs a turn of this same
+conversation with the options of a cell (model, base_url, approval_policy, sandbox, cd,
+config=["key=value"], new), shows it in the calling cell, waits and returns the final
+answer; a failed turn raises AgentTurnFailed. agent_magics.ask(prompt) blocks where no
+event loop runs (a plain script, terminal IPython); a notebook cell must await.
+get_ipython().run_cell_magic("agent", ...) from code cannot wait for its turn, and says
+so where a cell would wait.
+
 Nothing is lost: when a turn ends its cards become a static transcript saved with the
 notebook (readable without the kernel, on GitHub or through nbconvert); every session is
 written as it runs to .agent_magics/sessions/ (setting sessions_dir; false turns it off)
@@ -72,7 +85,7 @@ turn that changed files ends with their diffs, and %agent undo puts them back;
 
 The kernel's stop button stops a running turn and kills the commands it started.
 %agent commands: reset, compact, status, tools, tool, history, context, mcp, cancel,
-undo, sessions, resume, trust, export, help (%agent help lists them).
+undo, review, sessions, resume, trust, export, help (%agent help lists them).
 
 A long conversation is compacted before it overflows the model's context window (the
 cell shows a "Context compacted" line; the footer how full the window is): the model
@@ -86,7 +99,7 @@ Example:
 """
 
 LINE_MANUAL = """%agent reset | compact | status | tools | tool | history | context | mcp |
-       cancel | undo | sessions | resume | trust | recording | export | help
+       cancel | undo | review | sessions | resume | trust | recording | export | help
 
 reset    forget the conversation and end its session: tool processes, MCP servers
          and "approve for session" answers (options stay; as %%agent --new)
@@ -103,6 +116,10 @@ mcp      MCP servers: list, add NAME -- CMD ARG..., remove NAME, restart NAME
 cancel   stop the running turn (and any queued ones)
 undo     undo [--yes [--all]]: take back the last turn's file writes (asks first);
          files changed while commands ran, maybe by you, only with --all
+review   review [--uncommitted | --base BRANCH | --commit SHA [--title T] | WORDS]:
+         a reviewer that only reads (its commands in the read-only sandbox) looks
+         at the folder's git changes and its prioritised findings show as a card;
+         the next %%agent turn is told them
 sessions the sessions saved in this folder (id, started, model, turns, tokens)
 resume   resume [ID|last]: the next %%agent continues a saved session
 trust    trust this folder's .agent_magics/config.toml as it is now
