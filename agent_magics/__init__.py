@@ -1,6 +1,7 @@
 """agent_magics: a coding agent in a Jupyter cell, with the Codex tool system.
 
-``%load_ext agent_magics`` adds the ``%%agent`` magic; :class:`Session` is the same agent
+``%load_ext agent_magics`` adds the ``%%agent`` magic; :func:`ask` and :func:`ask_async`
+run a turn of it from code and return the answer; :class:`Session` is the same agent
 for plain Python and the ``agent-magics exec`` command.
 
 ``import agent_magics``, which every kernel that loads the extension does, imports none
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
         TurnAborted,
         UserError,
     )
+    from agent_magics.jupyter.ask import ask, ask_async
+    from agent_magics.jupyter.ui.runner import AgentTurnFailed
     from agent_magics.protocol.approval import (
         ApprovalPolicy,
         ApprovalRequest,
@@ -56,6 +59,8 @@ _HOMES = (
     "agent_magics.tools.context",
     "agent_magics.tools.functions.registered",
     "agent_magics.tools.registry",
+    "agent_magics.jupyter.ask",
+    "agent_magics.jupyter.ui.runner",
 )
 """The modules the public names live in: a name is taken from the first that has it."""
 
@@ -94,6 +99,7 @@ def unload_ipython_extension(ipython: object) -> None:
 
 __all__ = [
     "AgentMagicsError",
+    "AgentTurnFailed",
     "ApprovalPolicy",
     "ApprovalRequest",
     "Approver",
@@ -114,6 +120,8 @@ __all__ = [
     "TurnResult",
     "UserError",
     "__version__",
+    "ask",
+    "ask_async",
     "load_config",
     "load_ipython_extension",
     "registered_tools",

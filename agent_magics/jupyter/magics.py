@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from agent_magics.jupyter.ui.controller import ConfigSource, Controller
     from agent_magics.jupyter.ui.line_commands import LineCommands
     from agent_magics.jupyter.ui.runner import TurnView
+
+    Started = tuple[asyncio.Task[str | None] | None, TurnView]
     from agent_magics.jupyter.ui.trust_question import ProjectTrust
     from agent_magics.jupyter.ui.waiting import BackgroundNote
     from agent_magics.teaching.guard import PolicyGuard
@@ -46,6 +48,15 @@ if TYPE_CHECKING:
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
 SETTINGS_ASK = "the settings (%config, AGENT_MAGICS_*, a config file, -c or a resume) ask"
 """Who chose settings a teacher's policy refuses, when it was not the cell's options."""
+FROM_CODE = (
+    "run_cell_magic('agent', ...) called from code cannot wait for its turn here, so the "
+    "turn would go on after the cell; use answer = await agent_magics.ask_async(prompt), "
+    "which waits and returns the answer (or pass --background to let it run on its own)."
+)
+NO_CLICKS = (
+    "This kernel gives a busy cell no clicks, so this call answers approvals as a headless "
+    "run does (ipykernel 7.4 or newer takes clicks while it waits)."
+)
 PROVIDERS = ["auto", "responses", "chat", "replay"]
 """``SessionConfig.provider``'s values, written out so that ``%load_ext`` need not build
 the settings model (a test checks that the two agree)."""
@@ -120,7 +131,8 @@ class AgentMagics(Magics):
 
         register(self.shell)  # the kernel's signing key: scrubbed, its file hidden
         kernel = getattr(self.shell, "kernel", None)
-        controller = Controller(kernel, tools=self.kernel_tools, context=self.notebook.take)
+        tools = self.kernel_tools if self.shell is not None else None  # none in a plain script
+        controller = Controller(kernel, tools=tools, context=self.notebook.take)
         controller.offers = lambda name: self.policy.seen.offers(name)
         controller.kept = lambda: notebook_files(self.policy.path)  # its policy, its notes
         return controller
@@ -227,10 +239,11 @@ class AgentMagics(Magics):
         return frozenset(k for k, v in keys.items() if v)
 
     def _bound(
-        self, source: ConfigSource, cell: frozenset[str], view: TurnView
+        self, source: ConfigSource, cell: frozenset[str], view: TurnView, answers: str
     ) -> Callable[[], Awaitable[SessionConfig]]:
         """``source`` held to the teacher's policy as it reads when the turn starts (a
-        turn before it may have rewritten the notebook), its header saying the policy."""
+        turn before it may have rewritten the notebook), its header saying the policy,
+        and who ``answers`` its approval questions (``SessionConfig.approver``)."""
         from agent_magics.config import SessionConfig
         from agent_magics.teaching.bounds import summary
 
@@ -239,7 +252,7 @@ class AgentMagics(Magics):
             bound = self.policy.bind(config, SETTINGS_ASK, cell)
             if (line := summary(self.policy.seen)) is not None:
                 view.note(line)
-            return bound
+            return bound.model_copy(update={"approver": answers})
 
         return settings
 
@@ -292,6 +305,12 @@ class AgentMagics(Magics):
         help="return at once, the turn going on (Run All does not wait for it)",
     )
     @argument("--block", action="store_true", help="wait for the turn (the default where it can)")
+    @argument(
+        "-f",
+        "--format",
+        action="store_true",
+        help="fill {name} in the prompt with the notebook's variable name ({{ and }}: braces)",
+    )
     @argument("--_awaited", action="store_true", help=argparse.SUPPRESS)
     @cell_magic("agent")  # type: ignore[arg-type]  # IPython types the marker loosely
     @manual(CELL_MANUAL)
@@ -302,22 +321,29 @@ class AgentMagics(Magics):
                 "agent: --block and --background contradict each other; give one.", file=sys.stderr
             )
             return None
-        task = self._start(args, cell)
+        started = self.start(args, cell)
+        task = started[0] if started is not None else None
         return self.agent.wait(task, not self.headless_now()) if args._awaited else None
 
-    def _start(self, args: argparse.Namespace, cell: str) -> asyncio.Task[str | None] | None:
-        prompt = cell.strip()
-        if not prompt:
-            empty = "the cell is empty; write the prompt below the %%agent line."
-            if args._awaited:
-                raise self._failed(empty[0].upper() + empty[1:])
-            print(f"agent: {empty}")
+    def parse(self, line: str) -> argparse.Namespace:
+        """The options of a ``%%agent`` line (IPython's ``UsageError`` when bad)."""
+        args: argparse.Namespace = parse_argstring(self.agent_cell, line)
+        return args
+
+    def start(self, args: argparse.Namespace, cell: str, clicks: bool = True) -> Started | None:
+        """Start the cell's turn: its task and its view (no task: the turn ran already,
+        in terminal IPython), or None when it cannot start (said in the cell, or raised
+        when the cell waits). ``clicks`` false: nobody can click (a call of
+        :func:`agent_magics.ask_async` on a kernel that gives a busy cell no clicks), so
+        approvals are answered as in a headless run."""
+        prompt = self._prompt(args, cell)
+        if prompt is None:
             return None
         configured = self._configure(args)
         if configured is None:
             return None
         config, rebuild = configured
-        headless = self.headless_mode() if self.headless_now() else None
+        headless = self.headless_mode() if self.headless_now() or not clicks else None
         project = self.trust.pending(config.cwd)
         try:
             loop = asyncio.get_running_loop()
@@ -327,21 +353,58 @@ class AgentMagics(Magics):
             if project is not None:
                 config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
             config = self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))
-            run_in_terminal(self.agent, config, prompt, headless)
-            return None
+            config = config.model_copy(update={"approver": headless or "terminal"})
+            return None, run_in_terminal(self.agent, config, prompt, headless, self.shell)
+        if not args._awaited and self.waits(args):
+            from IPython.core.error import UsageError
+
+            raise UsageError(FROM_CODE)
         source, note = self.trust.settle_in_cell(
             project, headless is not None, loop, config, rebuild
         )
         view, approver = self.agent.make_view(loop, headless, awaited=args._awaited)
         if note is not None:
             view.note(note)
-        if not args._awaited:
-            if headless:
-                view.note("Headless, but this cell could not wait: the turn runs on its own.")
-            elif said := self.background_note.take(self._kernel, args, self.background):
-                view.note(said)
-        bound = self._bound(source, self._cell_keys(args), view)
-        return self.agent.schedule(loop, bound, prompt, view, approver, not args._awaited)
+        if not clicks and not self.headless_now():
+            view.note(NO_CLICKS)
+        if not args._awaited and (
+            said := self.background_note.take(self._kernel, args, self.background)
+        ):
+            view.note(said)  # a headless cell that does not wait stopped above (FROM_CODE)
+        bound = self._bound(source, self._cell_keys(args), view, headless or "notebook")
+        return self.agent.schedule(loop, bound, prompt, view, approver, not args._awaited), view
+
+    def _prompt(self, args: argparse.Namespace, cell: str) -> str | None:
+        """The cell's prompt (``-f``: with the notebook's variables filled in), or None
+        when there is none (said in the cell, or raised when the cell waits)."""
+        from agent_magics.jupyter.kernel.prompt_fields import fill_prompt
+
+        prompt = cell.strip()
+        if not prompt:
+            empty = "the cell is empty; write the prompt below the %%agent line."
+            if args._awaited:
+                raise self._failed(empty[0].upper() + empty[1:])
+            print(f"agent: {empty}")
+            return None
+        if not args.format:
+            return prompt
+        try:
+            return fill_prompt(prompt, getattr(self.shell, "user_ns", None) or {})
+        except UserError as exc:
+            if args._awaited:
+                raise self._failed(str(exc)) from None
+            print(f"agent: {exc}", file=sys.stderr)
+            return None
+
+    def waits(self, args: argparse.Namespace) -> bool:
+        """Whether the cell waits for its turn: in headless runs, and on ipykernel >= 7.4
+        unless it asks for the background (see :mod:`.ui.waiting`)."""
+        from agent_magics.jupyter.ui.runner import can_block
+        from agent_magics.jupyter.ui.waiting import in_background
+
+        if self.headless_now():
+            return True
+        return not in_background(args, self.background) and can_block(self._kernel)
 
     # -- the input transformer (awaited cells) ---------------------------------------------
 
@@ -354,8 +417,7 @@ class AgentMagics(Magics):
         line = lines[0].rstrip("\n")[len("%%agent") :].strip()
         if self._kernel is None:
             return lines
-        from agent_magics.jupyter.ui.runner import can_block
-        from agent_magics.jupyter.ui.waiting import awaited_call, in_background
+        from agent_magics.jupyter.ui.waiting import awaited_call
 
         try:
             args = parse_argstring(self.agent_cell, line)
@@ -363,8 +425,7 @@ class AgentMagics(Magics):
             return lines  # the magic itself reports the error
         if args.block and args.background:
             return lines  # the magic itself reports the contradiction
-        waits = not in_background(args, self.background) and can_block(self._kernel)
-        return awaited_call(line, lines[1:]) if self.headless_now() or waits else lines
+        return awaited_call(line, lines[1:]) if self.waits(args) else lines
 
     # -- the line magic --------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ BELOW_CONFIG = ("agent_magics.models", "agent_magics.tools")
 
 PUBLIC_NAMES = [
     "AgentMagicsError",
+    "AgentTurnFailed",
     "ApprovalPolicy",
     "ApprovalRequest",
     "Approver",
@@ -43,6 +44,8 @@ PUBLIC_NAMES = [
     "TurnResult",
     "UserError",
     "__version__",
+    "ask",
+    "ask_async",
     "load_config",
     "load_ipython_extension",
     "registered_tools",

@@ -26,9 +26,15 @@ if TYPE_CHECKING:
 
 
 def run_in_terminal(
-    agent: Controller, config: SessionConfig, prompt: str, headless: HeadlessMode | None
-) -> None:
-    """One turn to its end on the agent's own loop; the transcript printed at the end."""
+    agent: Controller,
+    config: SessionConfig,
+    prompt: str,
+    headless: HeadlessMode | None,
+    shell: Any = True,
+) -> StaticTranscript:
+    """One turn to its end on the agent's own loop; the transcript printed at the end
+    (not in a plain script, ``shell`` None, where :func:`agent_magics.ask` returns the
+    answer instead). Returns the turn's view, which holds how it ended."""
     loop = agent.own_loop()
     note = HEADLESS_NOTES[headless] if headless else None
     view = StaticTranscript(lambda md: None, loop_scheduler(loop), policy_note=note)
@@ -43,4 +49,6 @@ def run_in_terminal(
     except asyncio.CancelledError:
         pass
     view.throttle.cancel()
-    display(Markdown(view.markdown()))
+    if shell is not None:
+        display(Markdown(view.markdown()))
+    return view
