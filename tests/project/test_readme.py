@@ -21,6 +21,11 @@ unnoticed. The kinds:
     swapped for a scripted Chat Completions server on 127.0.0.1.
 ``python``
     run by the venv's ``python`` in that working folder.
+``workflow``
+    a CI workflow (GitHub Actions YAML): its ``run`` steps but the install run in order,
+    as ``openai`` blocks are, in a git checkout of that folder, with each step's
+    ``env`` (``${{ secrets.* }}`` a dummy key, ``${{ inputs.* }}`` their defaults); the
+    files it uploads as artifacts must exist afterwards.
 ``kernel``
     a notebook cell, run in README order in one real kernel (a folder and ``HOME`` of its
     own); ``%%agent`` cells that name no provider reach a scripted Responses server on
@@ -63,7 +68,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_magics.testing import ScriptedResponsesServer
+from agent_magics.testing import ScriptedResponsesServer, user_texts
 from tests.helpers.chat_fault_server import chat_fault_server
 from tests.helpers.fault_server import ok
 from tests.helpers.paths import ROOT, package_modules
@@ -72,7 +77,7 @@ README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
 OLLAMA = "http://127.0.0.1:11434/v1"
 KINDS = {"top", "shell", "openai", "chat", "python", "kernel", "output", "config"}
-KINDS |= {"policy", "message", "syntax", "skip"}
+KINDS |= {"policy", "message", "syntax", "skip", "workflow"}
 FENCE = re.compile(
     r"^(?:<!-- test: (?P<kind>[^>]*?) -->\n)?```(?P<lang>\S*)\n(?P<body>.*?)^```$", re.M | re.S
 )
@@ -200,10 +205,11 @@ def options_of(words: list[str]) -> list[str]:
 
 
 def test_every_agent_magics_command_parses() -> None:
-    from agent_magics.terminal.cli import build_parser
+    from agent_magics.terminal.cli import build_parser, parse_args
+    from agent_magics.terminal.review_exec import build_review_parser
 
-    parser = build_parser()
-    exec_options = set(subcommand(parser, "exec")._option_string_actions)
+    exec_options = set(subcommand(build_parser(), "exec")._option_string_actions)
+    review_options = set(build_review_parser()._option_string_actions)
     full = 0
     for b in blocks():
         for line in b.body.replace("\\\n", " ").splitlines():
@@ -211,13 +217,14 @@ def test_every_agent_magics_command_parses() -> None:
             start = command.find("agent-magics ")
             if start < 0 or b.kind == "top" or "{" in command:
                 continue
-            parser.parse_args(shlex.split(command[start:])[1:])  # exits on a bad flag
+            parse_args(shlex.split(command[start:])[1:])  # exits on a bad flag
             full += 1
     assert full >= 5
     spans = [s for s in re.findall(r"`([^`\n]+)`", prose()) if s.startswith("agent-magics exec")]
     for span in spans:
+        known = review_options if span.startswith("agent-magics exec review") else exec_options
         for option in options_of(span.replace("[", " ").replace("]", " ").split()):
-            assert option in exec_options, span
+            assert option in known, span
     table = set(re.findall(r"^\| `(-[^`]*)`", prose(), re.M))
     named = {o for row in table for o in re.findall(r"--?[\w-]+", row)}
     assert named == exec_options - {"-h", "--help"}  # the flag table is the whole parser
@@ -353,6 +360,55 @@ def test_shell_blocks_run(work: Path) -> None:
     assert "mean() gives wrong results; fix it." in (work / "demo-stats" / "session.md").read_text()
 
 
+def workflow_value(value: object, inputs: dict[str, str]) -> str:
+    """A step's ``env`` value with the expressions GitHub fills: a secret becomes a dummy
+    key, an input its default."""
+
+    def filled(match: re.Match[str]) -> str:
+        kind, _, name = match[1].strip().partition(".")
+        return "sk-ci-dummy" if kind == "secrets" else inputs[name]
+
+    return re.sub(r"\$\{\{(.*?)\}\}", filled, str(value))
+
+
+def test_the_ci_workflow_runs(work: Path, tmp_path: Path) -> None:
+    """The README's workflow, as a runner would run it after the checkout: the agent's
+    turn with ``--json`` and ``-o``, then the review of its changes; the artifacts it
+    keeps are there, and the events are ``codex exec --json``'s."""
+    import yaml
+
+    (b,) = of_kind("workflow")
+    flow = yaml.safe_load(b.body)
+    (job,) = flow["jobs"].values()
+    inputs = {k: v["default"] for k, v in flow[True]["workflow_dispatch"]["inputs"].items()}
+    checkout = tmp_path / "checkout"
+    # what the earlier blocks left: their sessions, and the repository one made
+    shutil.copytree(work, checkout, ignore=shutil.ignore_patterns(".agent_magics", ".git"))
+    for words in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "the pushed commit"]):
+        ident = ["-c", "user.name=CI", "-c", "user.email=ci@example.org"]
+        subprocess.run(["git", *ident, *words], cwd=checkout, check=True, capture_output=True)
+    env = clean_env(tmp_path)
+    ran = 0
+    with ScriptedResponsesServer(final_text="All tests pass.") as server:
+        env["OPENAI_BASE_URL"] = server.base_url
+        for step in job["steps"]:
+            if "run" not in step or step.get("name") == "Install":  # (the venv has it)
+                continue
+            here = env | {k: workflow_value(v, inputs) for k, v in step.get("env", {}).items()}
+            done = run_shell(step["run"], checkout, here)
+            assert done.returncode == 0, f"{step.get('name')}\n{done.stdout}\n{done.stderr}"
+            ran += 1
+    assert ran == 2 and len(server.requests) == 2
+    assert "Run the tests and fix what fails." in json.dumps(server.requests[0]["input"])
+    (upload,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload")]
+    for name in upload["with"]["path"].split():
+        assert (checkout / name).exists(), name
+    events = [json.loads(line) for line in (checkout / "events.jsonl").read_text().splitlines()]
+    assert events[0]["type"] == "thread.started" and events[-1]["type"] == "turn.completed"
+    assert (checkout / "last-message.md").read_text() == "All tests pass."
+    assert "All tests pass." in (checkout / "review.md").read_text()
+
+
 @pytest.mark.slow
 def test_python_blocks_run(work: Path) -> None:
     """The ``python`` blocks (nbclient runs a notebook in a real kernel)."""
@@ -414,8 +470,11 @@ def test_kernel_blocks_run_in_a_real_kernel(
             assert not errors, f"README.md:{b.line}: {errors}"
             assert "agent:" not in printed, f"README.md:{b.line}: {printed}"
             agent_cells += b.body.startswith("%%agent")
-        assert agent_cells == 2 and len(server.requests) == 1  # the replay sends nothing
+        assert agent_cells == 3 and len(server.requests) == 3  # the replay sends nothing
         assert server.requests[0]["model"] == "gpt-5.1-codex"
+        filled, asked = (user_texts(r)[-1] for r in server.requests[1:])  # Scripted notebooks
+        assert filled == 'Please count the lines of README.md; answer as {"lines": N}.'
+        assert asked == "Which file did you read?"
         assert (tmp_path / "ws" / "first-session.html").exists()
         assert "+ 1" not in (tmp_path / "ws" / "stats.py").read_text()
     finally:
