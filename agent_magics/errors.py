@@ -5,7 +5,8 @@
     │   └── ArgumentError     a tool call's arguments did not decode
     ├── UserError             a person must fix a setting: one clear sentence, no traceback
     │   ├── ConfigError       a bad option or config value
-    │   ├── ModelError        the model server refused (no key, unknown model, bad request)
+    │   ├── ModelError        the model server refused (no key, unknown model, bad request),
+    │   │                     or answered what it would answer again (a malformed stream)
     │   │   └── ContextWindowFull  the conversation no longer fits the model's window
     │   └── ConnectionFailed  the model server could not be reached (after retries)
     ├── TurnAborted           the person stopped the turn (Abort turn, kernel interrupt)

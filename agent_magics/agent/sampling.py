@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from agent_magics.errors import ConnectionFailed
+from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.events import (
     AssistantMessage,
     EventSink,
@@ -78,7 +78,12 @@ async def sample(
             silent = exc.retryable and not heard.events and retries > 0
             if silent and fills_window is not None and fills_window(sent):
                 raise window_full(SILENT_OVERFLOW) from None
-            if not exc.retryable or retries >= max_retries:
+            if not exc.retryable:  # the same server would send it again: not worth a retry
+                raise ModelError(
+                    f"The model's answer failed: {exc.message}.",
+                    codex_text=stream_text(exc.message),
+                ) from None
+            if retries >= max_retries:
                 raise ConnectionFailed(
                     f"The model's answer failed: {exc.message}"
                     + (f" (after {retries} retries)." if retries else "."),

@@ -259,7 +259,9 @@ def test_one_exec_turn_ends_with_one_sentence(tmp_path: Path, path: str, fault: 
             code, out, err, rss_kib = exec_cli(server.base_url, tmp_path, None)
         else:
             code, out, err, rss_kib = exec_cli("http://model.invalid/v1", tmp_path, server.origin)
-    assert code == 75, err  # the server failed (after no retries here): worth retrying later
+    # a bomb would come again (1: someone must fix the server); a slow head may not (75:
+    # it failed after the retries, none here, and a job may try again later)
+    assert code == (1 if fault == "gzip-bomb" else 75), err
     session, _, said = err.partition("\n")
     assert session.startswith("session: ")
     assert said == f"agent-magics: The model's answer failed: {sentence}\n"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics.errors import ConnectionFailed
+from agent_magics.errors import ModelError
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.protocol.items import server_item
 from agent_magics.store.readback import answer_unfinished_calls
@@ -162,7 +162,7 @@ async def test_a_call_without_any_id_ends_the_turn_with_codex_words(tmp_path: Pa
     del call["call_id"], call["id"]
     with ScriptedResponsesServer([[call], [message("later")]]) as server:
         session = session_for(tmp_path, server.base_url, shell_type="unified_exec")
-        with pytest.raises(ConnectionFailed, match="LocalShellCall without call_id or id"):
+        with pytest.raises(ModelError, match="LocalShellCall without call_id or id"):
             await session.run_turn("go")
         assert not (tmp_path / "made.txt").exists()
         result = await session.run_turn("again")  # nothing of the failed answer is kept
