@@ -6,7 +6,6 @@ findings shape and text layout, so tools that read its reviews read ours)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from agent_magics.agent.review import (
 from agent_magics.errors import UserError
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.helpers.git import git
 from tests.helpers.sessions import config_for
 
 FINDING = {
@@ -44,13 +44,6 @@ REVIEW = {
     "overall_explanation": "The new mean is wrong for short months.",
     "overall_confidence_score": 0.7,
 }
-
-
-def git(repo: Path, *args: str) -> str:
-    ident = ["-c", "user.name=A", "-c", "user.email=a@example.org", "-c", "init.defaultBranch=main"]
-    done = subprocess.run(["git", *ident, *args], cwd=repo, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.fixture

@@ -6,13 +6,12 @@ before its next turn. A scripted model on 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from agent_magics.agent.review import REVIEW_INSTRUCTIONS
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.helpers.git import git
 from tests.helpers.kernels import TURN_DONE, Kernel, agent_cell
 
 pytestmark = pytest.mark.slow
@@ -30,11 +29,6 @@ REVIEW = {
     "overall_explanation": "The mean is wrong for every month but the long ones.",
     "overall_confidence_score": 0.8,
 }
-
-
-def git(repo: Path, *args: str) -> None:
-    ident = ["-c", "user.name=A", "-c", "user.email=a@example.org", "-c", "init.defaultBranch=main"]
-    subprocess.run(["git", *ident, *args], cwd=repo, check=True, capture_output=True)
 
 
 def test_a_review_shows_its_findings_and_the_next_turn_knows_them(kernel: Kernel) -> None:

@@ -22,6 +22,7 @@ from agent_magics.agent.review import (
     review_text,
 )
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from tests.helpers.git import git
 
 pytestmark = pytest.mark.slow
 
@@ -43,13 +44,6 @@ REVIEW = {
     "overall_confidence_score": 0.6,
 }
 EXPECTED = review_text(parse_review(json.dumps(REVIEW)))
-
-
-def git(repo: Path, *args: str) -> str:
-    ident = ["-c", "user.name=A", "-c", "user.email=a@example.org", "-c", "init.defaultBranch=main"]
-    done = subprocess.run(["git", *ident, *args], cwd=repo, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.fixture
