@@ -253,15 +253,31 @@ class ServerKernel(Kernel):
 
     def __init__(self, connection_file: Path, cwd: Path) -> None:
         self.ws = cwd
-        deadline = time.monotonic() + 60
-        while not connection_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.kc = BlockingKernelClient(connection_file=str(connection_file))
-        self.kc.load_connection_file()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        self.kc = self._connect(connection_file, time.monotonic() + 120)
         self.log: list[dict[str, Any]] = []
         self.states: dict[str, dict[str, Any]] = {}
+
+    @staticmethod
+    def _connect(connection_file: Path, deadline: float) -> BlockingKernelClient:
+        """A client that has seen the kernel ready. The server picks the kernel's ports
+        and closes them before the kernel binds them; under ``pytest -n auto`` another
+        worker can take one in between, the kernel dies, and the server's restarter starts
+        it again on new ports, rewriting the connection file. So a client that finds the
+        kernel dead reads the file again and tries once more, until the deadline."""
+        while not connection_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        while True:
+            kc = BlockingKernelClient(connection_file=str(connection_file))
+            kc.load_connection_file()
+            kc.start_channels()
+            try:
+                kc.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
+                return kc
+            except RuntimeError:
+                kc.stop_channels()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
 
     def close(self) -> None:
         self.kc.stop_channels()
