@@ -88,12 +88,13 @@ class SessionConfig(BaseModel):
     ("The teacher's policy (...) allows sandbox up to read-only"). While set, no command
     or patch of the agent or its helpers runs outside the sandbox: an escalation, a retry
     without the sandbox and a machine with no sandbox are refused with these words."""
-    approver: Literal["notebook", "terminal", "deny", "approve"] = Field(
+    approver: Literal["notebook", "terminal", "chat", "deny", "approve"] = Field(
         default="notebook", exclude=True
     )
     """Set by the front end (not a setting to choose or save): who answers approval
-    questions, a person at the notebook's cards or at a terminal, or, in a run nobody
-    watches, a standing answer that denies or approves each; the model is told which."""
+    questions, a person at the notebook's cards, at a terminal or in a chat panel (ACP),
+    or, in a run nobody watches, a standing answer that denies or approves each; the
+    model is told which."""
     cwd: Path = Field(default_factory=Path.cwd)
     """The folder the agent works in."""
     apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"

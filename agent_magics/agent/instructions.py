@@ -31,6 +31,11 @@ You are a coding agent started from a terminal, working on the files of its work
 folder. A person at the terminal reads your messages and approves the tool calls that
 need approval.
 """
+CHAT_OPENING = """\
+You are a coding agent answering in a chat panel, working on the files of its working
+folder. A person reads your messages in the chat and approves the tool calls that need
+approval there.
+"""
 HEADLESS_OPENING = """\
 You are a coding agent working on the files of a working folder, in a run that nobody
 watches (a script, a CI job, a notebook run from the command line). Nobody can answer
@@ -57,12 +62,14 @@ BASE_INSTRUCTIONS = NOTEBOOK_OPENING + "\n" + HOW_TO_WORK
 
 def base_instructions(approver: str, policy: ApprovalPolicy, sandbox: SandboxMode) -> str:
     """The built-in instructions for a session whose approvals ``approver`` answers
-    (``notebook``, ``terminal``, or headless ``deny`` / ``approve``), under ``policy``
+    (``notebook``, ``terminal``, ``chat``, or headless ``deny`` / ``approve``), under ``policy``
     and ``sandbox``."""
     if approver == "notebook":
         return BASE_INSTRUCTIONS
     if approver == "terminal":
         return TERMINAL_OPENING + "\n" + HOW_TO_WORK
+    if approver == "chat":
+        return CHAT_OPENING + "\n" + HOW_TO_WORK
     approves = approver == "approve"
     opening = HEADLESS_OPENING.format(answer=standing_answer(approves))
     rules = "\n".join(f"- {rule}" for rule in headless_rules(policy, sandbox, approves))

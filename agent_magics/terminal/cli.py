@@ -93,6 +93,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="attach an image to the prompt; repeatable",
     )
     ex.add_argument("prompt", nargs="?", help="the prompt; read from stdin when absent or '-'")
+    acp = sub.add_parser(
+        "acp",
+        help="serve the Agent Client Protocol on stdio, for chat panels (jupyter-ai, Zed, marimo)",
+    )
+    acp.add_argument("--base-url", help="model server URL, e.g. http://127.0.0.1:8000/v1")
+    acp.add_argument("-m", "--model", help="model name")
+    acp.add_argument("--provider", choices=["auto", "responses", "chat", "replay"])
+    acp.add_argument(
+        "-a", "--approval-policy", choices=[p.value for p in ApprovalPolicy],
+        help="the sessions' first mode (the client can switch it)",
+    )  # fmt: skip
+    acp.add_argument("-s", "--sandbox", choices=[s.value for s in SandboxMode])
+    acp.add_argument(
+        "-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+        help="override a setting (VALUE read as TOML, else as a string); repeatable",
+    )  # fmt: skip
     tr = sub.add_parser("trust", help="trust the project config (.agent_magics/config.toml)")
     tr.add_argument("folder", nargs="?", type=Path, default=Path(), help="default: here")
     sub.add_parser("demo", help="one offline turn: a scripted model drives the real tools")
@@ -200,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         from agent_magics.terminal.demo import main as demo_main
 
         return demo_main()
+    if args.command == "acp":
+        from agent_magics.acp.main import run
+
+        return run(args)
     if args.command == "export":
         return run_export(args)
     if args.command == "trust":
