@@ -13,7 +13,7 @@
 - a sub-agent's calls are nested: their ids start with the agent's path
   (``<agent id>/<call id>``), their titles with its nickname in brackets, and their
   ``_meta`` names the call that started the agent (``parentToolCallId``);
-- the turn's end gives ``usage_update`` (how full the window is).
+- the turn's end gives ``usage_update`` (how full the window is, when its size is known).
 
 Events reach the fold with secrets already taken out (the session redacts what it
 emits). Output shown in a call is bounded (:data:`MAX_OUTPUT_CHARS`, its tail kept).
@@ -150,7 +150,9 @@ class AcpUpdates:
             return self._close_open()
         if isinstance(event, TurnFinished):
             used, size = event.context
-            return [UsageUpdate(session_update="usage_update", used=used, size=size or 0)]
+            if not size:  # the window is not known: no fill to show
+                return []
+            return [UsageUpdate(session_update="usage_update", used=used, size=size)]
         return self._fold_more(event, path)
 
     def _fold_more(self, event: Event, path: tuple[str, ...]) -> list[Update]:
