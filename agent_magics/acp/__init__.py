@@ -13,4 +13,8 @@ our sessions, with the same tools, sandbox, approvals and saved sessions as a ce
 - :mod:`.permissions`: an approval request as a permission request, and back.
 - :mod:`.modes`, :mod:`.commands`, :mod:`.client_mcp`, :mod:`.replay`: modes, slash
   commands, the MCP servers a client passes, a loaded session told again.
+- :mod:`.chat_notebook` with :mod:`.kernel_channel`, :mod:`.kernel_tools` and
+  :mod:`.kernel_document`: the notebook a chat belongs to, its kernel's tools and its
+  live document, reached through the Jupyter server that started the process.
+- :mod:`.persona`: the agent as a persona of Jupyter AI's chat.
 """

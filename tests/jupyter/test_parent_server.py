@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_magics.jupyter.kernel.parent_server import listening, served_by
+from agent_magics.server.parent_server import listening, served_by
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -10,8 +10,9 @@ notebook of each kernel it runs, by the kernel's id (in its connection file's na
 
 A command can write in that folder where it lies in a writable root (``/tmp``, or the
 home as on Binder, under Landlock), so a file there is believed only when the process
-that started this kernel listens where its URL points (:mod:`.parent_server`): the server
-that started the kernel, not a server someone named. Only when no such server lists this
+that started this kernel listens where its URL points
+(:mod:`agent_magics.server.parent_server`): the server that started the kernel, not a
+server someone named. Only when no such server lists this
 kernel (a console, nbclient or papermill, VS Code, a remote kernel) do the environment
 and VS Code's variable name the notebook, and :class:`OwnNotebook` says so.
 """
@@ -31,7 +32,7 @@ from agent_magics.jupyter.kernel.live_notebook import (
     runtime_dir,
 )
 from agent_magics.jupyter.kernel.notebook_context import SESSION_ENV, notebook_file
-from agent_magics.jupyter.kernel.parent_server import Listening, listening, served_by
+from agent_magics.server.parent_server import Listening, listening, served_by
 
 ASK_TIMEOUT_S = 3.0
 """Seconds one server may take to list its sessions (it answers from memory)."""

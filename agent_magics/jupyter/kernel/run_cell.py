@@ -36,7 +36,6 @@ from agent_magics.jupyter.kernel.run_python import (
     DEFAULT_TIMEOUT_MS,
     HIDDEN_FILES,
     MAX_TIMEOUT_MS,
-    asked_in_kernel,
     run_code,
 )
 from agent_magics.tools.args import decode_call
@@ -52,6 +51,7 @@ from agent_magics.tools.notebook.document import (
     used_live,
 )
 from agent_magics.tools.notebook.masking import OutputMask
+from agent_magics.tools.runtimes.kernel_code import asked_in_kernel
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 NAME = "run_cell"

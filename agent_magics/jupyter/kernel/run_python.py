@@ -15,7 +15,8 @@ code runs, so widget clicks (Abort turn included) wait until it ends: the stop b
 (SIGINT) and ``timeout_ms`` are what interrupt it (:mod:`.interrupt`).
 
 Approval
-(:func:`~agent_magics.tools.approval.requirement.kernel_approval_requirement`): it
+(:func:`~agent_magics.tools.approval.requirement.kernel_approval_requirement`, asked by
+:func:`~agent_magics.tools.runtimes.kernel_code.asked_in_kernel`): it
 changes the person's state and is not sandboxed (it is their own kernel), so it asks unless the
 policy is ``never``; under the ``read-only`` sandbox it never runs without a person's
 yes (``never`` refuses it). "Approve for session" covers every later run_python call of
@@ -25,7 +26,7 @@ the session, except under ``read-only``, where it covers only the same code agai
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,19 +45,11 @@ from agent_magics.jupyter.kernel.outputs import (
     namespace_ids,
     short_traceback,
 )
-from agent_magics.protocol.approval import ApprovalRequest
-from agent_magics.tools.approval.orchestrator import GuardedCall, run_guarded
-from agent_magics.tools.approval.requirement import (
-    PYTHON_IN_KERNEL,
-    kernel_approval_requirement,
-    kernel_session_key,
-    kernel_session_scope,
-)
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
 from agent_magics.tools.notebook.masking import OutputMask
-from agent_magics.tools.sandbox import SandboxSpec
+from agent_magics.tools.runtimes.kernel_code import asked_in_kernel
 from agent_magics.tools.spec import FunctionSpec, ToolSpec, number, obj, string
 
 DEFAULT_TIMEOUT_MS = 60_000
@@ -125,40 +118,6 @@ class RunPythonHandler:
         """Run ``code`` and answer with its outputs; a person's interrupt ends the turn."""
         ran = await run_code(self.shell, code, timeout_ms)
         return ran.answer(self.shell, supports_images, self.mask())
-
-
-async def asked_in_kernel(
-    inv: ToolInvocation,
-    tool: str,
-    code: str,
-    session_key: tuple[str, ...],
-    rejected: str,
-    run: Callable[[], Awaitable[ToolOutput]],
-) -> ToolOutput:
-    """``run`` once the rules for code that runs in the kernel allow ``code`` (asking the
-    person where they say so): run_python's rule, shared by every tool that runs code in
-    the kernel. The question shows ``code``, exactly what runs."""
-    turn = inv.turn
-    request = ApprovalRequest(
-        call_id=inv.call_id,
-        tool_name=tool,
-        kind="exec",
-        cwd=turn.cwd,
-        command=(code,),  # what a person reads when asked, in a card or a terminal
-        keys=kernel_session_key(turn.sandbox_mode, session_key, code),
-        session_scope=kernel_session_scope(turn.sandbox_mode, tool),
-    )
-    requirement = kernel_approval_requirement(
-        turn.approval_policy, turn.sandbox_mode, PYTHON_IN_KERNEL
-    )
-
-    async def attempt(_sandbox: SandboxSpec) -> ToolOutput:
-        return await run()
-
-    ran = await run_guarded(
-        inv, GuardedCall(request, requirement, attempt, rejected, runs_outside_sandbox=True)
-    )
-    return ran.value
 
 
 @dataclass

@@ -36,6 +36,11 @@ class KernelTools:
         self.own = own  # the kernel's notebook, as its server names it
         self._live: KernelNotebooks | None = None  # kept: it keeps the room joined
 
+    @property
+    def live(self) -> KernelNotebooks | None:
+        """The open notebooks the notebook tools reach (made by the first call)."""
+        return self._live
+
     def __call__(self) -> list[ToolHandler]:
         from agent_magics.jupyter.kernel.inspect_variable import InspectVariableHandler
         from agent_magics.jupyter.kernel.list_variables import ListVariablesHandler

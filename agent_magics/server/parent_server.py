@@ -1,4 +1,4 @@
-"""Whether a Jupyter server's URL is served by the process that started this kernel.
+"""Whether a Jupyter server's URL is served by the process that started this one.
 
 A server's runtime file (``jpserver-<pid>.json``) says where it listens, but anyone who
 can write the runtime folder can write such a file, claim any pid and name any URL. The

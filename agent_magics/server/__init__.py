@@ -1,0 +1,1 @@
+"""Facts about the Jupyter server that started this process, for every front end."""
