@@ -77,7 +77,7 @@ README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
 OLLAMA = "http://127.0.0.1:11434/v1"
 KINDS = {"top", "shell", "openai", "chat", "python", "kernel", "output", "config"}
-KINDS |= {"policy", "message", "syntax", "skip", "workflow"}
+KINDS |= {"policy", "message", "syntax", "skip", "workflow", "acp-client"}
 FENCE = re.compile(
     r"^(?:<!-- test: (?P<kind>[^>]*?) -->\n)?```(?P<lang>\S*)\n(?P<body>.*?)^```$", re.M | re.S
 )
@@ -228,6 +228,21 @@ def test_every_agent_magics_command_parses() -> None:
     table = set(re.findall(r"^\| `(-[^`]*)`", prose(), re.M))
     named = {o for row in table for o in re.findall(r"--?[\w-]+", row)}
     assert named == exec_options - {"-h", "--help"}  # the flag table is the whole parser
+
+
+def test_chat_client_settings_start_our_acp_command() -> None:
+    """An editor's settings (Zed's ``agent_servers``) are valid JSON whose command, run
+    with its arguments, is ``agent-magics acp`` with options it takes."""
+    from agent_magics.terminal.cli import parse_args
+
+    found = of_kind("acp-client")
+    assert found
+    for b in found:
+        servers = json.loads(b.body)["agent_servers"]
+        for server in servers.values():
+            assert Path(server["command"]).name == "agent-magics", b.line
+            assert parse_args(server["args"]).command == "acp", b.line
+            assert all(isinstance(v, str) for v in server.get("env", {}).values()), b.line
 
 
 def test_every_cell_option_and_line_command_exists() -> None:
