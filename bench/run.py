@@ -186,6 +186,22 @@ def bench_subagent(ctx: Ctx) -> Result:
     )
 
 
+@benchmark("acp_rounds", "<= 1.3")
+def bench_acp(ctx: Ctx) -> Result:
+    """A turn of 20 command rounds asked through ``agent-magics acp`` (the SDK's client
+    over stdio) vs the same turn run by a session in this process."""
+    from acp_bench import rounds as acp_rounds
+
+    acp, own = acp_rounds(runs=ctx.pick(7, 2))
+    return Result(
+        acp * 1e3,
+        "ms",
+        _ratio(acp, own),
+        own * 1e3,
+        "20 exec_command rounds in one prompt through the ACP process vs a Session here",
+    )
+
+
 @benchmark("inspect_dataframe_10m", "<= 1000 ms")
 def bench_inspect_frame(ctx: Ctx) -> Result:
     """inspect_variable on a 10M-row pandas frame vs ``df.head().to_string()``."""
