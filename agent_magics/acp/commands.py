@@ -4,8 +4,9 @@ the prompt's text), and its answer is the chat's message.
 
 - ``/compact [what to keep]``: compact the conversation now;
 - ``/status``: the model, policies, folder, tokens, the saved session and the notebook;
-- ``/undo``: put back the files the last turn changed, once the person confirms (a
-  permission question, whose diffs are the files changed since by someone else);
+- ``/undo``: put back the files and the notebook cells the last turn changed, once the
+  person confirms (a permission question, whose diffs are the files changed since by
+  someone else);
 - ``/review [uncommitted | base BRANCH | commit SHA | instructions]``: a review in a
   separate read-only session, its findings told here and to the model;
 - ``/notebook PATH``: the notebook whose kernel the kernel tools act on.
@@ -86,7 +87,7 @@ async def status(chat: ChatSession, rest: str) -> None:
 
 
 async def undo(chat: ChatSession, rest: str) -> None:
-    from agent_magics.store.undo import plan_undo, undo_last_turn
+    from agent_magics.store.undo import plan_undo, undo_turn
 
     last = chat.session.changes.last
     if last is None:
@@ -113,10 +114,9 @@ async def undo(chat: ChatSession, rest: str) -> None:
     if chosen not in ("undo", "all"):
         chat.say("Undo cancelled: the files stay as the turn left them.")
         return
-    chat.say(undo_last_turn(chat.session.changes, plan, everything=chosen == "all"))
-    if chat.recorder is not None:
-        done = plan.restore + (plan.asked if chosen == "all" else [])
-        chat.recorder.write({"type": "undo", "files": sorted({c.shown for c in done})})
+    record = chat.recorder.write if chat.recorder is not None else None
+    everything = chosen == "all"
+    chat.say(await undo_turn(chat.session.changes, plan, everything=everything, record=record))
 
 
 async def review(chat: ChatSession, rest: str) -> None:

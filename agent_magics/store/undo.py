@@ -25,14 +25,22 @@ through a symlink.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent_magics.apply_patch.files import MAX_FILE_BYTES, ConfinedFiles
 from agent_magics.events import FileDiff
 from agent_magics.store.changes import AGENT, CHANGED, COMMANDS, Change, ChangeTracker, TurnChanges
 from agent_magics.store.diff import FileState, file_diff, read_state
-from agent_magics.tools.notebook.cell_undo import cells_question
+from agent_magics.tools.notebook.cell_undo import (
+    REVERTED_CELLS,
+    cells_outcome,
+    cells_question,
+    revert_cells,
+)
+from agent_magics.tools.notebook.document import LiveUnavailable
 from agent_magics.tools.sandbox.roots import confined_files
 
 REVERTED = "The user reverted the changes of your last turn to: {files}."
@@ -208,6 +216,47 @@ def undo_last_turn(tracker: ChangeTracker, plan: UndoPlan, *, everything: bool =
     else:
         text = ""  # only cells of the open notebook: the caller tells what became of them
     return " ".join([text + plan.left_text(), *problems])
+
+
+def undo_record(plan: UndoPlan, *, everything: bool, cells: list[str]) -> dict[str, Any]:
+    """The session file's line for an undo: the files put back, and the cells."""
+    done = plan.restore + (plan.asked if everything else [])
+    line: dict[str, Any] = {"type": "undo", "files": sorted(dict.fromkeys(c.shown for c in done))}
+    if cells:
+        line["cells"] = cells
+    return line
+
+
+async def undo_turn(
+    tracker: ChangeTracker,
+    plan: UndoPlan,
+    *,
+    everything: bool,
+    record: Callable[[dict[str, Any]], None] | None = None,
+) -> str:
+    """Undo the turn of ``plan`` as every front end does: the open notebook's cells it
+    edited first, through the editor's document (all of them or, when it cannot be
+    reached, nothing at all), then its files (:func:`undo_last_turn`). ``record``: where
+    the session file's line goes. Returns what to show the person."""
+    edits = plan.turn.cells
+    done: list[str] = []
+    cells = names = ""
+    if edits:
+        names = ", ".join(dict.fromkeys(e.path.name for e in edits))
+        try:
+            done, left = await revert_cells(edits)
+        except LiveUnavailable as exc:
+            return (
+                f"Undo refused: the open notebook {names} cannot be reached ({exc.reason}); "
+                "nothing was restored."
+            )
+        cells = cells_outcome(names, done, left)
+    text = undo_last_turn(tracker, plan, everything=everything)
+    if record is not None:
+        record(undo_record(plan, everything=everything, cells=done))
+    if done:
+        tracker.notes.append(REVERTED_CELLS.format(path=names, cells="; ".join(done)))
+    return " ".join(filter(None, [cells, text]))
 
 
 def _rest(change: Change) -> Change:

@@ -18,9 +18,7 @@ from IPython.display import display
 
 from agent_magics.jupyter.ui.buttons import card_button
 from agent_magics.jupyter.ui.cards import close_widgets
-from agent_magics.store.undo import UndoPlan, plan_undo, undo_last_turn
-from agent_magics.tools.notebook.cell_undo import REVERTED_CELLS, cells_outcome, revert_cells
-from agent_magics.tools.notebook.document import LiveUnavailable
+from agent_magics.store.undo import UndoPlan, plan_undo, undo_last_turn, undo_record, undo_turn
 from agent_magics.transcript.html import esc
 
 if TYPE_CHECKING:
@@ -81,40 +79,23 @@ def _plan(controller: Controller, turn: TurnChanges | None = None) -> UndoPlan |
     return f"agent: {plan.refusal}" if plan.refusal else plan
 
 
-def _undo(
-    controller: Controller, plan: UndoPlan, *, everything: bool, cells: list[str] | None = None
-) -> str:
+def _undo(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
     session = controller.session
     assert session is not None
     text = undo_last_turn(session.changes, plan, everything=everything)
     recorder = controller.files.recorder
     if recorder is not None:
-        done = plan.restore + (plan.asked if everything else [])
-        files = list(dict.fromkeys(c.shown for c in done))
-        line: dict[str, Any] = {"type": "undo", "files": sorted(files)}
-        if cells:
-            line["cells"] = cells
-        recorder.write(line)
+        recorder.write(undo_record(plan, everything=everything, cells=[]))
     return text
 
 
 async def _undo_with_cells(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
-    """Undo a turn that edited the open notebook: its cells first, through the editor's
-    document (all of them or, when it cannot be reached, nothing at all), then its files."""
-    edits = plan.turn.cells
-    names = ", ".join(dict.fromkeys(e.path.name for e in edits))
-    try:
-        done, left = await revert_cells(edits)
-    except LiveUnavailable as exc:
-        return (
-            f"Undo refused: the open notebook {names} cannot be reached ({exc.reason}); "
-            "nothing was restored."
-        )
-    text = _undo(controller, plan, everything=everything, cells=done)
+    """Undo a turn that edited the open notebook (:func:`undo_turn`)."""
     session = controller.session
-    if done and session is not None:
-        session.changes.notes.append(REVERTED_CELLS.format(path=names, cells="; ".join(done)))
-    return " ".join(filter(None, [cells_outcome(names, done, left), text]))
+    assert session is not None
+    recorder = controller.files.recorder
+    record = recorder.write if recorder is not None else None
+    return await undo_turn(session.changes, plan, everything=everything, record=record)
 
 
 def _undo_later(
