@@ -28,7 +28,7 @@ def start_chat(
     from agent_magics.agent.session import Session
     from agent_magics.config import load_config
     from agent_magics.store.paths import sessions_folder
-    from agent_magics.store.recorder import record_session, restored_fields
+    from agent_magics.store.recorder import restored_fields, saved_session
     from agent_magics.teaching.bounds import bind, summary
     from agent_magics.teaching.sources import site_policy
 
@@ -61,18 +61,7 @@ def start_chat(
     session = Session(
         config, extra_tools=notebook.tools if notebook else None, offers=policy.offers
     )
-    if resume is not None:
-        from agent_magics.store.resume import continue_in
-
-        continue_in(session, resume)
-    recorder = record_session(
-        session,
-        folder,
-        turns=resume.turns if resume else 0,
-        resumed=resume is not None,
-        resume=resume is not None,
-        say=notes.append,
-    )
+    recorder = saved_session(session, folder, resume, say=notes.append)
     session_id = recorder.id if recorder is not None else session.thread_id
     chat = ChatSession(client, session_id, session, recorder, policy, notebook)
     chat.notes = notes

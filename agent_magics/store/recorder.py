@@ -41,6 +41,7 @@ from agent_magics.tools.goal_state import goal_record
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
+    from agent_magics.store.resume import Resume
 
 _log = logging.getLogger("agent_magics")
 
@@ -232,6 +233,23 @@ class SessionRecorder:
         if self.session.on_history == self.sync:
             self.session.on_history = None
         self.log.close()
+
+
+def saved_session(
+    session: Session,
+    folder: Path | None,
+    resume: Resume | None,
+    say: Callable[[str], None] | None = None,
+) -> SessionRecorder | None:
+    """``session`` made the saved one ``resume`` holds, when resuming (its history, id
+    and counts), then its recorder in ``folder`` (:func:`record_session`)."""
+    if resume is not None:
+        from agent_magics.store.resume import continue_in
+
+        continue_in(session, resume)
+    resumed = resume is not None
+    turns = resume.turns if resume is not None else 0
+    return record_session(session, folder, turns=turns, resumed=resumed, resume=resumed, say=say)
 
 
 def record_session(

@@ -50,7 +50,7 @@ async def start_exec(
     from agent_magics.agent.session import Session
     from agent_magics.config import load_config
     from agent_magics.store.paths import sessions_folder
-    from agent_magics.store.recorder import record_session
+    from agent_magics.store.recorder import saved_session
     from agent_magics.teaching.bounds import bind, summary
     from agent_magics.teaching.sources import site_policy
     from agent_magics.terminal.console import TerminalConsole
@@ -99,17 +99,8 @@ async def start_exec(
             extra_tools=graded_notebook_tools(config, policy),
             offers=policy.offers,
         )
-    if resume is not None:
-        from agent_magics.store.resume import continue_in
-
-        continue_in(session, resume)
-    recorder = record_session(
-        session,
-        folder,
-        turns=resume.turns if resume else 0,
-        resumed=resume is not None,
-        resume=resume is not None,
-        say=lambda text: print(f"agent-magics: {text}", file=sys.stderr),
+    recorder = saved_session(
+        session, folder, resume, say=lambda text: print(f"agent-magics: {text}", file=sys.stderr)
     )
     if recorder is not None:
         print(f"session: {recorder.id}", file=sys.stderr)
