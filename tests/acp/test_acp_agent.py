@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
-from tests.helpers.acp_client import Chat, agent_env, agent_process
+from tests.helpers.acp_client import WAIT_S, Chat, agent_env, agent_process, ask
 
 pytestmark = pytest.mark.asyncio
-WAIT_S = 120
 
 
 def shell(command: str, call_id: str) -> dict[str, object]:
@@ -35,10 +34,7 @@ async def one_turn(
     with ScriptedResponsesServer(turns) as model:
         async with agent_process(chat, agent_env(tmp_path / "home", model), ws, "-a", mode) as conn:
             session = await conn.new_session(cwd=str(ws), mcp_servers=[])
-            reply = await asyncio.wait_for(
-                conn.prompt(session_id=session.session_id, prompt=[{"type": "text", "text": "go"}]),
-                WAIT_S,
-            )
+            reply = await ask(conn, chat, session.session_id, "go")
     return chat, reply, model
 
 
@@ -117,6 +113,7 @@ async def test_cancel_stops_a_long_command_and_its_processes(tmp_path: Path) -> 
                 await asyncio.sleep(0.05)
             await conn.cancel(session_id=session.session_id)
             reply = await asyncio.wait_for(prompt, WAIT_S)
+            await chat.settle()
             assert reply.stop_reason == "cancelled"
             await asyncio.sleep(4)  # past the command's sleep: a live process would write
             assert not (ws / "late").exists()
@@ -133,8 +130,7 @@ async def test_a_session_loads_after_the_process_restarts(tmp_path: Path) -> Non
         first = Chat()
         async with agent_process(first, agent_env(home, model), ws) as conn:
             session = await conn.new_session(cwd=str(ws), mcp_servers=[])
-            text = [{"type": "text", "text": "remember the word lantern"}]
-            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=text), WAIT_S)
+            await ask(conn, first, session.session_id, "remember the word lantern")
         second = Chat()
         async with agent_process(second, agent_env(home, model), ws) as conn:
             listed = await conn.list_sessions(cwd=str(ws))
@@ -143,11 +139,11 @@ async def test_a_session_loads_after_the_process_restarts(tmp_path: Path) -> Non
                 cwd=str(ws), session_id=session.session_id, mcp_servers=[]
             )
             assert loaded.modes.current_mode_id == "on-request"
+            await second.until(lambda: "first answer" in second.text())
             told = [u for u in second.updates if u.session_update == "user_message_chunk"]
             assert [u.content.text for u in told] == ["remember the word lantern"]
             assert "first answer" in second.text()
-            again = [{"type": "text", "text": "which word?"}]
-            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=again), WAIT_S)
+            await ask(conn, second, session.session_id, "which word?")
         assert "lantern" in json.dumps(model.requests[-1]["input"])
 
 
@@ -165,8 +161,7 @@ async def test_modes_are_the_approval_policies(tmp_path: Path) -> None:
             ids = [m.id for m in session.modes.available_modes]
             assert ids == ["untrusted", "on-request", "on-failure", "never"]
             await conn.set_session_mode(session_id=session.session_id, mode_id="never")
-            text = [{"type": "text", "text": "go"}]
-            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=text), WAIT_S)
+            await ask(conn, chat, session.session_id, "go")
     assert chat.questions == []  # never: nothing asks
     assert (ws / "free.txt").exists()
     assert "current_mode_update" in chat.kinds()

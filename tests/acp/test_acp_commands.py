@@ -4,7 +4,6 @@ calls nested under the call that spawned it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,11 @@ from agent_magics.testing import (
     function_call,
     message,
 )
-from tests.helpers.acp_client import Chat, agent_env, agent_process
+from tests.helpers.acp_client import Chat, agent_env, agent_process, ask
 from tests.helpers.agents import agent_call, deciding, outputs, spawned_ids
 from tests.helpers.git import git
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
-WAIT_S = 120
 
 
 async def prompts(
@@ -36,12 +34,7 @@ async def prompts(
     async with agent_process(chat, agent_env(tmp_path / "home", server), ws, *args) as conn:
         session = await conn.new_session(cwd=str(ws), mcp_servers=[])
         for text in texts:
-            block = [{"type": "text", "text": text}]
-            replies.append(
-                await asyncio.wait_for(
-                    conn.prompt(session_id=session.session_id, prompt=block), WAIT_S
-                )
-            )
+            replies.append(await ask(conn, chat, session.session_id, text))
     return replies
 
 

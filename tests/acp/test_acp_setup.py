@@ -3,7 +3,6 @@ the person allowed them, remembered when asked to), and a teacher's site policy.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -12,11 +11,10 @@ import pytest
 from acp.schema import EnvVariable, McpServerStdio
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
-from tests.helpers.acp_client import Chat, agent_env, agent_process
+from tests.helpers.acp_client import Chat, agent_env, agent_process, ask
 from tests.helpers.teaching import site_file
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
-WAIT_S = 120
 TIME_SERVER = McpServerStdio(
     name="time",
     command=sys.executable,
@@ -35,8 +33,7 @@ async def turn_with(
         env = agent_env(tmp_path / "home", model)
         async with agent_process(chat, env, ws, *args, python=python) as conn:
             session = await conn.new_session(cwd=str(ws), mcp_servers=servers)
-            text = [{"type": "text", "text": "what time is it?"}]
-            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=text), WAIT_S)
+            await ask(conn, chat, session.session_id, "what time is it?")
     return model
 
 
@@ -93,7 +90,6 @@ async def test_a_teachers_site_policy_holds_in_the_chat(tmp_path: Path, site_pyt
             session = await conn.new_session(cwd=str(ws), mcp_servers=[])
             with pytest.raises(Exception, match="on-request"):
                 await conn.set_session_mode(session_id=session.session_id, mode_id="never")
-            text = [{"type": "text", "text": "write a file"}]
-            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=text), WAIT_S)
+            await ask(conn, chat, session.session_id, "write a file")
     assert not (ws / "written").exists()  # read-only, whatever the model asked
     assert "read-only" in chat.text()  # the policy's line opens the chat

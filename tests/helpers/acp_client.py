@@ -28,6 +28,7 @@ from acp.stdio import spawn_agent_process
 from agent_magics.testing import ScriptedResponsesServer
 
 KEY = "sk-dummy-acp-Z2k4W8Q7v9"
+WAIT_S = 120  # a bound against a hang only: a scripted turn takes a second or two
 
 
 class Chat:
@@ -53,6 +54,26 @@ class Chat:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=answer)
         )
+
+    async def until(self, check: Any, timeout_s: float = 30) -> None:
+        """Wait until ``check()`` holds: the SDK hands each notification to its handler
+        in a task of its own, so one sent before a response may be taken after it."""
+        for _ in range(int(timeout_s / 0.02)):
+            if check():
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("the updates never came")
+
+    async def settle(self, quiet_s: float = 0.3, timeout_s: float = 30) -> None:
+        """Wait until no update has come for ``quiet_s``: a response (a prompt's end)
+        may be taken before the notifications sent ahead of it (see :meth:`until`)."""
+        seen, quiet = len(self.updates), 0.0
+        for _ in range(int(timeout_s / 0.02)):
+            await asyncio.sleep(0.02)
+            quiet = 0.0 if len(self.updates) != seen else quiet + 0.02
+            seen = len(self.updates)
+            if quiet >= quiet_s:
+                return
 
     def kinds(self) -> list[str]:
         return [u.session_update for u in self.updates]
@@ -95,3 +116,11 @@ async def agent_process(
         )
         conn.process = process
         yield conn
+
+
+async def ask(conn: Any, chat: Chat, session_id: str, text: str) -> Any:
+    """Send ``text`` as a prompt; its response, once the updates before it were taken."""
+    prompt = [{"type": "text", "text": text}]
+    reply = await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=prompt), WAIT_S)
+    await chat.settle()
+    return reply
