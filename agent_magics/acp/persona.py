@@ -3,7 +3,8 @@
 Jupyter AI's persona manager loads every class the ``jupyter_ai.personas`` entry point
 group names when the Jupyter server starts, and lists each as someone to @-mention in a
 chat. This one is an ACP persona: at its first message it starts ``python -m
-agent_magics acp`` with the server's own interpreter (so the server's environment,
+agent_magics acp`` with the server's own interpreter (``-P``: nothing is imported from
+the folder it starts in) (so the server's environment,
 ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``AGENT_MAGICS_MODEL`` and the rest, reaches
 the agent as it reaches ``agent-magics exec``) and speaks the Agent Client Protocol to
 it over stdio. jupyter-ai-acp-client does the rest: the chat's messages become
@@ -36,8 +37,10 @@ except ImportError as missing:
     ) from missing
 
 AVATAR = Path(__file__).with_name("avatar.svg")
-COMMAND = [sys.executable, "-m", "agent_magics", "acp"]
-"""The agent, run by the interpreter the Jupyter server runs in."""
+COMMAND = [sys.executable, "-P", "-m", "agent_magics", "acp"]
+"""The agent, run by the interpreter the Jupyter server runs in. ``-P``: the folder the
+server started in (a repository, often) is not put first on ``sys.path``, so a folder
+named ``agent_magics`` (or ``httpx``...) there is never what the agent imports."""
 
 
 class AgentMagicsPersona(BaseAcpPersona):  # type: ignore[misc]  # jupyter-ai has no types
