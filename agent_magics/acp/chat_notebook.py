@@ -38,8 +38,10 @@ from agent_magics.acp.kernel_tools import Bridged, KernelTool, Policy
 from agent_magics.agent.redaction import register_secrets
 from agent_magics.errors import UserError
 from agent_magics.server.parent_server import listening, served_by
+from agent_magics.tools.notebook.files import notebook_files
 from agent_magics.tools.registry import ToolHandler
 from agent_magics.tools.sandbox.jupyter import runtime_dir
+from agent_magics.tools.sandbox.roots import protect_kernel
 
 if TYPE_CHECKING:
     import httpx
@@ -128,7 +130,8 @@ class ChatNotebook:
         shown = self._shown(target)
         kernel = await self._kernel_of(target, shown)
         await self.aclose()
-        channel = KernelChannel(self.server.url, kernel, self.server.headers())
+        untrusted = [str(self.server.root), str(self.cwd), str(target.parent)]
+        channel = KernelChannel(self.server.url, kernel, self.server.headers(), untrusted)
         bridged = Bridged(channel, self.policy, shown)
         try:
             await channel.connect()
@@ -140,6 +143,8 @@ class ChatNotebook:
             await channel.aclose()
             raise UserError(_no_bridge(shown, exc)) from None
         self.policy.update(answer)
+        paths = answer.get("code_paths")
+        protect_kernel([p for p in paths if isinstance(p, str)] if isinstance(paths, list) else [])
         specs = answer.get("tools")
         kernel_tools: list[ToolHandler] = [KernelTool.from_wire(s, bridged)
                                            for s in specs if isinstance(s, dict)] \
@@ -149,6 +154,12 @@ class ChatNotebook:
         if "run_python" in self.policy.offered:
             return f"run_python now runs in {shown}'s kernel."
         return f"The notebook tools now act on {shown} and its kernel."
+
+    def kept_files(self) -> list[Path]:
+        """The attached notebook's files, which no command or patch of the chat changes
+        (its editor saves it, and its metadata holds the teacher's policy), as a session
+        in the kernel keeps its own notebook (a session's ``kept``)."""
+        return notebook_files(self.path)
 
     async def interrupt(self) -> None:
         """Interrupt the kernel while a call of the chat runs in it (the person's own

@@ -45,6 +45,8 @@ def _agent_magics_bridge():
     def inside(path, folder):
         return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
+    metadata = get_ipython().kernel.get_parent("shell").get("metadata", {})
+    call = metadata.get("agent_magics_bridge", {})  # REQUEST_KEY
     own = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     try:
         own.append(site.getusersitepackages())
@@ -52,17 +54,23 @@ def _agent_magics_bridge():
         pass
     own = [os.path.realpath(p) for p in own if p]
     writable = [os.getcwd(), "/tmp", os.environ.get("TMPDIR") or "/tmp"]
+    writable += [p for p in call.get("untrusted", []) if isinstance(p, str) and p]
     writable = [os.path.realpath(p) for p in writable]
 
     def untrusted(entry):
-        if not isinstance(entry, str):
-            return False
-        if entry == "":
+        if not isinstance(entry, str) or entry == "":
             return True
         real = os.path.realpath(entry)
         if any(inside(real, p) for p in own):
             return False
         return any(inside(real, p) for p in writable)
+
+    def refuse(module):
+        places = [getattr(module, "__file__", None), *getattr(module, "__path__", [])]
+        if places[0] is None or any(untrusted(p) for p in places):
+            raise ImportError(
+                "agent_magics would come from the notebook's folders, not the kernel's own"
+            )
 
     package = sys.modules.get("agent_magics")
     if package is None:
@@ -72,10 +80,10 @@ def _agent_magics_bridge():
             package = importlib.import_module("agent_magics")
         finally:
             sys.path[:] = saved
-    where = os.path.dirname(os.path.dirname(os.path.realpath(package.__file__ or "")))
-    if untrusted(where):
-        raise ImportError("agent_magics was imported from a folder the notebook's files are in")
-    return importlib.import_module("agent_magics.jupyter.kernel.bridge")
+    refuse(package)
+    bridge = importlib.import_module("agent_magics.jupyter.kernel.bridge")
+    refuse(bridge)
+    return bridge
 
 
 try:
@@ -83,6 +91,13 @@ try:
 finally:
     del _agent_magics_bridge
 """
+"""The code of every call: it imports the kernel side from the kernel's own packages.
+A ``sys.path`` entry is left out while importing when it lies in a folder the notebook's
+files are in (the kernel's working folder, the server's root and the chat's folder,
+which the call names, ``/tmp``), unless it lies in the kernel's own environment (a
+project's ``.venv``, kept read-only to the chat's commands as its code paths are); a
+package or module found in such a folder anyway (already imported from there, or a
+namespace package with no file of its own) is refused."""
 
 
 class BridgeFailed(Exception):
@@ -100,12 +115,16 @@ class KernelGone(BridgeFailed):
 
 class KernelChannel:
     """The websocket to the kernel ``kernel_id`` of the server at ``url`` (ends with
-    ``/``), authorised by ``headers``."""
+    ``/``), authorised by ``headers``; ``untrusted``: folders the kernel must import
+    nothing of ours from (see :data:`BRIDGE_CODE`)."""
 
-    def __init__(self, url: str, kernel_id: str, headers: dict[str, str]) -> None:
+    def __init__(
+        self, url: str, kernel_id: str, headers: dict[str, str], untrusted: list[str]
+    ) -> None:
         self.url = url
         self.kernel_id = kernel_id
         self._headers = headers
+        self.untrusted = untrusted  # folders the kernel imports nothing of ours from
         self._session = uuid.uuid4().hex
         self._conn: WebSocketClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -150,7 +169,8 @@ class KernelChannel:
         content = {"code": BRIDGE_CODE, "silent": True, "store_history": False,
                    "user_expressions": {"reply": REPLY_EXPRESSION}, "allow_stdin": False,
                    "stop_on_error": False}  # fmt: skip
-        message = {"header": header, "parent_header": {}, "metadata": {REQUEST_KEY: request},
+        call = {**request, "untrusted": self.untrusted}
+        message = {"header": header, "parent_header": {}, "metadata": {REQUEST_KEY: call},
                    "content": content, "channel": "shell", "buffers": []}  # fmt: skip
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[msg_id] = future

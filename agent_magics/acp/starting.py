@@ -59,7 +59,10 @@ def start_chat(
     if notebook is not None:
         register_secrets(*notebook.secrets())
     session = Session(
-        config, extra_tools=notebook.tools if notebook else None, offers=policy.offers
+        config,
+        extra_tools=notebook.tools if notebook else None,
+        offers=policy.offers,
+        kept=notebook.kept_files if notebook else None,
     )
     recorder = saved_session(session, folder, resume, say=notes.append)
     session_id = recorder.id if recorder is not None else session.thread_id

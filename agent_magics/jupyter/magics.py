@@ -126,8 +126,8 @@ class AgentMagics(Magics):
     @cached_property
     def agent(self) -> Controller:
         from agent_magics.jupyter.kernel.jupyter_secrets import register
-        from agent_magics.jupyter.kernel.own_notebook import notebook_files
         from agent_magics.jupyter.ui.controller import Controller
+        from agent_magics.tools.notebook.files import notebook_files
 
         register(self.shell)  # the kernel's signing key: scrubbed, its file hidden
         kernel = getattr(self.shell, "kernel", None)

@@ -13,10 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
-import sysconfig
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,18 +22,15 @@ from typing import Any
 import nbformat
 import pytest
 
-from agent_magics import Session
 from agent_magics.acp.chat_notebook import ChatNotebook
 from agent_magics.acp.kernel_channel import REQUEST_KEY
 from agent_magics.errors import TurnAborted, UserError
 from agent_magics.events import Event
 from agent_magics.jupyter.kernel import bridge
-from agent_magics.protocol.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision
-from agent_magics.testing import ScriptedResponsesServer, function_call
-from agent_magics.testing import message as say
-from tests.helpers.agents import outputs
+from agent_magics.protocol.approval import ApprovalPolicy, ReviewDecision
+from agent_magics.testing import function_call
+from tests.helpers.chat_notebook import Asked, bare_kernelspec, chat_turn, write_notebook
 from tests.helpers.jupyter_server import ProjectServer, Recorder, ServerKernel, call
-from tests.helpers.sessions import config_for
 
 pytestmark = pytest.mark.slow
 
@@ -52,26 +46,6 @@ class Setup:
     kernel: ServerKernel
 
 
-def _notebook(path: Path) -> None:
-    nb = nbf.v4.new_notebook()
-    nb.cells = [nbf.v4.new_code_cell("total = 41", id="first"),
-                nbf.v4.new_markdown_cell("# Findings", id="notes")]  # fmt: skip
-    nbf.write(nb, str(path))
-
-
-def _session(server: ProjectServer, notebook: str, kernel: str) -> str:
-    """Open a session for ``notebook`` with the kernelspec ``kernel``, as JupyterLab
-    does; the kernel's id."""
-    body = {"path": notebook, "name": notebook, "type": "notebook", "kernel": {"name": kernel}}
-    request = urllib.request.Request(
-        f"{server.url}api/sessions",
-        json.dumps(body).encode(),
-        {"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return str(json.loads(answer.read())["kernel"]["id"])
-
-
 @pytest.fixture(name="setup", scope="module")
 def setup_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     pytest.importorskip("jupyter_server_ydoc", reason="pip install -e '.[browser]'")
@@ -79,10 +53,10 @@ def setup_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     project = tmp / "project"
     (project / "agent_magics").mkdir(parents=True)
     (project / "agent_magics" / "__init__.py").write_text(PLANTED)
-    _notebook(project / "analysis.ipynb")
-    _notebook(project / "plain.ipynb")
+    write_notebook(project / "analysis.ipynb")
+    write_notebook(project / "plain.ipynb")
     specs = tmp / "data"
-    _bare_kernelspec(specs / "kernels" / "no-agent-magics")
+    bare_kernelspec(specs / "kernels" / "no-agent-magics")
     saved = dict(os.environ)
     os.environ["JUPYTER_PATH"] = str(specs)
     os.environ["JUPYTER_RUNTIME_DIR"] = str(tmp / "runtime")
@@ -101,18 +75,6 @@ def setup_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         os.environ.update(saved)
 
 
-def _bare_kernelspec(folder: Path) -> None:
-    """A kernel of this interpreter that sees its installed packages but not the
-    ``.pth`` files that make agent_magics importable (``-S``: no site processing)."""
-    folder.mkdir(parents=True)
-    site = sysconfig.get_paths()["purelib"]
-    start = f"import sys; sys.path.append({site!r}); from ipykernel import kernelapp as k; "
-    argv = [sys.executable, "-S", "-c", start + "k.launch_new_instance()", "-f",
-            "{connection_file}"]  # fmt: skip
-    spec = {"argv": argv, "display_name": "no agent_magics", "language": "python"}
-    (folder / "kernel.json").write_text(json.dumps(spec))
-
-
 async def _attached(setup: Setup, notebook: str = "analysis.ipynb") -> ChatNotebook:
     chat = ChatNotebook.find(setup.project, server_pid=setup.server.process.pid)
     assert chat is not None
@@ -121,32 +83,14 @@ async def _attached(setup: Setup, notebook: str = "analysis.ipynb") -> ChatNoteb
     return chat
 
 
-@dataclass
-class Asked:
-    decision: ReviewDecision
-    requests: list[ApprovalRequest]
-
-    async def __call__(self, request: ApprovalRequest) -> ReviewDecision:
-        self.requests.append(request)
-        return self.decision
-
-
 async def _turn(
     setup: Setup, chat: ChatNotebook, calls: list[Any], policy: str, asked: Asked | None = None
 ) -> tuple[dict[str, str], list[Event]]:
-    """One turn of a session with the chat's tools making ``calls``; the outputs the
-    model got, by call id, and the session's events."""
-    events: list[Event] = []
-    with ScriptedResponsesServer([calls, [say("done")]]) as model:
-        config = config_for(setup.project, model.base_url, approval_policy=policy)
-        approver = asked if asked is not None else Asked(ReviewDecision.DENIED, [])
-        session = Session(config, extra_tools=chat.tools, approver=approver)
-        session.subscribe(events.append)
-        try:
-            await session.run_turn("go")
-        finally:
-            await session.aclose()
-        return outputs(model.requests[-1]), events
+    return await chat_turn(setup.project, chat, calls, policy, asked)
+
+
+def _session(server: ProjectServer, notebook: str, kernel: str) -> None:
+    server.start_kernel(notebook, kernel=kernel)
 
 
 def test_the_protocol_key_agrees_on_both_sides() -> None:
@@ -266,7 +210,7 @@ async def test_a_notebook_without_a_kernel_is_one_sentence(setup: Setup) -> None
 
 
 async def test_a_kernel_without_agent_magics_is_one_sentence(setup: Setup) -> None:
-    _notebook(setup.project / "bare.ipynb")
+    write_notebook(setup.project / "bare.ipynb")
     _session(setup.server, "bare.ipynb", "no-agent-magics")
     chat = ChatNotebook.find(setup.project, server_pid=setup.server.process.pid)
     assert chat is not None

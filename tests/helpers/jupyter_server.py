@@ -121,12 +121,12 @@ class StartedServer:
             time.sleep(0.2)
         self.url = url
 
-    def start_kernel(self, notebook: str, name: str | None = None) -> Path:
+    def start_kernel(self, notebook: str, name: str | None = None, kernel: str = "python3") -> Path:
         """A session for ``notebook``, as JupyterLab opens it (``name``: the session's
-        name, the notebook's path unless a front end says otherwise); its kernel's
-        connection file."""
+        name, the notebook's path unless a front end says otherwise), with the kernelspec
+        ``kernel``; its kernel's connection file."""
         body = {"path": notebook, "name": notebook if name is None else name,
-                "type": "notebook", "kernel": {"name": "python3"}}  # fmt: skip
+                "type": "notebook", "kernel": {"name": kernel}}  # fmt: skip
         request = urllib.request.Request(
             f"{self.url}api/sessions",
             json.dumps(body).encode(),

@@ -37,6 +37,18 @@ from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInv
 from agent_magics.tools.notebook.document import LiveNotebook, LiveUnavailable, find_cell
 from agent_magics.tools.registry import ToolHandler
 
+
+def own_code_paths() -> list[Path]:
+    """Where this kernel takes code from (its environment, the user site, IPython's and
+    Jupyter's folders, and this package itself), for the chat's sandbox to keep
+    read-only: the agent runs in another environment and knows only its own."""
+    import agent_magics
+    from agent_magics.tools.sandbox.roots import kernel_code_paths
+
+    package = Path(agent_magics.__file__).resolve().parent
+    return [*kernel_code_paths(), package]
+
+
 REQUEST_KEY = "agent_magics_bridge"
 """Where the call lies in the ``execute_request``'s metadata."""
 KERNEL_TOOLS = ("run_python", "run_cell", "list_variables", "inspect_variable")
@@ -134,7 +146,7 @@ class Bridge:
             config = ToolsConfig()
             specs = [h.spec(config).to_wire() | {"parallel": h.supports_parallel}
                      for h in handlers.values() if h.name in KERNEL_TOOLS]  # fmt: skip
-            return {"tools": specs}
+            return {"tools": specs, "code_paths": [str(p) for p in own_code_paths()]}
         if op in ("notebook", "apply", "note", "held"):
             return await self._document(op, request)
         tool = str(request.get("tool"))

@@ -41,7 +41,6 @@ FROM_ENVIRONMENT = (
     f"named by the kernel's environment ({SESSION_ENV}) or VS Code: no Jupyter server "
     "lists this kernel"
 )
-CHECKPOINTS = ".ipynb_checkpoints"
 
 
 @dataclass(frozen=True)
@@ -104,12 +103,3 @@ def own_notebook(shell: Any, env: Mapping[str, str] = os.environ) -> OwnNotebook
         if listed is not None:
             return OwnNotebook(listed, FROM_SERVER)
     return OwnNotebook(notebook_file(shell, env), FROM_ENVIRONMENT)
-
-
-def notebook_files(notebook: Path | None) -> list[Path]:
-    """The files that hold ``notebook``'s content: its own, and the checkpoint Jupyter
-    keeps of it (what "Revert to checkpoint" brings back)."""
-    if notebook is None:
-        return []
-    checkpoint = notebook.parent / CHECKPOINTS / f"{notebook.stem}-checkpoint{notebook.suffix}"
-    return [notebook, checkpoint]

@@ -63,12 +63,26 @@ def unwritable(roots: Sequence[Path]) -> list[Path]:
     return [root for root in roots if not os.access(root, os.W_OK)]
 
 
+_OTHER_KERNELS: list[Path] = []
+
+
+def protect_kernel(paths: Sequence[str | Path]) -> None:
+    """Keep the code paths of a kernel of another environment read-only too, from now
+    on: a chat's agent runs outside the notebook's kernel, which tells it where it takes
+    code from (its prefixes, user site, IPython and Jupyter folders, agent_magics)."""
+    for path in paths:
+        found = real(Path(path))
+        if found not in _OTHER_KERNELS:
+            _OTHER_KERNELS.append(found)
+
+
 def kernel_code_paths() -> list[Path]:
     """Where the running interpreter, IPython and Jupyter take code or settings from
     (real paths): ``sys.prefix``, ``sys.exec_prefix`` and the base ones, the user
     site-packages, the IPython folder (its startup scripts run in the next kernel),
     Jupyter's config folder and its kernel specs (the next kernel's command line).
-    Computed from ``sys``, ``site`` and the environment, as the next kernel would."""
+    Computed from ``sys``, ``site`` and the environment, as the next kernel would; with
+    those another kernel named (:func:`protect_kernel`)."""
     home = Path(os.path.expanduser("~"))
     env = os.environ.get
     data_home = env("XDG_DATA_HOME") or home / ".local" / "share"
@@ -80,7 +94,8 @@ def kernel_code_paths() -> list[Path]:
         env("JUPYTER_CONFIG_DIR") or home / ".jupyter",
         Path(data) / "kernels",
     ]
-    return list(dict.fromkeys(real(Path(p).expanduser()) for p in found if p))
+    own = (real(Path(p).expanduser()) for p in found if p)
+    return list(dict.fromkeys([*own, *_OTHER_KERNELS]))
 
 
 def user_paths() -> list[Path]:
