@@ -21,7 +21,6 @@ TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 LISTEN = "0A"
 """A listening socket's state in Linux's TCP tables."""
 INODE_FIELD = 9
-WILDCARDS = ("0.0.0.0", "::")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 Listening = set[tuple[str, int]]
@@ -77,6 +76,15 @@ def _here(address: str) -> bool:
     return True
 
 
+def _wildcard_covers(address: str, port: int, sockets: Listening) -> bool:
+    """Whether a socket on every address of ``address``'s family listens at ``port``,
+    and ``address`` is this machine's. An IPv6 wildcard is not taken to cover IPv4: a
+    Jupyter server's sockets are IPv6-only (tornado binds them so), and another user
+    could listen on the IPv4 address at that port."""
+    wildcard = "::" if ":" in address else "0.0.0.0"
+    return (wildcard, port) in sockets and _here(address)
+
+
 def served_by(url: str, sockets: Listening) -> str | None:
     """``url`` as it reaches one of ``sockets`` (see the module's docstring), or None. A
     plain ``http://`` URL comes back with the address it was checked at in place of its
@@ -92,9 +100,8 @@ def served_by(url: str, sockets: Listening) -> str | None:
         infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
     except (OSError, ValueError, UnicodeError):
         return None
-    wildcard = any((w, port) in sockets for w in WILDCARDS)
     checked = [a for a in dict.fromkeys(str(i[4][0]) for i in infos)
-               if (a, port) in sockets or (wildcard and _here(a))]  # fmt: skip
+               if (a, port) in sockets or _wildcard_covers(a, port, sockets)]  # fmt: skip
     if parts.scheme == "https":
         return url if checked and len(checked) == len({str(i[4][0]) for i in infos}) else None
     if parts.scheme != "http" or not checked:

@@ -47,3 +47,19 @@ def test_a_url_is_believed_only_where_the_process_listens(sockets: tuple[int, in
     assert served_by("http://no-such-host.invalid:8888/", mine) is None
     assert served_by(f"https://127.0.0.1:{local}/", mine) == f"https://127.0.0.1:{local}/"
     assert listening(os.getppid()) is not None
+
+
+def test_an_ipv6_wildcard_does_not_vouch_for_an_ipv4_address() -> None:
+    """Tornado binds a server's IPv6 sockets IPv6-only: on ``::``, the IPv4 address at
+    that port may be another user's socket, which would get the token."""
+    port = 48_123
+    assert served_by(f"http://127.0.0.1:{port}/", {("::", port)}) is None
+    assert (
+        served_by(f"http://127.0.0.1:{port}/", {("0.0.0.0", port)}) == f"http://127.0.0.1:{port}/"
+    )
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return  # no IPv6 here: the IPv6 side cannot be tried
+    assert served_by(f"http://[::1]:{port}/", {("::", port)}) == f"http://[::1]:{port}/"
