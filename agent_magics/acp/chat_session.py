@@ -19,7 +19,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
-from acp.schema import PromptResponse
+from acp.schema import (
+    DeniedOutcome,
+    PermissionOption,
+    PromptResponse,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
 from acp.schema import Usage as AcpUsage
 
 from agent_magics.acp import permissions
@@ -54,7 +60,7 @@ class ChatSession:
     ) -> None:
         self.client, self.id, self.session = client, session_id, session
         self.recorder, self.policy, self.notebook = recorder, policy, notebook
-        self.fold = AcpUpdates(session.config.cwd)
+        self.fold = AcpUpdates(session.config.cwd, session.redact.text)
         self.attached: str | None = None  # the notebook the kernel tools act on
         self.notes: list[str] = []  # said at the first prompt (an ignored project config)
         self.pending_mcp: list[Any] = []  # the client's MCP servers, asked at the first prompt
@@ -97,19 +103,41 @@ class ChatSession:
 
     async def approve(self, request: ApprovalRequest) -> ReviewDecision:
         """Ask the client's person (:mod:`.permissions`); what was queued goes first."""
-        await self.flushed()
         call_id = "/".join([*request.agents, request.call_id])
         diffs = self.fold.diffs_of(call_id) if request.kind == "patch" else []
+        question = permissions.question(request, call_id, diffs)
+        options = permissions.options(request)
+        return permissions.decision(await self.ask(question, options), options)
+
+    async def ask(
+        self, call: ToolCallUpdate, options: list[PermissionOption], new: bool = False
+    ) -> Any:
+        """The client's answer to a question about ``call``, once ``call`` as the
+        question shows it (its whole text, its diffs) has been sent as an update (``new``:
+        as a call of its own, one no tool made): some clients show a pending call as its
+        updates left it, not the question's own fields. A client that cannot answer
+        cancels."""
+        from acp.helpers import start_tool_call, update_tool_call
+
+        shown: Update
+        if new:
+            shown = start_tool_call(
+                call.tool_call_id, call.title or "", kind=call.kind, status="pending",
+                content=call.content, raw_input=call.raw_input,
+            )  # fmt: skip
+        else:
+            shown = update_tool_call(  # its title stays the one the call started with
+                call.tool_call_id, content=call.content, raw_input=call.raw_input
+            )
+        self.say_updates([shown])
+        await self.flushed()
         try:
-            response = await self.client.request_permission(
-                session_id=self.id,
-                tool_call=permissions.question(request, call_id, diffs),
-                options=permissions.options(request),
+            return await self.client.request_permission(
+                session_id=self.id, tool_call=call, options=options
             )
         except RequestError as exc:
             _log.info("the client did not answer a permission request: %s", exc)
-            return ReviewDecision.ABORT
-        return permissions.decision(response)
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 
     # -- turns --------------------------------------------------------------------------
 

@@ -5,10 +5,11 @@ jupyter-ai reads the servers it passes from ``.jupyter/mcp_settings.json`` in th
 folder or above it: a cloned repository can hold that file, and a stdio server is a
 command that runs outside the sandbox. So no server a client names starts unasked: at
 the session's first prompt each new one is a permission request showing exactly what
-would start (the command and its arguments, the names of the variables it gets, or the
-URL), and the answer decides it. "Always" is kept in the user's own folder
-(``~/.agent_magics/client_mcp.json``, which the sandbox keeps commands from writing),
-keyed by the whole description, so a changed command or URL asks again. A refused server
+would start (the command and its arguments with the variables it gets, or the URL with
+the headers sent; values whose names look like credentials are hidden), and the answer
+decides it. "Always" is kept in the user's own folder (``~/.agent_magics/client_mcp.json``,
+which the sandbox keeps commands from writing), keyed by the whole entry and the folder,
+so a changed command, a changed value or another folder asks again. A refused server
 is not started and the model is told so in one note.
 """
 
@@ -17,12 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 
+from agent_magics.config import looks_secret
 from agent_magics.trust import CONFIG_DIR
 
 REMEMBERED_FILE = "client_mcp.json"
@@ -30,37 +33,51 @@ ClientServer = HttpMcpServer | SseMcpServer | McpServerStdio
 
 
 def described(server: ClientServer) -> dict[str, Any]:
-    """What starting ``server`` means, as the question shows it and the memory keys it:
-    header and variable values are left out of the text (they may be credentials) but
-    counted in the key."""
+    """What starting ``server`` means, as the question shows it: the command and its
+    arguments, or the URL; the variables and headers with their values, but for those
+    whose names look like credentials (``<hidden>``): a value such as ``PATH=./bin``
+    decides what runs, so the person must see it."""
     if isinstance(server, McpServerStdio):
         return {
             "name": server.name,
             "command": server.command,
             "args": list(server.args),
-            "env": sorted(v.name for v in server.env),
+            "env": {v.name: _shown(v.name, v.value) for v in server.env},
         }
     return {
         "name": server.name,
         "url": server.url,
-        "headers": sorted(h.name for h in server.headers),
+        "headers": {h.name: _shown(h.name, h.value) for h in server.headers},
     }
 
 
-def key(server: ClientServer) -> str:
+def _shown(name: str, value: str) -> str:
+    return "<hidden>" if looks_secret(name) else value
+
+
+def key(server: ClientServer, cwd: Path) -> str:
+    """What "always" is kept by: the whole entry, values included, and the folder it
+    starts in (a relative command or script is another program in another folder)."""
     whole = server.model_dump(mode="json", by_alias=True, exclude={"field_meta"})
+    whole["cwd"] = os.path.realpath(cwd)
     return hashlib.sha256(json.dumps(whole, sort_keys=True).encode()).hexdigest()
 
 
 def subject(server: ClientServer) -> str:
-    """One line naming what would start or be reached."""
+    """What would start or be reached, whole (a question's ``command``)."""
     d = described(server)
     if "command" in d:
-        words = " ".join([d["command"], *d["args"]])
-        env = f" (with {', '.join(d['env'])} set)" if d["env"] else ""
-        return f"start the MCP server {d['name']!r}: {words}{env}"
-    headers = f" (sending {', '.join(d['headers'])})" if d["headers"] else ""
-    return f"connect to the MCP server {d['name']!r} at {d['url']}{headers}"
+        words = shlex.join([d["command"], *d["args"]])
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in d["env"].items())
+        return f"{env} {words}" if env else words
+    headers = ", ".join(f"{k}: {v}" for k, v in d["headers"].items())
+    return f"{d['url']}" + (f" (sending {headers})" if headers else "")
+
+
+def title(server: ClientServer) -> str:
+    if isinstance(server, McpServerStdio):
+        return f"Start the MCP server {server.name!r}"
+    return f"Connect to the MCP server {server.name!r}"
 
 
 def settings(server: ClientServer) -> dict[str, Any]:
@@ -86,11 +103,11 @@ def remembered(home: Path | None = None) -> set[str]:
     return {k for k in found if isinstance(k, str)} if isinstance(found, list) else set()
 
 
-def remember(server: ClientServer, home: Path | None = None) -> None:
-    """Keep "always" for ``server``: written to a temporary file, then renamed."""
+def remember(server: ClientServer, cwd: Path, home: Path | None = None) -> None:
+    """Keep "always" for ``server`` in ``cwd``: written to a temporary file, then renamed."""
     path = remembered_file(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    keys = sorted(remembered(home) | {key(server)})
+    keys = sorted(remembered(home) | {key(server, cwd)})
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".client_mcp.")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(keys, handle)

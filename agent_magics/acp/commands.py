@@ -28,6 +28,7 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from agent_magics.acp.permissions import fenced
 from agent_magics.errors import UserError
 
 if TYPE_CHECKING:
@@ -101,16 +102,17 @@ async def undo(chat: ChatSession, rest: str) -> None:
     if plan.asked:
         options.append(PermissionOption(option_id="all", name="Undo all", kind="allow_once"))
     options.append(PermissionOption(option_id="cancel", name="Cancel", kind="reject_once"))
-    text = "\n\n".join([plan.summary(), *(f"```diff\n{d}\n```" for d in plan.diffs())])
+    whole = "\n\n".join([plan.summary(), *plan.diffs()])
+    text = "\n\n".join([plan.summary(), *(fenced(d) for d in plan.diffs())])
     body = ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
     call = ToolCallUpdate(
         tool_call_id=f"undo-{chat.session.turns}", title="Undo the last turn", kind="edit",
-        status="pending", content=[body],
+        status="pending", content=[body], raw_input={"command": whole},
     )  # fmt: skip
-    response = await chat.client.request_permission(
-        session_id=chat.id, tool_call=call, options=options
-    )
+    response = await chat.ask(call, options, new=True)
     chosen = getattr(response.outcome, "option_id", "cancel")
+    if chosen not in {o.option_id for o in options}:
+        chosen = "cancel"
     if chosen not in ("undo", "all"):
         chat.say("Undo cancelled: the files stay as the turn left them.")
         return

@@ -2,27 +2,47 @@
 
 Worked out before the patch runs (a permission question shows them, and a client shows
 a completed edit by them): the file as it is now, and the patch applied to it in memory
-by the same parser and matcher that will apply it. Only files inside the working folder
-are read, and only up to :data:`MAX_DIFF_BYTES`; a patch that does not apply, or a file
-that cannot be read, gives no diff (the call's own output says what went wrong).
+by the same parser and matcher that will apply it. Every file the patch names gets a
+diff, since a client may show the diffs alone: one that cannot be shown whole (outside
+the working folder, unreadable, larger than :data:`MAX_DIFF_BYTES`, not text, or a hunk
+that does not apply) shows the patch's own lines for it, with the reason.
+
+A file is read only inside the working folder, as what it really is when opened (a
+link swapped in after the check, a FIFO or a device is not read: the open does not
+follow a last link and does not block, and the opened file must be a regular one inside
+the folder), and every text goes through the session's redactor before it leaves.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from acp.schema import FileEditToolCallContent, ToolCallLocation
 
 from agent_magics.apply_patch.content import PatchApplyError, derive_new_contents
 from agent_magics.apply_patch.fsops import resolve_patch_path
-from agent_magics.apply_patch.parser import AddFile, DeleteFile, PatchError, UpdateFile, parse_patch
+from agent_magics.apply_patch.parser import (
+    AddFile,
+    DeleteFile,
+    PatchError,
+    UpdateFile,
+    UpdateFileChunk,
+    parse_patch,
+)
 
 MAX_DIFF_BYTES = 1_000_000
-"""Largest file whose text a diff carries (larger ones are named, not shown)."""
+"""Largest file whose text a diff carries (a larger one shows the patch's lines)."""
+OUTSIDE = "outside the working folder: its text is not shown"
+UNREADABLE = "not shown: it cannot be read as text here"
+NOT_APPLYING = "the patch does not apply to it as it is now"
 
 
-def patch_diffs(patch: str, cwd: Path) -> list[FileEditToolCallContent]:
+def patch_diffs(
+    patch: str, cwd: Path, redact: Callable[[str], str] = str
+) -> list[FileEditToolCallContent]:
     """The diffs of ``patch`` against the files under ``cwd`` as they are now."""
     try:
         hunks = parse_patch(patch).hunks
@@ -31,23 +51,27 @@ def patch_diffs(patch: str, cwd: Path) -> list[FileEditToolCallContent]:
     found: list[FileEditToolCallContent] = []
     for hunk in hunks:
         path = resolve_patch_path(cwd, hunk.path)
-        if not _inside(path, cwd):
-            continue
+        inside = _inside(path, cwd)
         if isinstance(hunk, AddFile):
-            found.append(_diff(path, None, hunk.contents))
+            text = hunk.contents if inside else _noted(OUTSIDE, hunk.contents)
+            found.append(_diff(path, None, text, redact))
             continue
-        old = _read(path)
-        if old is None:
-            continue
+        old = _read(path, cwd) if inside else None
+        why = UNREADABLE if inside else OUTSIDE
         if isinstance(hunk, DeleteFile):
-            found.append(_diff(path, old, ""))
+            found.append(_diff(path, old if old is not None else f"[{why}]", "", redact))
         elif isinstance(hunk, UpdateFile):
-            try:
-                new = derive_new_contents(str(path), old, hunk.chunks)
-            except PatchApplyError:
-                continue
             target = resolve_patch_path(cwd, hunk.move_path) if hunk.move_path else path
-            found.append(_diff(target, old, new))
+            new = None
+            if old is not None:
+                try:
+                    new = derive_new_contents(str(path), old, hunk.chunks)
+                except PatchApplyError:
+                    why = NOT_APPLYING
+            if old is None or new is None:
+                found.append(_diff(target, None, _noted(why, _lines(hunk.chunks)), redact))
+            else:
+                found.append(_diff(target, old, new, redact))
     return found
 
 
@@ -55,19 +79,61 @@ def locations(diffs: list[FileEditToolCallContent]) -> list[ToolCallLocation]:
     return [ToolCallLocation(path=d.path) for d in diffs]
 
 
-def _diff(path: Path, old: str | None, new: str) -> FileEditToolCallContent:
-    return FileEditToolCallContent(type="diff", path=str(path), old_text=old, new_text=new)
+def _diff(
+    path: Path, old: str | None, new: str, redact: Callable[[str], str]
+) -> FileEditToolCallContent:
+    return FileEditToolCallContent(
+        type="diff",
+        path=redact(str(path)),
+        old_text=redact(old) if old is not None else None,
+        new_text=redact(new),
+    )
+
+
+def _noted(why: str, text: str) -> str:
+    return f"[{why}; the patch's lines for it:]\n{text}"
+
+
+def _lines(chunks: list[UpdateFileChunk]) -> str:
+    """An update's hunks as the patch wrote them."""
+    out: list[str] = []
+    for chunk in chunks:
+        out.append(f"@@ {chunk.change_context}" if chunk.change_context else "@@")
+        out += [f"-{line}" for line in chunk.old_lines]
+        out += [f"+{line}" for line in chunk.new_lines]
+    return "\n".join(out) + "\n"
+
+
+def _within(path: str, root: str) -> bool:
+    return os.path.commonpath([root, path]) == root
 
 
 def _inside(path: Path, cwd: Path) -> bool:
-    root = os.path.realpath(cwd)
-    return os.path.commonpath([root, os.path.realpath(path)]) == root
+    return _within(os.path.realpath(path), os.path.realpath(cwd))
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, cwd: Path) -> str | None:
+    """The text of the regular file ``path`` really is, inside ``cwd`` (None: not one,
+    not there, too large or not UTF-8)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        if path.stat().st_size > MAX_DIFF_BYTES:
+        fd = os.open(os.path.realpath(path), flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DIFF_BYTES:
             return None
-        return path.read_text("utf-8")
+        opened = os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else None
+        if opened is not None and not _within(opened, os.path.realpath(cwd)):
+            return None  # a folder on the way was swapped for a link meanwhile
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > MAX_DIFF_BYTES:
+                return None  # it grew meanwhile
+        return b"".join(chunks).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)

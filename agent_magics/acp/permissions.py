@@ -8,11 +8,15 @@ aborted, as Stop does in a cell. An option id we did not offer is a denial.
 
 What the person reads is exactly what runs: the command, the patch or the MCP call is
 the request's own text (:meth:`ApprovalRequest.subject`), with invisible and bidi
-characters named, not obeyed (:func:`agent_magics.text.visible.visible`).
+characters named, not obeyed (:func:`agent_magics.text.visible.visible`), whole in the
+call's ``raw_input.command`` (:func:`shown_input`) and in a code block no line of it can
+close (:func:`fenced`).
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Any
 
 from acp.schema import (
@@ -64,21 +68,44 @@ def question(
         lines.append(f"The model says: {visible(request.reason)}")
     if request.agents:
         lines.append(f"Asked by a helper agent ({' > '.join(request.agents)}).")
-    subject = visible(request.subject())
-    text = "\n".join([f"```\n{subject}\n```", *lines])
+    text = "\n".join([fenced(visible(what_runs(request))), *lines])
     return ToolCallUpdate(
         tool_call_id=call_id,
         title=title(request),
         kind=KINDS.get(request.kind, "other"),
         status="pending",
         content=[ContentToolCallContent(type="content", content=_text(text)), *(diffs or [])],
-        raw_input=_raw_input(request),
+        raw_input=shown_input(request),
     )
+
+
+def fenced(text: str) -> str:
+    """``text`` as a Markdown code block no line of it can close (its fence is longer
+    than any run of backticks in it), so a client that renders Markdown shows it all."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def shown_input(request: ApprovalRequest) -> dict[str, Any]:
+    """What a question's call is, whole: ``command`` is exactly what would run, with
+    hidden characters named. jupyter-ai shows a pending call by its title and this
+    ``command`` alone (not the question's content), and the title is cut: so this is
+    where the person reads all of it."""
+    return {"command": visible(what_runs(request)), **_raw_input(request)}
+
+
+def what_runs(request: ApprovalRequest) -> str:
+    """The request's subject, an argv of several words quoted as a shell reads it (the
+    words a space-joined one would run together stay apart)."""
+    if request.kind == "exec" and len(request.command) > 1:
+        return shlex.join(request.command)
+    return request.subject()
 
 
 def title(request: ApprovalRequest) -> str:
     if request.kind == "exec":
-        return f"Run {visible(' '.join(request.command))[:200]}"
+        return f"Run {visible(what_runs(request))[:200]}"
     if request.kind == "patch":
         names = ", ".join(p.name for p in request.paths)
         return f"Edit {visible(names)[:200]}" if names else "Edit files"
@@ -87,12 +114,17 @@ def title(request: ApprovalRequest) -> str:
     return visible(request.tool_name)
 
 
-def decision(response: RequestPermissionResponse) -> ReviewDecision:
-    """The person's answer: a cancelled question aborts the call."""
+def decision(
+    response: RequestPermissionResponse, offered: list[PermissionOption]
+) -> ReviewDecision:
+    """The person's answer: a cancelled question aborts the call; an option that was not
+    offered (Approve for session where it may not be remembered) is a denial."""
     outcome = response.outcome
-    if isinstance(outcome, AllowedOutcome):
-        return DECISIONS.get(outcome.option_id, ReviewDecision.DENIED)
-    return ReviewDecision.ABORT
+    if not isinstance(outcome, AllowedOutcome):
+        return ReviewDecision.ABORT
+    if outcome.option_id not in {o.option_id for o in offered}:
+        return ReviewDecision.DENIED
+    return DECISIONS.get(outcome.option_id, ReviewDecision.DENIED)
 
 
 def _text(text: str) -> TextContentBlock:
@@ -101,10 +133,9 @@ def _text(text: str) -> TextContentBlock:
 
 def _raw_input(request: ApprovalRequest) -> dict[str, Any]:
     raw: dict[str, Any] = {"tool": request.tool_name, "cwd": str(request.cwd)}
-    if request.command:
-        raw["command"] = list(request.command)
     if request.patch:
-        raw["patch"] = request.patch
+        raw["patch"] = visible(request.patch)
     if request.server is not None:
-        raw |= {"server": request.server, "tool": request.mcp_tool, "arguments": request.arguments}
+        arguments = visible(request.arguments or "")
+        raw |= {"server": request.server, "tool": request.mcp_tool, "arguments": arguments}
     return raw

@@ -8,10 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp.schema import PermissionOption, ToolCallUpdate
+from acp.schema import (
+    ContentToolCallContent,
+    PermissionOption,
+    TextContentBlock,
+    ToolCallUpdate,
+)
 
 from agent_magics.acp import client_mcp
 from agent_magics.acp.chat_session import ChatSession
+from agent_magics.acp.permissions import fenced
 from agent_magics.errors import UserError
 from agent_magics.trust import TRUST_COMMAND, project_config
 
@@ -85,6 +91,7 @@ async def allow_client_servers(chat: ChatSession, servers: list[ClientServer]) -
     from agent_magics.mcp.config import validate_servers
 
     known = client_mcp.remembered()
+    cwd = chat.session.config.cwd
     taken = set(chat.session.config.mcp_servers)
     allowed: dict[str, Any] = {}
     refused: list[str] = []
@@ -92,7 +99,7 @@ async def allow_client_servers(chat: ChatSession, servers: list[ClientServer]) -
         if server.name in taken or server.name in allowed:
             refused.append(server.name)  # ours keep their name
             continue
-        if client_mcp.key(server) in known or await _asked(chat, server):
+        if client_mcp.key(server, cwd) in known or await _asked(chat, server):
             allowed[server.name] = client_mcp.settings(server)
         else:
             refused.append(server.name)
@@ -107,23 +114,26 @@ async def allow_client_servers(chat: ChatSession, servers: list[ClientServer]) -
 async def _asked(chat: ChatSession, server: ClientServer) -> bool:
     from agent_magics.text.visible import visible
 
+    whole = visible(client_mcp.subject(server))
     call = ToolCallUpdate(
-        tool_call_id=f"mcp-start-{server.name}",
-        title=visible(client_mcp.subject(server))[:300],
+        tool_call_id=f"mcp-start-{visible(server.name)}",
+        title=visible(client_mcp.title(server)),
         kind="execute",
         status="pending",
-        raw_input=client_mcp.described(server),
+        content=[_text(fenced(whole))],
+        raw_input={**client_mcp.described(server), "command": whole},
     )
     options = [
         PermissionOption(option_id="once", name="Allow for this session", kind="allow_once"),
         PermissionOption(option_id="always", name="Always allow this server", kind="allow_always"),
         PermissionOption(option_id="no", name="Do not start it", kind="reject_once"),
     ]
-    await chat.flushed()
-    response = await chat.client.request_permission(
-        session_id=chat.id, tool_call=call, options=options
-    )
+    response = await chat.ask(call, options, new=True)
     chosen = getattr(response.outcome, "option_id", "no")
     if chosen == "always":
-        client_mcp.remember(server)
+        client_mcp.remember(server, chat.session.config.cwd)
     return chosen in ("once", "always")
+
+
+def _text(text: str) -> ContentToolCallContent:
+    return ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))

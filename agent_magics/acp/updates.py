@@ -21,6 +21,7 @@ emits). Output shown in a call is bounded (:data:`MAX_OUTPUT_CHARS`, its tail ke
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,10 +110,12 @@ class _Call:
 
 
 class AcpUpdates:
-    """The fold for one session whose files are under ``cwd``."""
+    """The fold for one session whose files are under ``cwd``; ``redact``: the session's
+    redactor, for the files' texts the diffs carry (events come redacted already)."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, redact: Callable[[str], str] = str) -> None:
         self.cwd = cwd
+        self.redact = redact  # the diffs read files: their secrets go too
         self._calls: dict[str, _Call] = {}
         self._streamed = False  # the message being written came as deltas
         self._spawned: dict[str, str] = {}  # agent id -> the call that started it
@@ -208,7 +211,7 @@ class AcpUpdates:
         self._calls[call_id] = call
         patch = call_patch(event.tool_name, event.arguments, event.kind)
         if patch is not None:
-            call.diffs = patch_diffs(patch, self.cwd)
+            call.diffs = patch_diffs(patch, self.cwd, self.redact)
         where = self._locations(event) if not call.diffs else locations(call.diffs)
         update = start_tool_call(
             call_id,

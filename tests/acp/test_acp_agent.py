@@ -45,6 +45,8 @@ async def test_a_command_that_asks_runs_once_approved(tmp_path: Path) -> None:
     assert (tmp_path / "ws" / "made.txt").exists()
     [(call, options)] = chat.questions
     assert "touch made.txt" in call.content[0].content.text
+    shown = [u.raw_input for u in chat.calls() if u.session_update == "tool_call_update"]
+    assert next(r for r in shown if r)["command"].endswith("bash -c 'touch made.txt'")
     assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
     assert chat.kinds().count("tool_call") == 1
     assert [u.status for u in chat.calls()][-1] == "completed"

@@ -46,9 +46,8 @@ async def test_a_client_server_starts_once_allowed(tmp_path: Path) -> None:
     turns = [[TIME_CALL], [message("It is late.")]]
     model = await turn_with(tmp_path, chat, turns, [TIME_SERVER])
     start, _options = chat.questions[0]
-    assert start.title == (
-        f"start the MCP server 'time': {sys.executable} -m mcp_server_time (with TZ_HINT set)"
-    )
+    assert start.title == "Start the MCP server 'time'"
+    assert start.raw_input["command"] == f"TZ_HINT=utc {sys.executable} -m mcp_server_time"
     assert "mcp__time__get_current_time" in tool_names(model.requests[0])
     answer = json.loads(model.outputs(1)["t1"])
     assert answer["timezone"] == "UTC"

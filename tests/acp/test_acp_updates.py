@@ -108,6 +108,7 @@ def test_a_question_shows_exactly_what_runs_and_what_for_session_covers() -> Non
     assert asked.title == "Run touch<U+202E>x"  # the bidi control named, not obeyed
     text = asked.content[0].content.text
     assert text.startswith("```\ntouch<U+202E>x\n```\n")
+    assert asked.raw_input["command"] == "touch<U+202E>x"
     assert "Why you are asked: commands that write ask under untrusted" in text
     assert [(o.option_id, o.name, o.kind) for o in options(REQUEST)] == [
         ("approved", "Approve", "allow_once"),
@@ -121,11 +122,11 @@ def test_a_question_shows_exactly_what_runs_and_what_for_session_covers() -> Non
 def test_answers_map_one_to_one_and_a_cancelled_question_aborts() -> None:
     def answered(option: str) -> ReviewDecision:
         chosen = AllowedOutcome(outcome="selected", option_id=option)
-        return decision(RequestPermissionResponse(outcome=chosen))
+        return decision(RequestPermissionResponse(outcome=chosen), options(REQUEST))
 
     assert answered("approved") is ReviewDecision.APPROVED
     assert answered("approved_for_session") is ReviewDecision.APPROVED_FOR_SESSION
     assert answered("denied") is ReviewDecision.DENIED
     assert answered("made-up") is ReviewDecision.DENIED
     cancelled = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-    assert decision(cancelled) is ReviewDecision.ABORT
+    assert decision(cancelled, options(REQUEST)) is ReviewDecision.ABORT
