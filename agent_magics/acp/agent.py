@@ -111,6 +111,9 @@ class AcpAgent:
         if session_id in self.chats:
             await self.chats.pop(session_id).aclose()
         chat = await self._start(cwd, mcp_servers, session_id)
+        for note in chat.notes:  # where the file came from, before what it says
+            chat.say(f"> {note}\n\n")
+        chat.notes.clear()
         chat.say_updates(replayed(chat.session.history, chat.session.redact.text))
         await chat.flushed()
         return LoadSessionResponse(modes=mode_state(chat.session.config))

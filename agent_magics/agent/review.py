@@ -171,8 +171,9 @@ def review_prompt(target: ReviewTarget, cwd: Path) -> str:
 def _git(cwd: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False
-        )
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False,
+            stdin=subprocess.DEVNULL,  # under agent-magics acp, stdin is the protocol
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None

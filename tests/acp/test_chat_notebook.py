@@ -227,6 +227,7 @@ async def test_a_kernel_without_agent_magics_is_one_sentence(setup: Setup) -> No
                 "the kernel's environment, then restart the kernel."
             )
             break
+        await chat.aclose()  # its channel closed before the test fails
         raise AssertionError("attached to a kernel without agent_magics")
     assert chat.tools() == []
     assert not (setup.project / "PLANTED_RAN").exists()  # the folder beside it was not used

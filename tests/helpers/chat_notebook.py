@@ -33,13 +33,15 @@ def write_notebook(path: Path, first: str = "total = 41") -> None:
 
 def bare_kernelspec(folder: Path) -> None:
     """A kernel of this interpreter that sees its installed packages but not the
-    ``.pth`` files that make agent_magics importable (``-S``: no site processing)."""
+    ``.pth`` files that make agent_magics importable (``-S``: no site processing), nor a
+    checkout that ``PYTHONPATH`` names."""
     folder.mkdir(parents=True)
     site = sysconfig.get_paths()["purelib"]
     start = f"import sys; sys.path.append({site!r}); from ipykernel import kernelapp as k; "
     argv = [sys.executable, "-S", "-c", start + "k.launch_new_instance()", "-f",
             "{connection_file}"]  # fmt: skip
-    spec = {"argv": argv, "display_name": "no agent_magics", "language": "python"}
+    spec = {"argv": argv, "display_name": "no agent_magics", "language": "python",
+            "env": {"PYTHONPATH": ""}}  # a checkout on the test run's path stays out  # fmt: skip
     (folder / "kernel.json").write_text(json.dumps(spec))
 
 

@@ -221,7 +221,9 @@ def version() -> str:
     if program is None:
         return "bubblewrap"
     try:
-        done = subprocess.run([program, "--version"], capture_output=True, timeout=5)
+        done = subprocess.run(
+            [program, "--version"], capture_output=True, timeout=5, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "bubblewrap"
     return done.stdout.decode("utf-8", "replace").strip() or "bubblewrap"
