@@ -5,8 +5,10 @@ can write the runtime folder can write such a file, claim any pid and name any U
 kernel's parent process cannot be named that way: Linux's ``/proc`` lists the sockets
 it holds, and its TCP tables which of them listen, on which address and port. A URL is
 believed when its host resolves to an address the parent listens on at that port, or
-the parent listens on every address at that port and the host is this machine (an
-address a socket can be bound to here).
+the parent listens on every address of that address's family at that port (IPv4's
+``0.0.0.0``, IPv6's ``::``; one does not cover the other: a Jupyter server's IPv6
+sockets are IPv6-only) and the host is this machine (an address a socket can be bound
+to here).
 """
 
 from __future__ import annotations

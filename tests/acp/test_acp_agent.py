@@ -167,3 +167,25 @@ async def test_modes_are_the_approval_policies(tmp_path: Path) -> None:
     assert chat.questions == []  # never: nothing asks
     assert (ws / "free.txt").exists()
     assert "current_mode_update" in chat.kinds()
+
+
+async def test_a_session_written_elsewhere_says_so_before_it_is_told(tmp_path: Path) -> None:
+    """The chat's client names the session to load (jupyter-ai keeps its id in the
+    ``.chat`` file, which a repository may ship beside a session file of its own): what
+    the file is worth is said before what it says."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with ScriptedResponsesServer([[say("written elsewhere")]]) as model:
+        first = Chat()
+        async with agent_process(first, agent_env(tmp_path / "elsewhere", model), ws) as conn:
+            session = await conn.new_session(cwd=str(ws), mcp_servers=[])
+            await ask(conn, first, session.session_id, "hello")
+        second = Chat()
+        async with agent_process(second, agent_env(tmp_path / "home", model), ws) as conn:
+            await conn.load_session(cwd=str(ws), session_id=session.session_id, mcp_servers=[])
+            await second.until(lambda: "user_message_chunk" in second.kinds())
+            await second.settle()
+    told = [u for u in second.updates if u.session_update.endswith("message_chunk")]
+    first_prompt = next(i for i, u in enumerate(told) if u.session_update == "user_message_chunk")
+    before = " ".join(u.content.text for u in told[:first_prompt])
+    assert f"Session {session.session_id} is not yours" in before
