@@ -220,6 +220,7 @@ class AcpAgent:
             try:
                 chat.say(f"> {await chat.notebook.attach(path)}\n\n")
                 chat.attached = str(path)
+                chat.session.kill_processes()  # see commands.notebook
             except UserError as exc:
                 chat.say(f"> {exc}\n\n")
 

@@ -88,6 +88,34 @@ def parent_server(pid: int, runtime: Path) -> ChatServer | None:
     return ChatServer(url, str(info.get("token") or ""), Path(root))
 
 
+ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
+"""What makes a folder a Python environment (a venv, a conda environment)."""
+ENVIRONMENT_DEPTH = 2
+SKIPPED = frozenset({".git", "node_modules", "__pycache__", ".ipynb_checkpoints"})
+
+
+def environments_in(folders: list[Path], depth: int = ENVIRONMENT_DEPTH) -> list[Path]:
+    """The Python environments in ``folders`` and their subfolders down to ``depth``: a
+    kernel of the server may run from one (a project's ``.venv``), and what is written
+    there runs in that kernel, outside the sandbox. They are kept read-only from the
+    chat's start, before any notebook is attached and its kernel names its own."""
+    found: list[Path] = []
+    level = [f for f in folders if f.is_dir()]
+    for _ in range(depth + 1):
+        deeper: list[Path] = []
+        for folder in level:
+            if any((folder / mark).exists() for mark in ENVIRONMENT_MARKS):
+                found.append(folder)
+                continue
+            try:
+                deeper += [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()
+                           and p.name not in SKIPPED]  # fmt: skip
+            except OSError:
+                continue
+        level = deeper
+    return list(dict.fromkeys(found))
+
+
 class ChatNotebook:
     """The notebook a chat belongs to, reached through the Jupyter server that started
     this process. A call of its tools made while the person's own cell runs waits until
@@ -110,6 +138,7 @@ class ChatNotebook:
             return None
         if server.token:
             register_secrets(server.token)
+        protect_kernel(environments_in([server.root, cwd]))
         return cls(server, cwd)
 
     def secrets(self) -> tuple[str, ...]:

@@ -159,6 +159,9 @@ async def notebook(chat: ChatSession, rest: str) -> None:
         raise UserError("Say which notebook: /notebook PATH.")
     chat.say(await chat.notebook.attach(Path(rest)))
     chat.attached = rest
+    # A command still running was started under a sandbox that did not yet keep the
+    # kernel's code and the notebook read-only: it goes.
+    chat.session.kill_processes()
 
 
 COMMANDS: dict[str, Command] = {

@@ -81,6 +81,9 @@ def _agent_magics_bridge():
         finally:
             sys.path[:] = saved
     refuse(package)
+    guard = importlib.import_module("agent_magics.import_guard")
+    refuse(guard)
+    guard.distrust(*writable)  # what the package imports later is held to the same folders
     bridge = importlib.import_module("agent_magics.jupyter.kernel.bridge")
     refuse(bridge)
     return bridge
@@ -97,7 +100,9 @@ files are in (the kernel's working folder, the server's root and the chat's fold
 which the call names, ``/tmp``), unless it lies in the kernel's own environment (a
 project's ``.venv``, kept read-only to the chat's commands as its code paths are); a
 package or module found in such a folder anyway (already imported from there, or a
-namespace package with no file of its own) is refused."""
+namespace package with no file of its own) is refused; and the package's import guard
+distrusts those folders from then on, so what the kernel side imports later (pydantic,
+nbformat...) does not come from there either."""
 
 
 class BridgeFailed(Exception):

@@ -90,6 +90,12 @@ async def test_a_folder_the_notebook_put_on_its_path_is_not_imported(project: Pr
         said = await chat.attach(Path("notebooks/paths.ipynb"))
         assert said == "run_python now runs in notebooks/paths.ipynb's kernel."
         await chat.aclose()
+        # and what the package imports later (nbformat at the first notebook call,
+        # pydantic...) is held to the same folders by its import guard
+        places = kernel.value(
+            "list(__import__('agent_magics.import_guard').import_guard.writable_places())"
+        )
+        assert os.path.realpath(project.root) in places
     finally:
         kernel.close()
     assert not (project.root / "RAN").exists()
@@ -108,6 +114,20 @@ async def test_a_namespace_agent_magics_of_the_repository_is_refused(project: Pr
     finally:
         kernel.close()
     assert not (project.root / "NS_RAN").exists()
+
+
+async def test_an_environment_in_the_folder_is_kept_before_any_notebook_is_attached(
+    project: Project,
+) -> None:
+    """A kernel of the server may run from ``env`` before the chat names its notebook:
+    from the chat's start, no command writes there. (Before the attach-time test below:
+    the protection is for the life of the process.)"""
+    chat = _chat(project)
+    planted = project.root / "env" / "early.pth"
+    calls = [function_call("exec_command", {"cmd": f"touch {planted}"}, "c1")]
+    shell = {"shell_type": "auto", "allow_login_shell": False}
+    said, _ = await chat_turn(project.root, chat, calls, "never", **shell)
+    assert not planted.exists(), said
 
 
 async def test_the_kernels_own_environment_is_out_of_the_chats_commands_reach(
