@@ -7,9 +7,12 @@ command that runs outside the sandbox. So no server a client names starts unaske
 the session's first prompt each new one is a permission request showing exactly what
 would start (the command and its arguments with the variables it gets, or the URL with
 the headers sent; values whose names look like credentials are hidden), and the answer
-decides it. "Always" is kept in the user's own folder (``~/.agent_magics/client_mcp.json``,
-which the sandbox keeps commands from writing), keyed by the whole entry and the folder,
-so a changed command, a changed value or another folder asks again. A refused server
+decides it. Only a server reached by URL may be allowed "always": a stdio server starts
+in the chat's folder and runs files there (``server.py``, a local ``node_modules``) that
+a sandboxed command may change between two chats, so it is asked about in each session.
+"Always" is kept in the user's own folder (``~/.agent_magics/client_mcp.json``, which the
+sandbox keeps commands from writing), keyed by the whole entry and the folder, so a
+changed URL, a changed value or another folder asks again. A refused server
 is not started and the model is told so in one note.
 """
 

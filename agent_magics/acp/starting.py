@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
     ContentToolCallContent,
+    McpServerStdio,
     PermissionOption,
     TextContentBlock,
     ToolCallUpdate,
@@ -123,13 +124,17 @@ async def _asked(chat: ChatSession, server: ClientServer) -> bool:
         content=[_text(fenced(whole))],
         raw_input={**client_mcp.described(server), "command": whole},
     )
-    options = [
-        PermissionOption(option_id="once", name="Allow for this session", kind="allow_once"),
-        PermissionOption(option_id="always", name="Always allow this server", kind="allow_always"),
-        PermissionOption(option_id="no", name="Do not start it", kind="reject_once"),
-    ]
+    options = [PermissionOption(option_id="once", name="Allow for this session", kind="allow_once")]
+    if not isinstance(server, McpServerStdio):  # a command reads files a command may change
+        always = PermissionOption(
+            option_id="always", name="Always allow this server", kind="allow_always"
+        )
+        options.append(always)
+    options.append(PermissionOption(option_id="no", name="Do not start it", kind="reject_once"))
     response = await chat.ask(call, options, new=True)
     chosen = getattr(response.outcome, "option_id", "no")
+    if chosen not in {o.option_id for o in options}:
+        return False
     if chosen == "always":
         client_mcp.remember(server, chat.session.config.cwd)
     return chosen in ("once", "always")

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.acp_client import Chat, agent_env, agent_process, ask
+from tests.helpers.mcp_http import start_http_server, stop_http_server
 from tests.helpers.teaching import site_file
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
@@ -61,20 +62,37 @@ async def test_a_refused_server_is_not_started_and_the_model_is_told(tmp_path: P
     assert "the person did not allow them" in json.dumps(model.requests[0]["input"])
 
 
-async def test_always_is_remembered_for_the_same_server_only(tmp_path: Path) -> None:
+async def test_a_stdio_server_is_asked_about_in_each_session(tmp_path: Path) -> None:
+    """It runs files of the folder (``server.py``, ``node_modules``) that a sandboxed
+    command may change between two chats: "always" is not offered, and an answer of it
+    anyway starts nothing."""
     first = Chat(["always"])
-    await turn_with(tmp_path, first, [[message("ok")]], [TIME_SERVER])
-    assert len(first.questions) == 1
-    again = Chat()
-    model = await turn_with(tmp_path, again, [[message("ok")]], [TIME_SERVER])
-    assert again.questions == []
-    assert "mcp__time__get_current_time" in tool_names(model.requests[0])
-    changed = TIME_SERVER.model_copy(
-        update={"args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
-    )
-    third = Chat(["no"])
-    await turn_with(tmp_path, third, [[message("ok")]], [changed])
-    assert len(third.questions) == 1  # another command: asked again
+    model = await turn_with(tmp_path, first, [[message("ok")]], [TIME_SERVER])
+    [(_, offered)] = first.questions
+    assert [o.option_id for o in offered] == ["once", "no"]
+    assert not any(n.startswith("mcp__time") for n in tool_names(model.requests[0]))
+    again = Chat(["once"])
+    await turn_with(tmp_path, again, [[message("ok")]], [TIME_SERVER])
+    assert len(again.questions) == 1
+
+
+async def test_always_is_remembered_for_the_same_http_server_only(tmp_path: Path) -> None:
+    server = start_http_server(tmp_path / "http.log")
+    try:
+        demo = HttpMcpServer(type="http", name="demo", url=server.url, headers=[])
+        first = Chat(["always"])
+        await turn_with(tmp_path, first, [[message("ok")]], [demo])
+        assert len(first.questions) == 1
+        again = Chat()
+        model = await turn_with(tmp_path, again, [[message("ok")]], [demo])
+        assert again.questions == []
+        assert "mcp__demo__add" in tool_names(model.requests[0])
+        moved = demo.model_copy(update={"url": server.url + "?v=2"})
+        third = Chat(["no"])
+        await turn_with(tmp_path, third, [[message("ok")]], [moved])
+        assert len(third.questions) == 1  # another URL: asked again
+    finally:
+        stop_http_server(server)
 
 
 async def test_a_teachers_site_policy_holds_in_the_chat(tmp_path: Path, site_python: Path) -> None:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import select
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from agent_magics.mcp.config import DEFAULT_ENV_VARS, McpServerConfig, safe_url
 from agent_magics.mcp.manager import McpError, McpManager
 from agent_magics.mcp.results import call_result_output
 from agent_magics.models.secret import Scrubber
+from tests.helpers.mcp_http import HttpServer, start_http_server, stop_http_server
 from tests.helpers.paths import MCP_SERVERS
 from tests.helpers.tools import alive
 
@@ -429,35 +428,6 @@ def test_reasons_never_show_credentials_of_a_url() -> None:
 
 
 # -- streamable HTTP ----------------------------------------------------------------------
-
-
-@dataclass
-class HttpServer:
-    url: str
-    process: subprocess.Popen[str]
-
-
-def start_http_server(log: Path) -> HttpServer:
-    with log.open("w") as errors:
-        process = subprocess.Popen(
-            [sys.executable, str(DEMO), "--http"], stdout=subprocess.PIPE, stderr=errors, text=True
-        )
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], GUARD_S)
-    line = process.stdout.readline() if ready else ""
-    if not line.startswith("listening on "):
-        process.kill()
-        process.wait()
-        process.stdout.close()
-        pytest.fail(f"the HTTP demo server did not start: {log.read_text()}")
-    return HttpServer(f"http://127.0.0.1:{int(line.split()[-1])}/mcp", process)
-
-
-def stop_http_server(server: HttpServer) -> None:
-    server.process.terminate()
-    server.process.wait()
-    assert server.process.stdout is not None
-    server.process.stdout.close()
 
 
 @pytest.fixture
