@@ -19,7 +19,9 @@ manager is then installed, or nothing would import it); with neither it raises t
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,6 +45,21 @@ server started in (a repository, often) is not put first on ``sys.path``, so a f
 named ``agent_magics`` (or ``httpx``...) there is never what the agent imports."""
 
 
+def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment for the agent, but for the entries of ``PYTHONPATH``
+    that name the folder it starts in: an empty one (what ``PYTHONPATH=$PYTHONPATH:/x``
+    leaves when it was unset) and a relative one (``src``, ``.``) would put the
+    repository's folders on ``sys.path`` despite ``-P``."""
+    env = dict(environ)
+    if "PYTHONPATH" in env:
+        kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if p and os.path.isabs(p)]
+        if kept:
+            env["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            del env["PYTHONPATH"]
+    return env
+
+
 class AgentMagicsPersona(BaseAcpPersona):  # type: ignore[misc]  # jupyter-ai has no types
     NOTEBOOK_EDITING_GUIDANCE: ClassVar[str] = ""
     """Jupyter AI puts this note before a chat's first message; its own points at the
@@ -53,6 +70,10 @@ class AgentMagicsPersona(BaseAcpPersona):  # type: ignore[misc]  # jupyter-ai ha
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, executable=COMMAND, **kwargs)
+
+    async def _init_agent_subprocess(self, env: dict[str, str] | None = None) -> Any:
+        """The agent's process, in :func:`agent_environment`."""
+        return await super()._init_agent_subprocess(env=agent_environment(env or os.environ))
 
     @property
     def defaults(self) -> PersonaDefaults:

@@ -28,7 +28,10 @@ async def test_the_personas_command_imports_nothing_from_its_folder(tmp_path: Pa
     (repo / "agent_magics" / "__main__.py").write_text(PLANTED.format(marker=str(marker)))
     command, *args = persona.COMMAND
     with ScriptedResponsesServer([]) as model:
-        env = agent_env(tmp_path / "home", model)
+        # what `export PYTHONPATH=$PYTHONPATH:/x` leaves when it was unset: '' is the folder
+        server_env = agent_env(tmp_path / "home", model) | {"PYTHONPATH": f":{tmp_path / 'x'}:src"}
+        env = persona.agent_environment(server_env)
+        assert env["PYTHONPATH"] == str(tmp_path / "x")
         async with spawn_agent_process(Chat(), command, *args, env=env, cwd=repo) as (conn, _):
             reply = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), 60)
     assert reply.agent_info.name == "agent-magics"
