@@ -7,7 +7,9 @@ diff, since a client may show the diffs alone: one that cannot be shown whole (o
 the working folder, unreadable, larger than :data:`MAX_DIFF_BYTES`, not text, or a hunk
 that does not apply) shows the patch's own lines for it, with the reason.
 
-A file is read only inside the working folder, as what it really is when opened (a
+A patch that adds a file over one that is there, or moves one onto another, shows the
+file it replaces as the old text; a move also shows its source going. A file is read
+only inside the working folder, as what it really is when opened (a
 link swapped in after the check, a FIFO or a device is not read: the open does not
 follow a last link and does not block, and the opened file must be a regular one inside
 the folder), and every text goes through the session's redactor before it leaves.
@@ -52,9 +54,9 @@ def patch_diffs(
     for hunk in hunks:
         path = resolve_patch_path(cwd, hunk.path)
         inside = _inside(path, cwd)
-        if isinstance(hunk, AddFile):
+        if isinstance(hunk, AddFile):  # over a file that is there, it replaces it
             text = hunk.contents if inside else _noted(OUTSIDE, hunk.contents)
-            found.append(_diff(path, None, text, redact))
+            found.append(_diff(path, _there(path, cwd), text, redact))
             continue
         old = _read(path, cwd) if inside else None
         why = UNREADABLE if inside else OUTSIDE
@@ -68,10 +70,13 @@ def patch_diffs(
                     new = derive_new_contents(str(path), old, hunk.chunks)
                 except PatchApplyError:
                     why = NOT_APPLYING
+            replaced = _there(target, cwd) if target != path else old
             if old is None or new is None:
-                found.append(_diff(target, None, _noted(why, _lines(hunk.chunks)), redact))
+                found.append(_diff(target, replaced, _noted(why, _lines(hunk.chunks)), redact))
             else:
-                found.append(_diff(target, old, new, redact))
+                found.append(_diff(target, replaced, new, redact))
+            if target != path:  # a move: the file it came from goes
+                found.append(_diff(path, old if old is not None else f"[{why}]", "", redact))
     return found
 
 
@@ -102,6 +107,17 @@ def _lines(chunks: list[UpdateFileChunk]) -> str:
         out += [f"-{line}" for line in chunk.old_lines]
         out += [f"+{line}" for line in chunk.new_lines]
     return "\n".join(out) + "\n"
+
+
+def _there(path: Path, cwd: Path) -> str | None:
+    """The text of a file a patch writes over (None: there is none); one that cannot be
+    shown says so."""
+    if not os.path.lexists(path):
+        return None
+    if not _inside(path, cwd):
+        return f"[{OUTSIDE}]"
+    text = _read(path, cwd)
+    return text if text is not None else f"[{UNREADABLE}]"
 
 
 def _within(path: str, root: str) -> bool:

@@ -15,6 +15,7 @@ close (:func:`fenced`).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from typing import Any
@@ -95,11 +96,22 @@ def shown_input(request: ApprovalRequest) -> dict[str, Any]:
     return {"command": visible(what_runs(request)), **_raw_input(request)}
 
 
+KERNEL_CODE = ("run_python", "run_cell")
+"""Tools whose ``command`` is one piece of code, shown as it is."""
+
+
 def what_runs(request: ApprovalRequest) -> str:
-    """The request's subject, an argv of several words quoted as a shell reads it (the
-    words a space-joined one would run together stay apart)."""
-    if request.kind == "exec" and len(request.command) > 1:
+    """What runs, as the person must read it: a command's argv quoted as a shell reads
+    it (words a space-joined one runs together stay apart, a one-word argv with a space
+    is one word), the kernel's code as it is, and an MCP or function call's arguments as
+    the values the call gets (JSON with a key twice runs with its last value: the text
+    the model wrote would show the first)."""
+    if request.kind == "exec" and request.tool_name not in KERNEL_CODE and request.command:
         return shlex.join(request.command)
+    if request.arguments is not None and (request.server is not None or request.kind == "function"):
+        if request.server is not None:
+            return f"{request.server} · {request.mcp_tool} {call_values(request.arguments)}"
+        return f"{request.tool_name} {call_values(request.arguments)}"
     return request.subject()
 
 
@@ -127,6 +139,15 @@ def decision(
     return DECISIONS.get(outcome.option_id, ReviewDecision.DENIED)
 
 
+def call_values(arguments: str) -> str:
+    """A call's JSON arguments as the values it gets (sorted keys; a key written twice
+    once, with the value that counts); the text itself when it is not JSON."""
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False, sort_keys=True)
+    except ValueError:
+        return arguments
+
+
 def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
 
@@ -136,6 +157,6 @@ def _raw_input(request: ApprovalRequest) -> dict[str, Any]:
     if request.patch:
         raw["patch"] = visible(request.patch)
     if request.server is not None:
-        arguments = visible(request.arguments or "")
+        arguments = visible(call_values(request.arguments or ""))
         raw |= {"server": request.server, "tool": request.mcp_tool, "arguments": arguments}
     return raw

@@ -105,10 +105,10 @@ REQUEST = ApprovalRequest(
 
 def test_a_question_shows_exactly_what_runs_and_what_for_session_covers() -> None:
     asked = question(REQUEST, "c1")
-    assert asked.title == "Run touch<U+202E>x"  # the bidi control named, not obeyed
+    assert asked.title == "Run 'touch<U+202E>x'"  # the bidi control named, not obeyed
     text = asked.content[0].content.text
-    assert text.startswith("```\ntouch<U+202E>x\n```\n")
-    assert asked.raw_input["command"] == "touch<U+202E>x"
+    assert text.startswith("```\n'touch<U+202E>x'\n```\n")
+    assert asked.raw_input["command"] == "'touch<U+202E>x'"
     assert "Why you are asked: commands that write ask under untrusted" in text
     assert [(o.option_id, o.name, o.kind) for o in options(REQUEST)] == [
         ("approved", "Approve", "allow_once"),
