@@ -36,7 +36,9 @@ from jupyter_client.manager import KernelManager
 from agent_magics.transcript.html import DONE_CLASS
 
 ROOT = Path(__file__).resolve().parents[2]
-IPYKERNEL6 = ROOT / ".venv" / "kernels" / "ipykernel6" / "bin" / "python"
+IPYKERNEL6 = Path(sys.prefix) / "kernels" / "ipykernel6" / "bin" / "python"
+"""Beside the running interpreter's venv (``.venv/kernels/ipykernel6`` when the tests
+run from the checkout's ``.venv``), wherever that venv is."""
 RECIPE = (
     "no ipykernel 6 venv: python3 -m venv .venv/kernels/ipykernel6 && "
     '.venv/kernels/ipykernel6/bin/python -m pip install -e . "ipykernel==6.29.*" pandas matplotlib'
