@@ -12,7 +12,7 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,14 @@ from traitlets import Bool, Enum, List, Unicode
 
 from agent_magics.errors import UserError
 from agent_magics.jupyter.kernel.cell_log import CellLog
+from agent_magics.jupyter.ui.cell_inputs import (
+    SETTINGS_ASK,
+    bound_settings,
+    cell_keys,
+    cell_options,
+    cell_prompt,
+    failed,
+)
 from agent_magics.jupyter.ui.manual import CELL_MANUAL, LINE_MANUAL, manual, plain_manual
 from agent_magics.jupyter.ui.sticky import StickySettings
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
@@ -36,7 +44,7 @@ if TYPE_CHECKING:
     from agent_magics.jupyter.kernel.tools import KernelTools
     from agent_magics.jupyter.kernel.withheld_cells import KernelWithheld
     from agent_magics.jupyter.ui.approver import HeadlessMode
-    from agent_magics.jupyter.ui.controller import ConfigSource, Controller
+    from agent_magics.jupyter.ui.controller import Controller
     from agent_magics.jupyter.ui.line_commands import LineCommands
     from agent_magics.jupyter.ui.runner import TurnView
 
@@ -46,7 +54,6 @@ if TYPE_CHECKING:
     from agent_magics.teaching.guard import PolicyGuard
 
 CELL_LINE = re.compile(r"^%%agent(\s|$)")
-SETTINGS_ASK = "the settings (%config, AGENT_MAGICS_*, a config file, -c or a resume) ask"
 """Who chose settings a teacher's policy refuses, when it was not the cell's options."""
 FROM_CODE = (
     "run_cell_magic('agent', ...) called from code cannot wait for its turn here, so the "
@@ -209,60 +216,18 @@ class AgentMagics(Magics):
     ) -> tuple[SessionConfig, Callable[[], SessionConfig]] | None:
         """The cell's settings and how to build them again, or None when they are bad
         (said in the cell, or raised when the cell waits for its turn)."""
-        given = {
-            "model": args.model,
-            "base_url": args.base_url,
-            "provider": args.provider,
-            "approval_policy": args.approval_policy,
-            "sandbox_mode": args.sandbox,
-            "web_search": args.web_search,
-            "cwd": str(Path(args.cd).expanduser().resolve()) if args.cd else None,
-        }
         try:
-            config, rebuild = self.sticky.for_cell(given, args.config)
-            self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))  # before a card shows
+            config, rebuild = self.sticky.for_cell(cell_options(args), args.config)
+            self.policy.bind(config, SETTINGS_ASK, cell_keys(args))  # before a card shows
         except UserError as exc:
             if args._awaited:  # the cell fails, so a headless run or Run All stops here
-                raise self._failed(str(exc)) from None
+                raise failed(str(exc)) from None
             print(f"agent: {exc}", file=sys.stderr)
             return None
         if args.new:
             self.agent.new_conversation()
         self.sticky.keep()
         return config, rebuild
-
-    @staticmethod
-    def _cell_keys(args: argparse.Namespace) -> frozenset[str]:
-        """The approval and sandbox fields the cell's own options set: a refusal under a
-        teacher's policy then says that the cell asked."""
-        keys = {"approval_policy": args.approval_policy, "sandbox_mode": args.sandbox}
-        return frozenset(k for k, v in keys.items() if v)
-
-    def _bound(
-        self, source: ConfigSource, cell: frozenset[str], view: TurnView, answers: str
-    ) -> Callable[[], Awaitable[SessionConfig]]:
-        """``source`` held to the teacher's policy as it reads when the turn starts (a
-        turn before it may have rewritten the notebook), its header saying the policy,
-        and who ``answers`` its approval questions (``SessionConfig.approver``)."""
-        from agent_magics.config import SessionConfig
-        from agent_magics.teaching.bounds import summary
-
-        async def settings() -> SessionConfig:
-            config = source if isinstance(source, SessionConfig) else await source()
-            bound = self.policy.bind(config, SETTINGS_ASK, cell)
-            if (line := summary(self.policy.seen)) is not None:
-                view.note(line)
-            return bound.model_copy(update={"approver": answers})
-
-        return settings
-
-    @staticmethod
-    def _failed(message: str) -> Exception:
-        """What a cell that waits for its turn raises when the turn cannot start, as
-        when it fails (see :meth:`.ui.controller.Controller.wait`)."""
-        from agent_magics.jupyter.ui.runner import AgentTurnFailed
-
-        return AgentTurnFailed(message)
 
     def headless_now(self) -> bool:
         if self.headless != "auto":
@@ -336,7 +301,7 @@ class AgentMagics(Magics):
         when the cell waits). ``clicks`` false: nobody can click (a call of
         :func:`agent_magics.ask_async` on a kernel that gives a busy cell no clicks), so
         approvals are answered as in a headless run."""
-        prompt = self._prompt(args, cell)
+        prompt = cell_prompt(args, cell, getattr(self.shell, "user_ns", None) or {})
         if prompt is None:
             return None
         configured = self._configure(args)
@@ -352,7 +317,7 @@ class AgentMagics(Magics):
 
             if project is not None:
                 config = self.trust.settle_in_terminal(project, headless is not None, rebuild)
-            config = self.policy.bind(config, SETTINGS_ASK, self._cell_keys(args))
+            config = self.policy.bind(config, SETTINGS_ASK, cell_keys(args))
             config = config.model_copy(update={"approver": headless or "terminal"})
             return None, run_in_terminal(self.agent, config, prompt, headless, self.shell)
         if not args._awaited and self.waits(args):
@@ -371,30 +336,8 @@ class AgentMagics(Magics):
             said := self.background_note.take(self._kernel, args, self.background)
         ):
             view.note(said)  # a headless cell that does not wait stopped above (FROM_CODE)
-        bound = self._bound(source, self._cell_keys(args), view, headless or "notebook")
+        bound = bound_settings(self.policy, source, cell_keys(args), view, headless or "notebook")
         return self.agent.schedule(loop, bound, prompt, view, approver, not args._awaited), view
-
-    def _prompt(self, args: argparse.Namespace, cell: str) -> str | None:
-        """The cell's prompt (``-f``: with the notebook's variables filled in), or None
-        when there is none (said in the cell, or raised when the cell waits)."""
-        from agent_magics.jupyter.kernel.prompt_fields import fill_prompt
-
-        prompt = cell.strip()
-        if not prompt:
-            empty = "the cell is empty; write the prompt below the %%agent line."
-            if args._awaited:
-                raise self._failed(empty[0].upper() + empty[1:])
-            print(f"agent: {empty}")
-            return None
-        if not args.format:
-            return prompt
-        try:
-            return fill_prompt(prompt, getattr(self.shell, "user_ns", None) or {})
-        except UserError as exc:
-            if args._awaited:
-                raise self._failed(str(exc)) from None
-            print(f"agent: {exc}", file=sys.stderr)
-            return None
 
     def waits(self, args: argparse.Namespace) -> bool:
         """Whether the cell waits for its turn: in headless runs, and on ipykernel >= 7.4
