@@ -19,11 +19,10 @@ from agent_magics.agent.command_setup import sandbox_notices, start_shell_snapsh
 from agent_magics.agent.compact_trigger import (
     ContextState,
 )
-from agent_magics.agent.instructions import base_instructions
 from agent_magics.agent.multi_agent import multi_agent_tools
 from agent_magics.agent.redaction import SessionRedactor
+from agent_magics.agent.requests import request_for, turn_context
 from agent_magics.agent.subagents import AgentNode
-from agent_magics.agent.tool_outputs import reserialized_input
 from agent_magics.agent.tool_round import run_round, take_pending
 from agent_magics.agent.turn_messages import environment_changes, opening_messages
 from agent_magics.agent.turn_window import TurnWindow
@@ -40,7 +39,6 @@ from agent_magics.events import (
     TurnStarted,
     Usage,
 )
-from agent_magics.import_guard import distrust
 from agent_magics.models.base import ModelClient, ModelRequest
 from agent_magics.protocol.approval import Approver, deny_all
 from agent_magics.protocol.items import AnyItem, Message
@@ -215,20 +213,8 @@ class Session:
         self._emit(RetryScheduled(attempt, delay, reason))
 
     def turn_context(self) -> TurnContext:
-        c = self.config
-        distrust(c.cwd)  # the package imports nothing from where it works
-        return TurnContext(
-            cwd=c.cwd,
-            approval_policy=c.approval_policy,
-            sandbox_mode=c.sandbox_mode,
-            truncation=c.truncation(),
-            shell=self.shell,
-            allow_login_shell=c.allow_login_shell,
-            supports_images=c.supports_images,
-            thread_id=self.thread_id,
-            sandbox_limit=c.sandbox_limit,
-            read_only_paths=tuple(self.kept()) if self.kept is not None else (),
-        )
+        read_only = tuple(self.kept()) if self.kept is not None else ()
+        return turn_context(self.config, self.shell, self.thread_id, read_only)
 
     def request(self) -> ModelRequest:
         """The turn's next request (with the turn's output schema, if it has one)."""
@@ -241,21 +227,9 @@ class Session:
         self, history: Sequence[AnyItem], tools: bool, tail: list[dict[str, Any]]
     ) -> ModelRequest:
         """The request for ``history`` (then the raw ``tail`` items), offering the
-        tools or none (a summarising request)."""
-        c = self.config
-        specs = self.registry.wire_specs()
-        return ModelRequest(
-            model=c.model,
-            instructions=c.instructions
-            if c.instructions is not None
-            else base_instructions(c.approver, c.approval_policy, c.sandbox_mode),
-            input=[*reserialized_input(list(history), specs), *tail],
-            tools=specs if tools else [],
-            parallel_tool_calls=c.parallel_tool_calls and tools,
-            reasoning={"effort": c.reasoning_effort, "summary": "auto"}
-            if c.reasoning_effort
-            else None,
-            prompt_cache_key=self.thread_id,
+        tools or none (a summarising request): :func:`.requests.request_for`."""
+        return request_for(
+            self.config, self.registry.wire_specs(), self.thread_id, history, tools, tail
         )
 
     # -- turns --------------------------------------------------------------------------
