@@ -1,11 +1,10 @@
 """Codex's command heuristics: the shared vectors, then our own tables.
 
 The vectors come from Codex's unit tests (conformance/vectors/safe_command_cases.json).
-The extra tables pin down tree-sitter-bash's accept/reject decisions that Codex's
-"word only" check inherits (checked against tree-sitter-bash 0.25.1 while writing the
-lexer), except where bash splits or spells words differently: there the script is
-refused or read with bash's words (tests/tools/test_shell_differential.py checks that against
-real bash). Also the here-document prefix, dangerous commands and approval-key argv.
+The extra tables pin down the accept/reject decisions and the words of Codex's "word
+only" check on tree-sitter-bash, as Codex has them, and the words bash passes instead
+(tests/tools/test_shell_differential.py checks those against real bash and names where
+they differ). Also the here-document prefix, dangerous commands and approval-key argv.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_magics.tools.command_safety.lex import MAX_SCRIPT_CHARS
+from agent_magics.tools.command_safety.parse import bash_script_words
 from agent_magics.tools.command_safety.rules import (
     canonical_command,
     commands_of,
@@ -77,23 +76,24 @@ PLAIN_SCRIPTS = [
     P("ls |\nwc", [["ls"], ["wc"]], id="newline-after-pipe"),
     P("ls&&pwd||true|wc;ls", [["ls"], ["pwd"], ["true"], ["wc"], ["ls"]], id="no-spaces"),
     P("ls \\\n-la", [["ls", "-la"]], id="line-continuation"),
-    P("l\\\ns", [["ls"]], id="continuation-joins-word"),
-    P("echo a\\ b", [["echo", "a b"]], id="escaped-space"),
-    P("echo \\ a", None, id="escaped-space-tree-sitter-separates"),
-    P("echo \\$HOME", [["echo", "$HOME"]], id="escaped-dollar"),
-    P('echo "a\\"b"', [["echo", 'a"b']], id="escape-in-double-quotes"),
-    P('echo "a\\x\\\\"', [["echo", "a\\x\\"]], id="other-escape-in-double-quotes-kept"),
+    # Words as tree-sitter spells them, backslashes kept (bash's: BASH_WORDS below).
+    P("l\\\ns", [["l", "s"]], id="continuation-splits-word"),
+    P("echo a\\ b", [["echo", "a\\ b"]], id="escaped-space"),
+    P("echo \\ a", [["echo", "a"]], id="escaped-space-tree-sitter-separates"),
+    P("echo \\$HOME", [["echo", "\\$HOME"]], id="escaped-dollar"),
+    P('echo "a\\"b"', [["echo", 'a\\"b']], id="escape-in-double-quotes"),
+    P('echo "a\\x\\\\"', [["echo", "a\\x\\\\"]], id="other-escape-in-double-quotes"),
     P("echo 'a\\'", [["echo", "a\\"]], id="single-quotes-literal"),
     P("echo ''", [["echo", ""]], id="empty-single-quotes"),
     P('echo a""', [["echo", "a"]], id="concatenation-with-empty"),
     P("echo ''\"\"", None, id="empty-concatenation"),
-    P("echo 'it'\\''s'", [["echo", "it's"]], id="quote-escape-quote"),
-    P('echo "a"\\x', None, id="escape-after-quote-tree-sitter-splits"),
+    P("echo 'it'\\''s'", [["echo", "it\\'s"]], id="quote-escape-quote"),
+    P('echo "a"\\x', [["echo", "a", "\\x"]], id="escape-after-quote-tree-sitter-splits"),
     P("echo src/*.py ~/x a=b", [["echo", "src/*.py", "~/x", "a=b"]], id="globs"),
-    P("echo {a,b}", None, id="brace-expansion"),
-    P("echo *.py", None, id="glob-may-expand-to-an-option"),
-    P("echo -*", None, id="glob-with-dash-prefix"),
-    P("echo ] ]", None, id="special-run-tree-sitter-joins"),
+    P("echo {a,b}", [["echo", "{a,b}"]], id="brace-expansion"),
+    P("echo *.py", [["echo", "*.py"]], id="glob"),
+    P("echo -*", [["echo", "-*"]], id="glob-with-dash-prefix"),
+    P("echo ] ]", [["echo", "] ]"]], id="special-run-tree-sitter-joins"),
     P("echo {1..3}", None, id="brace-expression"),
     P("echo x#y", [["echo", "x#y"]], id="hash-inside-word"),
     P("ls # note", None, id="comment"),
@@ -104,7 +104,7 @@ PLAIN_SCRIPTS = [
     P("123 foo", None, id="number-as-command"),
     P('"ls" x', None, id="quoted-command-name"),
     P("l's'", None, id="concatenated-command-name"),
-    P("then x; fi; done", None, id="stray-keywords"),
+    P("then x; fi; done", [["then", "x"], ["fi"], ["done"]], id="stray-keywords"),
     P("if true; then ls; fi", None, id="if"),
     P("for", None, id="for"),
     P("export FOO", None, id="declaration"),
@@ -130,11 +130,11 @@ PLAIN_SCRIPTS = [
     P('echo "a`b`"', None, id="backticks-in-quotes"),
     P("echo <(ls)", None, id="process-substitution"),
     P("echo a\\", None, id="trailing-backslash"),
-    P("ls \\\n", [["ls"]], id="continuation-at-end"),
+    P("ls \\\n", None, id="continuation-at-end"),
     P("echo 'open", None, id="unterminated-single"),
     P('echo "open', None, id="unterminated-double"),
-    P("ls\n\\x", [["ls"], ["x"]], id="newline-then-escape-ends-the-command"),
-    P("echo a\u00a0b", None, id="unicode-space"),
+    P("ls\n\\x", [["ls", "\n\\x"]], id="newline-then-escape-joins-the-command"),
+    P("echo a\u00a0b", [["echo", "a\u00a0b"]], id="unicode-space"),
     P("echo 'a\u00a0b\v'", [["echo", "a\u00a0b\v"]], id="unicode-space-quoted"),
 ]
 
@@ -162,7 +162,7 @@ HEREDOCS = [
     P("cat <<'EOF'\n$(x)\nEOF", ["cat"], id="quoted-body-literal"),
     P("cat <<EOF\n$HOME ${X} `x`\nEOF", ["cat"], id="expansions-in-body"),
     P("cat <<EOF\nx\nEOF # done", ["cat"], id="comment-after-end"),
-    P("cat <<EOF\r\nx\r\nEOF\r\n", None, id="crlf"),
+    P("cat <<EOF\r\nx\r\nEOF\r\n", ["cat"], id="crlf"),
     P("cat <<EOF\n$(whoami)\nEOF", None, id="command-substitution-in-body"),
     P("cat <<EOF\n\\$(x)\nEOF", None, id="escaped-substitution-in-body"),
     P("cat <<EOF\nx\nEOF\nls", None, id="second-command"),
@@ -309,19 +309,44 @@ def test_exec_policy_commands(argv: list[str], expected: tuple[list[list[str]], 
     assert commands_of(argv) == expected[0]
 
 
-def test_two_megabyte_script_is_judged_not_known_safe() -> None:
-    """Past MAX_SCRIPT_CHARS a script is not read (so not known-safe); this returned
-    only after minutes when the lexer was quadratic."""
+def test_two_megabyte_script_is_read_as_codex_reads_it() -> None:
+    """No length limit, as in Codex: tree-sitter and the reading of bash's words take
+    time linear in the script's length."""
     script = "echo " + "a\\ " * 700_000
     assert len(script) > 2_000_000
     argv = ["bash", "-lc", script]
-    assert is_known_safe_command(argv) is False
-    assert exec_policy_commands(argv) == ([argv], False)
-    assert canonical_command(argv) == ["__codex_shell_script__", "-lc", script]
+    word = script.removeprefix("echo ")
+    assert exec_policy_commands(argv) == ([["echo", word]], False)
+    assert canonical_command(argv) == ["echo", word]
+    assert bash_script_words(script) == [["echo", "a " * 700_000]]
+    assert is_known_safe_command(argv) is True
 
 
-def test_long_script_under_the_limit_is_read() -> None:
-    script = "echo " + "a\\ b " * ((MAX_SCRIPT_CHARS - 10) // 5)
-    assert len(script) <= MAX_SCRIPT_CHARS
-    commands = parse_shell_script(script)
-    assert commands is not None and len(commands[0]) == (MAX_SCRIPT_CHARS - 10) // 5 + 1
+BASH_WORDS = [
+    P('ls a\\ b \'c d\' "e\\"f"', [["ls", "a b", "c d", 'e"f']], id="escapes-removed"),
+    P('ls "a\\x\\$\\`\\\\"', [["ls", "a\\x$`\\"]], id="double-quote-escapes"),
+    P("ls a\\\nb", None, id="continuation-tree-sitter-splits-at"),
+    P('cat "a\\\nb"', [["cat", "ab"]], id="continuation-inside-quotes"),
+    P("ls \\\n-la && ls", [["ls", "-la"], ["ls"]], id="continuation-between-words"),
+    P("ls 'it'\\''s' x\\*", [["ls", "it's", "x*"]], id="escaped-quote-and-glob"),
+    P("ls src/*.py {} x{", [["ls", "src/*.py", "{}", "x{"]], id="globs-with-a-prefix"),
+    P("ls \\*", [["ls", "*"]], id="escaped-glob"),
+    P("ls\n\\rm -f x", None, id="tree-sitter-joins-lines"),
+    P("ls \\ x", None, id="escaped-blank-tree-sitter-drops"),
+    P("ls a\\\tb", None, id="escaped-tab"),
+    P("ls a\u00a0b", None, id="unicode-space"),
+    P("ls {a,b}", None, id="brace-expansion"),
+    P("ls a'{'b}", [["ls", "a{b}"]], id="quoted-brace"),
+    P("ls *", None, id="leading-glob"),
+    P("ls -*", None, id="glob-in-an-option"),
+    P("ls ] ]", None, id="joined-brackets"),
+    P("time ls", None, id="reserved-word"),
+    P("ls; then", None, id="reserved-word-later"),
+    P("l\\\ns", None, id="continuation-splits-for-tree-sitter"),
+    P("ls > x", None, id="not-plain"),
+]
+
+
+@pytest.mark.parametrize(("script", "expected"), BASH_WORDS)
+def test_bash_script_words(script: str, expected: list[list[str]] | None) -> None:
+    assert bash_script_words(script) == expected

@@ -137,7 +137,8 @@ def exec_approval_requirement(
         and all_known_safe(commands, argv=whole, cwd=cwd, writable_roots=writable_roots)
     ):
         return Skip(bypass_sandbox=bypass)
-    if any(is_dangerous_command(c) for c in commands):
+    # the whole command too: a script's words as bash runs them (``r\\m -f x``)
+    if any(is_dangerous_command(c) for c in [*commands, *([argv] if argv else [])]):
         if policy is ApprovalPolicy.NEVER:
             return Forbidden(f"`{shlex.join(whole)}` rejected: blocked by policy")
         return NeedsApproval(justification, bypass_sandbox=bypass, rule=RULE_DANGEROUS)

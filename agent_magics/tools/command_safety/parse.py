@@ -2,10 +2,9 @@
 
 * :func:`parse_shell_script`: a script made only of plain commands (words and quoted
   strings with literal content) joined by ``&&``, ``||``, ``;``, ``|`` or newlines gives
-  its commands, each word as bash passes it; anything else gives None. These are the
-  scripts whose tree-sitter-bash tree Codex accepts as "word only", less those that bash
-  would split differently (tests/tools/test_shell_differential.py runs both on generated
-  scripts).
+  its commands, each word as tree-sitter-bash spells it (Codex's "word only" commands);
+  anything else gives None. :func:`bash_script_words` gives the words bash passes instead,
+  when it splits the script alike (see :mod:`agent_magics.tools.command_safety.bash_words`).
 * :func:`parse_heredoc_command`: a script that is one command fed by a here-document
   (``python3 <<'PY' ... PY``) gives that command's words, Codex's "complex parsing".
 * :func:`extract_shell_script`: ``[bash|zsh|sh, -lc|-c, script]`` gives the script.
@@ -13,193 +12,42 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from agent_magics.tools.command_safety.lex import (
-    REDIRECTS,
-    BodyEnd,
-    Comment,
-    Heredoc,
-    Op,
-    Token,
-    lex,
+from agent_magics.tools.command_safety.bash import (
+    heredoc_command,
+    parse_script,
+    word_only_commands,
 )
-from agent_magics.tools.command_safety.words import Unparsable, Word
-
-# Words that start something other than a simple command when they come first (or
-# are a syntax error there for bash, though tree-sitter reads them as command names).
-RESERVED = frozenset(
-    {"if", "case", "for", "select", "while", "until", "function", "[", "[[", "!", "{"}
-    | {"then", "else", "elif", "fi", "do", "done", "esac", "in", "}", "]]", "time", "coproc"}
-    | {"declare", "typeset", "export", "readonly", "local", "unset", "unsetenv"}
-)
-_ASSIGNMENT = re.compile(r"\w+(\+?=|\[)")
-_BAD_NAME = re.compile(r"(?!_[#%@?])\w+([#%@]|\?\w)")  # `x#y`, `a%b` as a name: a syntax error
-_JOINERS = frozenset({"&&", "||", "|"})
-
-
-def _command_words(words: Sequence[Word]) -> list[str] | None:
-    """The argv of one plain command, or None when a word is not plain."""
-    name = words[0]
-    if name.kind != "word" or not _plain_name(name):
-        return None
-    argv = [name.value]
-    for word in words[1:]:
-        if word.kind in ("word", "number", "string", "raw_string"):
-            if word.kind == "word" and _spelling(word) in ("==", "=~"):
-                return None  # tree-sitter reads these as test operators
-            argv.append(word.value)
-        elif word.kind == "concatenation" and word.value:
-            argv.append(word.value)
-        else:
-            return None
-    return argv
+from agent_magics.tools.command_safety.bash_words import bash_words
 
 
 def parse_shell_script(script: str) -> list[list[str]] | None:
     """The plain commands of ``script`` in order, or None if it has anything else."""
-    try:
-        tokens = lex(script)
-    except Unparsable:
+    parsed = parse_script(script)
+    return None if parsed is None else word_only_commands(*parsed)
+
+
+def bash_script_words(script: str) -> list[list[str]] | None:
+    """The words bash passes to the commands :func:`parse_shell_script` reads (bash
+    removes backslashes that tree-sitter keeps), or None when the script is not plain
+    commands or bash would split it into other commands or words."""
+    parsed = parse_script(script)
+    if parsed is None or word_only_commands(*parsed) is None:
         return None
-    commands: list[list[str]] = []
-    current: list[Word] = []
-    want_command = False  # an operator was read and its right-hand command is pending
-    for token in tokens:
-        if isinstance(token, Word):
-            current.append(token)
-            continue
-        if not isinstance(token, Op):
-            return None  # comments
-        if token.text == "\n" and not current:
-            continue  # blank line, or a line break after && || |
-        if token.text not in _JOINERS | {";", "\n"} or not current:
-            return None
-        argv = _command_words(current)
-        if argv is None:
-            return None
-        commands.append(argv)
-        current = []
-        want_command = token.text in _JOINERS
-    if current:
-        argv = _command_words(current)
-        if argv is None:
-            return None
-        commands.append(argv)
-    elif want_command:
-        return None
-    return commands
+    return bash_words(*parsed)
 
 
 def parse_heredoc_command(script: str) -> list[str] | None:
-    """The words of the single command of a here-document script, else None.
+    """The literal words of the single command of a here-document script, else None.
 
-    Accepted: optional ``NAME=value`` prefixes, a literal command name and literal
-    arguments, file redirections, exactly one ``<<DELIM`` / ``<<-DELIM`` (anything
-    after it on that line is not part of the command's words), a body without
-    command substitutions, and nothing but comments and blank lines afterwards.
+    The script may hold one command only (a ``$(...)`` in the body is a second one),
+    with at least one here-document; that command's assignments, redirections and
+    comments are left out of its words, and a quoted or expanded word refuses it.
     """
-    try:
-        tokens = lex(script, heredocs=True)
-    except Unparsable:
-        return None
-    i = _skip_prelude(tokens)
-    while i < len(tokens) and _is_assignment(tokens[i]):
-        i += 1
-    name = _at(tokens, i)
-    if not isinstance(name, Word) or not _is_literal(name):
-        return None
-    if not _plain_name(name):
-        return None
-    words = [name.value]
-    state = "args"  # then "dest" after a redirection, "after" after the here-document
-    seen_heredoc = False
-    i += 1
-    while i < len(tokens) and not _is_op(tokens[i], "\n"):
-        token = tokens[i]
-        i += 1
-        if isinstance(token, Word):
-            if state != "args" or token.kind == "fd":
-                continue
-            if not _is_literal(token):
-                return None
-            if token.value == "-" and _heredoc_follows(tokens, i):
-                continue  # tree-sitter drops a lone `-` right before `<<`
-            words.append(token.value)
-        elif isinstance(token, Heredoc):
-            if seen_heredoc or not token.plain_body:
-                return None
-            seen_heredoc, state = True, "after"
-        elif isinstance(token, Op) and (token.text in REDIRECTS or token.text == "<<<"):
-            state = "dest" if state == "args" else state
-        elif not (isinstance(token, Comment) and _is_op(_at(tokens, i), "\n")):
-            return None
-    if not seen_heredoc or not isinstance(_at(tokens, i + 1), BodyEnd):
-        return None
-    i += 2
-    if _is_op(_at(tokens, i), ";"):
-        i += 1
-    if any(not (isinstance(t, Comment) or _is_op(t, "\n")) for t in tokens[i:]):
-        return None
-    return words
-
-
-def _heredoc_follows(tokens: Sequence[Token], i: int) -> bool:
-    """Whether only ``N>target`` redirections stand between ``tokens[i]`` and ``<<``."""
-    while True:
-        token = _at(tokens, i)
-        if isinstance(token, Heredoc):
-            return True
-        if not (isinstance(token, Word) and token.kind == "fd"):
-            return False
-        i += 3  # descriptor, operator, target
-
-
-def _spelling(word: Word) -> str:
-    """The word's source text without line continuations, as bash reads it."""
-    return word.text.replace("\\\n", "")
-
-
-def _plain_name(name: Word) -> bool:
-    text = _spelling(name)
-    if name.value in RESERVED or name.value[:1] in ("[", "{"):
-        return False
-    return not _ASSIGNMENT.match(text) and not _BAD_NAME.match(text)
-
-
-def _skip_prelude(tokens: Sequence[Token]) -> int:
-    """Skip leading comments, blank lines and assignment-only statements."""
-    i = 0
-    while i < len(tokens):
-        j = i
-        while _is_assignment(_at(tokens, j)):
-            j += 1
-        token = _at(tokens, j)
-        if isinstance(token, Comment) or _is_op(token, "\n") or (j > i and _is_op(token, ";")):
-            i = j + 1
-        else:
-            return i
-    return i
-
-
-def _at(tokens: Sequence[Token], i: int) -> Token | None:
-    return tokens[i] if i < len(tokens) else None
-
-
-def _is_op(token: Token | None, text: str) -> bool:
-    return isinstance(token, Op) and token.text == text
-
-
-def _is_literal(token: Token) -> bool:
-    if not isinstance(token, Word) or token.kind not in ("word", "number"):
-        return False
-    return _spelling(token) not in ("==", "=~")
-
-
-def _is_assignment(token: Token | None) -> bool:
-    return isinstance(token, Word) and bool(_ASSIGNMENT.match(_spelling(token)))
+    parsed = parse_script(script)
+    return None if parsed is None else heredoc_command(*parsed)
 
 
 def _shell_kind(path: str) -> str | None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_magics.tools.command_safety.parse import (
+    bash_script_words,
     executable_name,
     extract_powershell_script,
     extract_shell_script,
@@ -97,9 +98,25 @@ def all_known_safe(
     writable_roots: Sequence[Path],
 ) -> bool:
     """Whether every sub-command of ``argv`` is known-safe where it runs: after a ``cd``
-    the folder is unknown. The shell around them reads no start-up file the model or
-    the repository may have written: such a shell runs without them
+    the folder is unknown. When ``argv`` is a shell script, ``commands`` are read as
+    Codex reads them and the words bash passes must be known-safe too
+    (:func:`bash_script_words`; tree-sitter keeps the backslash of ``find . -\\delete``).
+    The shell around them reads no start-up file the model or the repository may have
+    written: such a shell runs without them
     (:func:`agent_magics.tools.unified_exec.snapshot.snapshot_command`)."""
+    readings = [commands]
+    script = extract_shell_script(argv)
+    if script is not None:
+        as_bash = bash_script_words(script)
+        if as_bash is None:
+            return False
+        readings.append(as_bash)
+    return all(_all_safe_here(reading, cwd, writable_roots) for reading in readings)
+
+
+def _all_safe_here(
+    commands: Sequence[Sequence[str]], cwd: Path | None, writable_roots: Sequence[Path]
+) -> bool:
     here = cwd
     for command in commands:
         if not _is_safe_exec(command, here, writable_roots):
@@ -213,11 +230,16 @@ def _git_subcommand(command: Sequence[str]) -> tuple[int, str] | None:
 
 
 def is_dangerous_command(argv: Sequence[str]) -> bool:
-    """``rm -f`` / ``rm -rf`` (also after ``sudo``), directly or in a plain script."""
+    """``rm -f`` / ``rm -rf`` (also after ``sudo``), directly or in a plain script, read
+    as Codex reads it or as bash runs it: ``r\\m -f x`` is Codex's ``r\\m`` but bash's
+    ``rm``, and stays dangerous (Codex lets it through)."""
     if _is_dangerous_exec(argv):
         return True
-    commands = shell_script_commands(argv)
-    return commands is not None and any(_is_dangerous_exec(c) for c in commands)
+    readings = [shell_script_commands(argv)]
+    script = extract_shell_script(argv)
+    if script is not None:
+        readings.append(bash_script_words(script))
+    return any(r is not None and any(_is_dangerous_exec(c) for c in r) for r in readings)
 
 
 def _is_dangerous_exec(command: Sequence[str]) -> bool:
