@@ -23,8 +23,8 @@ from acp.helpers import (
 
 from agent_magics.acp.updates import KINDS, MAX_OUTPUT_CHARS, Update
 from agent_magics.protocol.items import AnyItem
-from agent_magics.transcript.blocks import TextBlock, ToolBlock
 from agent_magics.transcript.calls import call_summary
+from agent_magics.transcript.model import TextBlock, ToolBlock
 from agent_magics.transcript.saved import fold, history_records
 
 

@@ -71,8 +71,9 @@ from agent_magics.events import (
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.blocks import output_text
 from agent_magics.transcript.calls import PATH_ARGS, call_summary, parse_arguments
+from agent_magics.transcript.command_result import command_result
 from agent_magics.transcript.model import server_notice
-from agent_magics.transcript.terminal import call_patch, command_result
+from agent_magics.transcript.terminal import call_patch
 
 Update = Any
 """One ``session/update`` payload (the SDK's union of update models)."""

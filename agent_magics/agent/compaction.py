@@ -29,7 +29,7 @@ from agent_magics.events import ContextCompacted
 from agent_magics.protocol.items import AnyItem, Message
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
+    from agent_magics.agent.session_parts import TurnSession
 
 OPENAI_HOSTS = frozenset({"api.openai.com"})
 SUMMARY_ROOM = 4096
@@ -50,7 +50,7 @@ def prompt_for(config: SessionConfig, words: str = "") -> str:
     return prompt + KEEP_WORDS.format(words=words.strip()) if words.strip() else prompt
 
 
-def _room(session: Session, prompt: str) -> Callable[[list[AnyItem]], list[AnyItem]]:
+def _room(session: TurnSession, prompt: str) -> Callable[[list[AnyItem]], list[AnyItem]]:
     """In a known window, the summarising request leaves the model a quarter of it (at
     most :data:`SUMMARY_ROOM` tokens) to write the summary in."""
     window = session.context.window
@@ -62,7 +62,9 @@ def _room(session: Session, prompt: str) -> Callable[[list[AnyItem]], list[AnyIt
     return with_room(max(budget, 0), session.context.bytes_per_token)
 
 
-async def compact(session: Session, trigger: str, phase: str, words: str = "") -> ContextCompacted:
+async def compact(
+    session: TurnSession, trigger: str, phase: str, words: str = ""
+) -> ContextCompacted:
     """Compact ``session``'s conversation now; raises what the request raised
     (:class:`ContextWindowFull` when even its newest item does not fit), leaving the
     history as it was."""

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from agent_magics.agent.agent_ids import dumps, parse_agent_id
 from agent_magics.agent.subagents import DEPTH_LIMIT, AgentNode, Child, not_found
+from agent_magics.clock import current as current_clock
 from agent_magics.errors import RespondToModel
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
@@ -281,15 +282,15 @@ async def _wait_any(
     children: list[Child], timeout_s: float, ids: list[str], open_: dict[str, Child]
 ) -> dict[str, object]:
     """The final statuses once one of ``children`` is final, or none at the deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
+    clock = current_clock()  # a rule of the agent's, not an I/O deadline
+    deadline = clock.monotonic() + timeout_s
     while True:
-        left = deadline - loop.time()
+        left = deadline - clock.monotonic()
         if left <= 0:
             return {}
         waits = [asyncio.ensure_future(c.changed.wait()) for c in children]  # bound now
         try:
-            await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            await clock.wait(waits, left)
         finally:
             for w in waits:
                 w.cancel()

@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agent_magics.agent.agent_ids import FINAL, Nicknames, dumps, new_agent_id, status_json
 from agent_magics.errors import RespondToModel, UserError
@@ -38,8 +38,13 @@ from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.protocol.items import AnyItem, Message
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
+    from agent_magics.agent.redaction import SecretSource
+    from agent_magics.config import SessionConfig
+    from agent_magics.events import EventSink
+    from agent_magics.protocol.approval import Approver
     from agent_magics.store.saved_children import SavedChild
+    from agent_magics.tools.context import KeptFiles, SessionServices
+    from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +56,45 @@ THREAD_LIMIT = "collab spawn failed: agent thread limit reached"
 
 def not_found(agent_id: str) -> RespondToModel:
     return RespondToModel(f"agent with id {agent_id} not found")
+
+
+class TurnAnswer(Protocol):
+    @property
+    def final_text(self) -> str: ...
+
+
+class AgentSession(Protocol):
+    """A session as the tree of agents sees it, the parent's and each child's:
+    :class:`~agent_magics.agent.session.Session` (which holds its :class:`AgentNode`) is
+    the one implementation. A child's session is made as its parent's was, with the
+    parent's settings, tools and kept files."""
+
+    config: SessionConfig
+    extra_tools: ExtraTools | None
+    offers: ToolFilter | None
+    kept: KeptFiles | None
+    secrets: SecretSource
+    services: SessionServices
+    history: list[AnyItem]
+    on_history: Callable[[], None] | None
+    agents: AgentNode
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        approver: Approver,
+        extra_tools: ExtraTools | None,
+        offers: ToolFilter | None,
+        node: Callable[[AgentSession], AgentNode] | None,
+        kept: KeptFiles | None,
+        secrets: SecretSource,
+    ) -> None: ...
+    def subscribe(self, sink: EventSink) -> Callable[[], None]: ...
+    async def run_turn(self, prompt: str) -> TurnAnswer: ...
+    def stop_call(self, call_id: str) -> bool: ...
+    def kill_processes(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 @dataclass
@@ -71,7 +115,7 @@ class AgentControl:
 class AgentNode:
     """One session's place in the tree: its depth and the children it spawned."""
 
-    def __init__(self, session: Session, control: AgentControl | None = None, depth: int = 0):
+    def __init__(self, session: AgentSession, control: AgentControl | None = None, depth: int = 0):
         self.session = session
         self.control = control or AgentControl()
         self.depth = depth
@@ -173,7 +217,7 @@ class Child:
         self.shown_text: str | None = None  # people read it (an error in our words)
         # A saved child resume_agent reopened: that call, and the status it had before.
         self.reopened: tuple[str, str, str | None] | None = None
-        self.session: Session | None = None
+        self.session: AgentSession | None = None
         self.node: AgentNode | None = None
         self._inbox: list[str] = []
         self._task: asyncio.Task[None] | None = None
@@ -189,7 +233,7 @@ class Child:
         ``pending_init`` status is told unless ``announce`` is false (a spawn tells it
         after :class:`AgentSpawned`)."""
         parent = self.parent.session
-        new_session = type(parent)  # a Session, not imported here: session.py imports this
+        new_session = type(parent)  # made as its parent's was
         config = parent.config
         if model is not None:
             config = config.model_copy(update={"model": model})
@@ -200,6 +244,7 @@ class Child:
             offers=parent.offers,
             node=lambda s: AgentNode(s, self.parent.control, self.parent.depth + 1),
             kept=parent.kept,
+            secrets=parent.secrets,
         )
         session.history.extend(history)
         session.subscribe(self._forward)

@@ -16,10 +16,10 @@ from agent_magics.tools.router import ToolCall
 from agent_magics.tools.runtime import CallsInterrupted, run_calls
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
+    from agent_magics.agent.session_parts import TurnSession
 
 
-async def run_round(session: Session, calls: list[ToolCall], turn: TurnContext) -> None:
+async def run_round(session: TurnSession, calls: list[ToolCall], turn: TurnContext) -> None:
     for call in calls:
         session.router.announce(call)
     names = [c.name for c in calls]
@@ -39,14 +39,14 @@ async def run_round(session: Session, calls: list[ToolCall], turn: TurnContext) 
 
 
 def _record(
-    session: Session, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext
+    session: TurnSession, calls: list[ToolCall], outputs: list[ToolOutput], turn: TurnContext
 ) -> None:
     redact, policy = session.redact.output, turn.truncation
     session.history.extend(output_items(calls, outputs, redact, policy, session.services))
     take_pending(session)
 
 
-def take_pending(session: Session) -> None:
+def take_pending(session: TurnSession) -> None:
     """Notes for the model (a warning, a sub-agent's end) join the history now."""
     pending = session.services.pending_user_messages
     while pending:

@@ -22,14 +22,14 @@ from agent_magics.events import Usage
 from agent_magics.protocol.items import AnyItem
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
+    from agent_magics.agent.session_parts import TurnSession
 
 
 class TurnWindow:
     """One turn's side of the window. ``compacted``: the conversation was compacted
     during the turn (its prompt is then kept even when the turn fails)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: TurnSession) -> None:
         self.session = session
         self.compacted = False
 

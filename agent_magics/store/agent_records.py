@@ -11,8 +11,8 @@ for the main agent's own children).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_magics.events import (
     AgentEvent,
@@ -23,13 +23,66 @@ from agent_magics.events import (
 )
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
-    from agent_magics.agent.subagents import AgentNode, Child
     from agent_magics.protocol.items import AnyItem
 
 AGENT_SPAWNED, AGENT_STATUS, AGENT_ITEM = "agent_spawned", "agent_status", "agent_item"
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 AGENT_DECISION = "agent_decision"  # a child's approval answer: its history does not hold it
+
+
+class ChildHistory(Protocol):
+    """A sub-agent's session as its records read it: its history, and who is told
+    when items join it."""
+
+    history: list[AnyItem]
+    on_history: Callable[[], None] | None
+
+
+class AgentRecord(Protocol):
+    """A sub-agent as its records tell it (:class:`~agent_magics.agent.subagents.Child`
+    is the one): who it is, the call that spawned it, its history (its session's, or the
+    saved one a resume gave back), how much of it the file holds, its approval answers,
+    its status and, when a resume_agent call reopened it, that call and how it ended
+    before."""
+
+    agent_id: str
+    nickname: str
+    prompt: str
+    call_id: str
+    saved: list[AnyItem]
+    recorded: int
+    decided: dict[str, ApprovalDecided]
+    status: str
+    shown_text: str | None
+    reopened: tuple[str, str, str | None] | None
+
+    @property
+    def session(self) -> ChildHistory | None: ...
+    @property
+    def node(self) -> AgentTree | None: ...
+    @property
+    def parent(self) -> AgentTree: ...
+
+
+class OpenAgents(Protocol):
+    @property
+    def open(self) -> Mapping[str, AgentRecord]: ...
+
+
+class AgentTree(Protocol):
+    """One session's place in its tree of agents (:class:`~agent_magics.agent.subagents.AgentNode`
+    is the one): its depth, the tree's open agents by id, and the children it keeps."""
+
+    @property
+    def depth(self) -> int: ...
+    @property
+    def control(self) -> OpenAgents: ...
+    def kept(self) -> Sequence[AgentRecord]: ...
+
+
+class WithAgents(Protocol):
+    @property
+    def agents(self) -> AgentTree: ...
 
 
 def unwrapped(event: Event) -> tuple[list[str], Event]:
@@ -45,7 +98,7 @@ class AgentRecords:
     """Turns the parent's sub-agent events into records, and writes each child's history
     items as they join it (``write`` adds a record to the session file)."""
 
-    def __init__(self, session: Session, write: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, session: WithAgents, write: Callable[[dict[str, Any]], None]) -> None:
         self.session = session
         self.write = write
         self._written: dict[str, int] = {}
@@ -100,7 +153,7 @@ def decision_record(path: list[str], agent_id: str, decided: ApprovalDecided) ->
     return ident | {"call_id": decided.call_id, "decision": decided.decision.value, "by": by}
 
 
-def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[str, Any]]:
+def tree_records(node: AgentTree, path: list[str] | None = None) -> list[dict[str, Any]]:
     """The records a live session's sub-agents would have in its file, from the agents
     themselves (``%agent history`` nests them under their spawn calls, as exports do):
     each child's spawn, its history items, its status, then its own children's. A saved
@@ -123,7 +176,11 @@ def tree_records(node: AgentNode, path: list[str] | None = None) -> list[dict[st
 
 
 def _run(
-    path: list[str], child: Child, call_id: str, items: Sequence[AnyItem], ended: Sequence[Any]
+    path: list[str],
+    child: AgentRecord,
+    call_id: str,
+    items: Sequence[AnyItem],
+    ended: Sequence[Any],
 ) -> list[dict[str, Any]]:
     """One stretch of a child's life under ``call_id``: its spawn, ``items`` (each call's
     approval answer after it) and the status it ``ended`` with (status, text)."""

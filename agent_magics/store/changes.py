@@ -42,7 +42,7 @@ from agent_magics.apply_patch.files import MAX_FILE_BYTES
 from agent_magics.events import CellsEdited, Event, FileDiff, ModuleShadowed, TurnDiff
 from agent_magics.store.diff import ABSENT, FileState, file_diff, read_state
 from agent_magics.store.scan import Scan, scan_folder, stamp
-from agent_magics.store.undo_copies import UndoCopies
+from agent_magics.store.undo_copies import Original, UndoCopies
 from agent_magics.tools.approval.shadowing import Stamp, planted_files, shadowing
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ class ChangeTracker:
             )
         planted = self._planted_by_turn(base is not None, planted_before, list(writes))
         result = TurnChanges(self.turn, self._cwd, tuple(changes), planted, cells)
-        self._copies.manifest(result)
+        self._copies.manifest([Original(c.path, c.diff.status, c.before) for c in changes])
         self.last = result
         return result
 

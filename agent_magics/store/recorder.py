@@ -39,8 +39,8 @@ from agent_magics.store.readback import RESUMED_SETTINGS
 from agent_magics.tools.goal_state import goal_record
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
     from agent_magics.config import SessionConfig
+    from agent_magics.store.live_session import RecordedSession
     from agent_magics.store.resume import Resume
 
 _log = logging.getLogger("agent_magics")
@@ -72,7 +72,7 @@ class SessionRecorder:
 
     def __init__(
         self,
-        session: Session,
+        session: RecordedSession,
         folder: Path,
         *,
         turns: int = 0,
@@ -236,7 +236,7 @@ class SessionRecorder:
 
 
 def saved_session(
-    session: Session,
+    session: RecordedSession,
     folder: Path | None,
     resume: Resume | None,
     say: Callable[[str], None] | None = None,
@@ -253,7 +253,7 @@ def saved_session(
 
 
 def record_session(
-    session: Session,
+    session: RecordedSession,
     folder: Path | None,
     *,
     turns: int = 0,

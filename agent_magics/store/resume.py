@@ -35,7 +35,7 @@ from agent_magics.store.signing import session_key
 from agent_magics.tools.goal_state import restore_goal
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
+    from agent_magics.store.live_session import RecordedSession
 
 LAST = "last"
 """What a resumed session takes from its (signed) file, below the options given now: the
@@ -305,7 +305,7 @@ def _busy(ids: list[str]) -> str:
     return f"Passed over newer session(s) {names}: {BUSY}"
 
 
-def continue_in(session: Session, resume: Resume) -> None:
+def continue_in(session: RecordedSession, resume: Resume) -> None:
     """Make the new ``session`` the saved one: its history, id, token count and the
     sub-agents it started (closed: ``resume_agent`` reopens them)."""
     session.history = list(resume.loaded.history)

@@ -12,18 +12,25 @@ copy fail instead of making or chmodding anything where it points.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agent_magics.store.diff import FileState
 from agent_magics.store.folder import folder_chain, replace_file, write_new
 
-if TYPE_CHECKING:
-    from agent_magics.store.changes import TurnChanges
-
 MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Original:
+    """A file the turn changed as the manifest names it: its path, how it changed
+    (``added``, ``modified``, ``deleted``) and its state at the turn's start (``None``:
+    not kept)."""
+
+    path: Path
+    status: str
+    before: FileState | None
 
 
 @dataclass(frozen=True)
@@ -44,20 +51,20 @@ class UndoCopies:
             return  # holds a secret of the session: memory only
         self._write(f"{state.digest}.orig", state.data, new=True)
 
-    def manifest(self, result: TurnChanges) -> None:
+    def manifest(self, originals: Sequence[Original]) -> None:
         """Say which original belongs to which path (rewritten at the turn's end)."""
-        if not result.changes:
+        if not originals:
             return
         entries = [
             {
-                "path": str(c.path),
-                "status": c.diff.status,
-                "original": None if c.before is None else c.before.digest,
-                "mode": None if c.before is None else oct(c.before.mode),
+                "path": str(o.path),
+                "status": o.status,
+                "original": None if o.before is None else o.before.digest,
+                "mode": None if o.before is None else oct(o.before.mode),
             }
-            for c in result.changes
+            for o in originals
         ]
-        body = json.dumps({"turn": result.turn, "files": entries}, indent=1) + "\n"
+        body = json.dumps({"turn": self.turn, "files": entries}, indent=1) + "\n"
         self._write(MANIFEST, body.encode(), new=False)
 
     def _write(self, name: str, data: bytes, *, new: bool) -> None:

@@ -85,8 +85,8 @@ from agent_magics.terminal.jsonl_items import (
 )
 from agent_magics.tools.approval.shadowing import planted_warning
 from agent_magics.transcript.blocks import output_text
+from agent_magics.transcript.command_result import command_result
 from agent_magics.transcript.model import server_notice
-from agent_magics.transcript.terminal import command_result
 
 if TYPE_CHECKING:
     from agent_magics.agent.session import Session

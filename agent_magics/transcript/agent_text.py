@@ -4,7 +4,7 @@ says how it ended."""
 
 from __future__ import annotations
 
-from agent_magics.transcript.blocks import AgentRun
+from agent_magics.transcript.model import AgentRun
 
 STATUS_WORDS = {
     "pending_init": "starting",

@@ -3,8 +3,11 @@
 Every view reads this one model: the live cards, the static transcript of headless
 runs, and a saved session read back (:mod:`.saved` turns its lines into the same
 events), which the exports, ``%agent history`` render. :meth:`Transcript.apply` returns
-the block an event changed, so a view redraws only that block (the blocks themselves
-are in :mod:`.blocks`; their names are also this module's).
+the block an event changed, so a view redraws only that block. A tool call's block and
+the sub-agents it started (each with a transcript of its own) are here, beside the
+transcript that holds them; the other blocks are in :mod:`.blocks`, and their names,
+like those of the lines about the session's machinery (:mod:`.notices`), are also this
+module's.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_magics.events import (
     AgentEvent,
@@ -22,19 +26,14 @@ from agent_magics.events import (
     AssistantMessage,
     CellPlaced,
     ContextCompacted,
-    ContextWindowNoted,
     Event,
     GoalUpdated,
     GradedCellsNoted,
     ImageViewed,
-    McpServerFailed,
-    McpServerReady,
     ModuleShadowed,
     PlanUpdated,
     ReasoningSummary,
     RetryScheduled,
-    SandboxUnavailable,
-    SandboxWeakness,
     TextDelta,
     ToolCallFinished,
     ToolCallProposed,
@@ -48,25 +47,23 @@ from agent_magics.events import (
     Usage,
     WebSearched,
 )
-from agent_magics.protocol.approval import ReviewDecision
+from agent_magics.protocol.approval import ApprovalRequest, ReviewDecision
 from agent_magics.tools.approval.shadowing import planted_warning
 from agent_magics.transcript.blocks import (
     AGENT_LIVE,
     OPEN_STATUSES,
-    AgentRun,
-    Block,
     CompactionBlock,
     DiffBlock,
     NoticeBlock,
     TextBlock,
-    ToolBlock,
     ToolStatus,
     TurnStatus,
     output_parts,
     output_text,
 )
+from agent_magics.transcript.command_result import command_result
 from agent_magics.transcript.goal_text import goal_line
-from agent_magics.transcript.terminal import command_result
+from agent_magics.transcript.notices import SERVER_NOTICES, compacted_line, server_notice
 
 __all__ = [
     "OPEN_STATUSES",
@@ -79,70 +76,88 @@ __all__ = [
     "ToolBlock",
     "ToolStatus",
     "Transcript",
+    "compacted_line",
     "output_parts",
     "server_notice",
 ]
 
 
-PHASES = {
-    "mid_turn": "during the turn",
-    "pre_turn": "before the turn",
-    "post_turn": "after the turn",
-    "overflow": "the server found the request too long; it was sent again",
-    "standalone_turn": "as asked",
-}
+@dataclass
+class AgentRun:
+    """A sub-agent a ``spawn_agent`` call started: who it is, its task, its status
+    (Codex's: ``pending_init``, ``running``, ``completed``, ``errored``, ``shutdown``,
+    ``not_found``; ``final_text`` its answer or error) and its own transcript, nested
+    in the card of the call that spawned it (a grandchild nests in the child's)."""
+
+    agent_id: str
+    nickname: str
+    depth: int
+    prompt: str
+    transcript: Transcript
+    status: str = "pending_init"
+    final_text: str | None = None
+
+    @property
+    def task_line(self) -> str:
+        """The first line of its task, as a header shows it."""
+        lines = self.prompt.strip().splitlines()
+        return lines[0] if lines else ""
 
 
-def compacted_line(event: ContextCompacted) -> str:
-    """``Context compacted (...)``: when, the sizes, what was kept (when and the sizes
-    only when known: a history read without its session file does not say them)."""
-    when = f" ({PHASES.get(event.phase, event.phase)})" if event.phase else ""
-    size = ""
-    if event.tokens_before:
-        size = f" {event.tokens_before:,} → about {event.tokens_after:,} tokens"
-        if event.window:
-            size += f" of a {event.window:,}-token window"
-        size += ";"
-    kept = len(event.kept)
-    line = f"Context compacted{when}:{size} kept {kept} of your message(s) and a summary."
-    if event.trimmed:
-        line += f" The {event.trimmed} oldest item(s) were left out so the summary request fit."
-    return line
+@dataclass
+class ToolBlock:
+    """One tool call and everything known about it so far.
+
+    It keeps both what a person sees (``output``: the text, ``images`` apart) and what
+    the model read (``raw_output``: images as ``[image]``), the call's arguments as
+    written and parsed, and when it ran: ``_agent`` (the turn as data) reads the same
+    blocks the cards draw."""
+
+    call_id: str
+    tool_name: str
+    arguments: str
+    kind: str = "function"
+    status: ToolStatus = "queued"
+    request: ApprovalRequest | None = None
+    decision: ReviewDecision | None = None
+    remembered: bool = False
+    decided_by_policy: bool = False
+    live_output: str = ""
+    output: str | None = None
+    images: list[str] = field(default_factory=list)
+    plan: PlanUpdated | None = None
+    goal: GoalUpdated | None = None  # the goal as a create, update or get_goal call left it
+    image: ImageViewed | None = None
+    duration_s: float | None = None
+    success: bool | None = None  # the tool's own answer (a command may still exit 1)
+    waited_s: float = 0.0  # of ``duration_s``, the time its questions waited for a person
+    cell_place: str | None = None  # an edit_notebook call's cell, as a person finds it
+    server: str | None = None  # an MCP tool's server and own name
+    mcp_tool: str | None = None
+    raw_output: str | None = None  # the output as the model read it, images as [image]
+    started: float | None = None  # when it began and ended to run, time.monotonic()
+    ended: float | None = None
+    answers: int = 0  # approval answers: a command the sandbox refused is asked again
+    agents: list[AgentRun] = field(default_factory=list)  # what a spawn_agent call started
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """The arguments parsed from JSON, or the text as it came when it is not JSON."""
+        try:
+            return json.loads(self.arguments)
+        except (json.JSONDecodeError, RecursionError):
+            return self.arguments
+
+    @property
+    def label(self) -> str:
+        """``server · tool`` for an MCP tool, else the tool's name."""
+        if self.server is not None and self.mcp_tool is not None:
+            return f"{self.server} · {self.mcp_tool}"
+        return self.tool_name
 
 
-def server_notice(
-    event: SandboxUnavailable
-    | SandboxWeakness
-    | ContextWindowNoted
-    | McpServerFailed
-    | McpServerReady,
-) -> NoticeBlock:
-    """A line about the session's machinery: no sandbox here or what it cannot hold, the
-    model's window, an MCP server up or down."""
-    if isinstance(event, (SandboxUnavailable, SandboxWeakness)):
-        return NoticeBlock("error", event.message, logged=True)
-    if isinstance(event, ContextWindowNoted):
-        return NoticeBlock("info", event.message, logged=True)
-    if isinstance(event, McpServerFailed):
-        log = f" Its log: {event.log_path}" if event.log_path else ""
-        return NoticeBlock(
-            "error",
-            f"MCP server '{event.server}' is not available: {event.reason.rstrip('.')}."
-            f" Its tools answer the model with an error.{log}",
-        )
-    n = len(event.tools)
-    return NoticeBlock(
-        "info", f"MCP server '{event.server}' is ready: {n} tool{'' if n == 1 else 's'}."
-    )
+Block = TextBlock | ToolBlock | NoticeBlock | DiffBlock
 
-
-SERVER_NOTICES = (
-    SandboxUnavailable,
-    SandboxWeakness,
-    ContextWindowNoted,
-    McpServerFailed,
-    McpServerReady,
-)
 
 SENT = "Message sent to it: "
 """How a message sent to a sub-agent (send_input) reads in its nested transcript."""

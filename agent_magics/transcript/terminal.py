@@ -11,23 +11,21 @@ out (:func:`~agent_magics.text.visible.visible`); colours are added last, and on
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.text.inert import terminal_safe
 from agent_magics.text.visible import visible
 from agent_magics.tools.command_safety.parse import extract_shell_script
 from agent_magics.transcript.agent_targets import agent_targets
-from agent_magics.transcript.blocks import Block, DiffBlock, NoticeBlock, ToolBlock
+from agent_magics.transcript.blocks import DiffBlock, NoticeBlock
+from agent_magics.transcript.command_result import COMMAND_TOOLS, command_result, json_object
 from agent_magics.transcript.goal_text import goal_line
+from agent_magics.transcript.model import Block, ToolBlock
 
-COMMAND_TOOLS = ("exec_command", "shell", "shell_command", "local_shell")
-OUTPUT_TOOLS = (*COMMAND_TOOLS, "write_stdin")
 OUTPUT_LINES = 20  # lines of a command's output shown: codex exec's
 # MAX_OUTPUT_LINES_FOR_EXEC_TOOL_CALL, split into head and tail as Codex's TUI does
 OUTPUT_HEAD_LINES = OUTPUT_LINES // 2
@@ -36,8 +34,6 @@ OUTPUT_LINE_CHARS = 400  # a longer output line is cut, with "…"
 MAX_ARGUMENTS_SHOWN = 200  # characters of a tool call's arguments in its report line
 
 BOLD, DIM, RED, GREEN, MAGENTA, CYAN = "1", "2", "31", "32", "35", "36"
-_EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
-_SESSION = re.compile(r"^Process running with session ID (\d+)$", re.MULTILINE)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
@@ -53,14 +49,6 @@ class Style:
         return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
 
 
-def _arguments(arguments: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def command_line(argv: Sequence[str]) -> str:
     """An argv as a person would type it: the script of ``bash -lc SCRIPT`` itself, any
     other argv quoted where a shell needs it (``shlex.join``)."""
@@ -71,7 +59,7 @@ def command_line(argv: Sequence[str]) -> str:
 def call_command(tool_name: str, arguments: str) -> str | None:
     """The command a shell tool call runs, as a person would type it (``None``: not a
     shell tool, or arguments that hold no command)."""
-    args = _arguments(arguments) if tool_name in COMMAND_TOOLS else None
+    args = json_object(arguments) if tool_name in COMMAND_TOOLS else None
     command = args.get("cmd", args.get("command")) if args else None
     if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
         return command_line(command)
@@ -81,7 +69,7 @@ def call_command(tool_name: str, arguments: str) -> str | None:
 def call_workdir(tool_name: str, arguments: str) -> str | None:
     """The folder a shell tool call asks to run in (its ``workdir``), as the model wrote
     it (``None``: not given, or not a shell tool)."""
-    args = _arguments(arguments) if tool_name in COMMAND_TOOLS else None
+    args = json_object(arguments) if tool_name in COMMAND_TOOLS else None
     where = args.get("workdir") if args else None
     return where if isinstance(where, str) and where else None
 
@@ -92,7 +80,7 @@ def call_patch(tool_name: str, arguments: str, kind: str) -> str | None:
         return None
     if kind == "custom":
         return arguments
-    args = _arguments(arguments)
+    args = json_object(arguments)
     value = args.get("input") if args else None
     return value if isinstance(value, str) else None
 
@@ -137,39 +125,6 @@ def trim_lines(
     if len(lines) <= head + tail:
         return lines
     return [*lines[:head], f"… +{len(lines) - head - tail} lines", *lines[len(lines) - tail :]]
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What a shell tool's answer says about the run: the command's own output, its exit
-    code, or the session it still runs in."""
-
-    output: str
-    exit_code: int | None = None
-    session_id: str | None = None
-
-
-def command_result(tool_name: str, output: Any) -> CommandResult | None:
-    """The run described by a shell tool's output (``None``: not a command's output).
-
-    The answer to the model starts with lines about the run (wall time, exit code) before
-    ``Output:``; the ``shell`` tool answers JSON with ``output`` and ``metadata``."""
-    if tool_name not in OUTPUT_TOOLS or not isinstance(output, str):
-        return None
-    parsed = _arguments(output) if output.startswith("{") else None
-    if parsed is not None and isinstance(parsed.get("output"), str):
-        meta = parsed.get("metadata")
-        code = meta.get("exit_code") if isinstance(meta, dict) else None
-        return CommandResult(parsed["output"], code if isinstance(code, int) else None)
-    head, sep, body = output.partition("\nOutput:\n")
-    if not sep:
-        return None
-    code_match, session = _EXIT_CODE.search(head), _SESSION.search(head)
-    return CommandResult(
-        body,
-        int(code_match.group(1)) if code_match else None,
-        session.group(1) if session else None,
-    )
 
 
 def plural(n: int, word: str) -> str:
@@ -271,9 +226,9 @@ class TerminalLines:
             head = s("apply_patch", MAGENTA) + " " + visible(patch_files(patch))
             return [head, *diff_lines(patch, s)]
         if block.tool_name == "web_search":  # the server searched: what for
-            query = (_arguments(block.arguments) or {}).get("query")
+            query = (json_object(block.arguments) or {}).get("query")
             return [s("web_search", MAGENTA) + " " + s(visible(str(query or "")), BOLD)]
-        parsed = _arguments(block.arguments)
+        parsed = json_object(block.arguments)
         args = agent_targets(block.tool_name, parsed, self.names) or block.arguments
         if len(args) > MAX_ARGUMENTS_SHOWN:
             args = args[:MAX_ARGUMENTS_SHOWN] + "…"

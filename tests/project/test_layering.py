@@ -2,7 +2,8 @@
 
 Imports are read from the source (``ast``), every ``import`` in a module counted, also
 those inside functions (a lazy import that closes a circle is still a circle at run
-time); only imports under ``if TYPE_CHECKING:`` are left out.
+time) and those under ``if TYPE_CHECKING:`` (a module that names another's types depends
+on it as much as one that calls it).
 """
 
 from __future__ import annotations
@@ -63,14 +64,11 @@ MODULES = {module_name(p): p for p in package_modules()}
 
 def _imported(name: str, path: Path) -> Iterator[str]:
     """Every module ``name`` imports, as written (``from a import b`` gives ``a`` and
-    ``a.b``), leaving out ``if TYPE_CHECKING:`` blocks."""
+    ``a.b``), those under ``if TYPE_CHECKING:`` too."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
 
     def visit(node: ast.AST) -> Iterator[str]:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                yield from (x for stmt in child.orelse for x in visit(stmt))
-                continue
             if isinstance(child, ast.Import):
                 yield from (alias.name for alias in child.names)
             elif isinstance(child, ast.ImportFrom):
@@ -274,3 +272,17 @@ def test_loading_the_extension_leaves_the_tools_for_the_first_turn() -> None:
     loaded = set(out.stdout.split())
     assert "agent_magics.jupyter.magics" in loaded
     assert [m for m in NOT_AT_LOAD if m in loaded] == []
+
+
+HANDLERS = "agent_magics.tools.handlers"
+HANDLER_MODULES = sorted(
+    n for n in MODULES if _inside(n, (HANDLERS,)) and "def handle(" in MODULES[n].read_text()
+)
+"""The modules of ``tools/handlers`` that hold a handler (``toolset``, which gathers
+them, and helpers such as ``ripgrep`` hold none)."""
+
+
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_no_handler_imports_another_handler(name: str) -> None:
+    """What two tools share lives beside the runtimes or in ``tools``, not in a handler."""
+    assert [m for m in IMPORTS[name] if m in HANDLER_MODULES and m != name] == []

@@ -19,11 +19,12 @@ import ipywidgets as W
 from agent_magics.jupyter.ui.cards import Decide
 from agent_magics.protocol.approval import ReviewDecision
 from agent_magics.transcript.agent_text import agent_header, ending_text
-from agent_magics.transcript.blocks import AGENT_LIVE, AgentRun
+from agent_magics.transcript.blocks import AGENT_LIVE
 from agent_magics.transcript.html import esc
+from agent_magics.transcript.model import AgentRun
 
 if TYPE_CHECKING:
-    from agent_magics.agent.session import Session
+    from agent_magics.agent.subagents import AgentSession
 
 PANEL_LAYOUT = {"margin": "4px 0 2px 6px"}
 
@@ -53,7 +54,7 @@ def child_stop(agent_id: str, stop: AgentStop | None) -> AgentStop | None:
     return lambda path, call_id: stop((agent_id, *path), call_id)
 
 
-def stop_call(session: Session, path: tuple[str, ...], call_id: str) -> bool:
+def stop_call(session: AgentSession, path: tuple[str, ...], call_id: str) -> bool:
     """A card's Stop: the call ``call_id`` of the agent at ``path`` below ``session``
     (that agent's session stops it); False when no such call runs."""
     for agent_id in path:

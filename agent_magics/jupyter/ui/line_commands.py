@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 
 from agent_magics.agent.session import Session
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 from agent_magics.events import Usage
 from agent_magics.jupyter.kernel.functions import functions_text, tool_command
 from agent_magics.jupyter.ui import info, mcp_command
@@ -21,7 +21,7 @@ from agent_magics.teaching.bounds import summary
 from agent_magics.transcript.history import history_text
 
 if TYPE_CHECKING:
-    from agent_magics.jupyter.magics import AgentMagics
+    from agent_magics.jupyter.ui.magics_state import MagicsState
 
 COMMANDS = (
     "reset",
@@ -47,7 +47,7 @@ COMMANDS = (
 class LineCommands:
     """``%agent WORD ...``: one method per word, reading and changing the magics' state."""
 
-    def __init__(self, magics: AgentMagics) -> None:
+    def __init__(self, magics: MagicsState) -> None:
         self.m = magics
 
     def run(self, line: str) -> None:
@@ -97,14 +97,14 @@ class LineCommands:
 
     def _cmd_reset(self) -> None:
         self.m.agent.new_conversation()
-        print("agent: the conversation was reset.")
+        print(for_person("the conversation was reset."))
 
     def _cmd_compact(self, words: str) -> None:
         session = self.m.session
         if session is None or not session.history:
-            print("agent: there is no conversation to compact yet.", file=sys.stderr)
+            print(for_person("there is no conversation to compact yet."), file=sys.stderr)
         elif self.m.agent.busy:
-            print("agent: a turn is running; compact once it has ended.", file=sys.stderr)
+            print(for_person("a turn is running; compact once it has ended."), file=sys.stderr)
         else:
             self.m.agent.compact(session, words)
 
@@ -114,7 +114,7 @@ class LineCommands:
         try:
             review_command(self.m, rest)
         except UserError as exc:
-            print(f"agent: {exc}", file=sys.stderr)
+            print(for_person(exc), file=sys.stderr)
 
     def _cmd_undo(self, rest: str) -> None:
         from agent_magics.jupyter.ui.undo_command import undo_command
@@ -134,7 +134,7 @@ class LineCommands:
 
     def _cmd_cancel(self) -> None:
         stopped = self.m.agent.cancel()
-        print("agent: the turn was stopped." if stopped else "agent: no turn is running.")
+        print(for_person("the turn was stopped.") if stopped else for_person("no turn is running."))
 
     def _cmd_status(self) -> None:
         config = self.m.current_config()
@@ -200,7 +200,7 @@ class LineCommands:
             try:
                 self._mcp_change(sub, words[1:])
             except UserError as exc:
-                print(f"agent: {exc}", file=sys.stderr)
+                print(for_person(exc), file=sys.stderr)
 
     def _mcp_list(self) -> None:
         if self.m.session is not None:
@@ -214,16 +214,19 @@ class LineCommands:
         change = self.m.sticky.change_mcp(sub, words)
         session = self.m.session
         if session is None:
-            print(f"agent: {change.done}; it starts with the next turn.")
+            print(for_person(f"{change.done}; it starts with the next turn."))
             return
         session.reconfigure(change.config)  # a new engine waits for the next turn
-        self.m.agent.change_mcp(session, change.restart, change.done)
+        mcp_command.apply_change(self.m.agent, session, change.restart, change.done)
 
     def _cmd_context(self) -> None:
         config = self.m.current_config()
         if config is not None:
             new = self.m.session is None or not self.m.session.history
-            print(self.m.notebook.peek(config.cwd, new) or "agent: nothing new to tell the model.")
+            print(
+                self.m.notebook.peek(config.cwd, new)
+                or for_person("nothing new to tell the model.")
+            )
 
     def _cmd_export(self, rest: str) -> None:
         from agent_magics.transcript.export import export_session
@@ -234,7 +237,7 @@ class LineCommands:
         try:
             print(export_session(shlex.split(rest), config, self.m.session))
         except (UserError, ValueError) as exc:
-            print(f"agent: {exc}", file=sys.stderr)
+            print(for_person(exc), file=sys.stderr)
 
     def _cmd_saved(self, word: str, ref: str) -> None:
         config = self.m.current_config()
@@ -247,11 +250,11 @@ class LineCommands:
             current = self.m.session.thread_id if self.m.session is not None else None
             settings, notes = self.m.agent.files.resume(config, ref, current)
         except UserError as exc:
-            print(f"agent: {exc}", file=sys.stderr)
+            print(for_person(exc), file=sys.stderr)
             return
         self.m.agent.end_session()  # keeps the resume waiting for the next cell
         self.m.sticky.resumed(settings)  # the cell's own options still win
-        print("\n".join(f"agent: {note}" for note in notes))
+        print("\n".join(for_person(note) for note in notes))
 
     def _cmd_history(self, rest: str) -> None:
         if rest.strip() not in ("", "--raw"):

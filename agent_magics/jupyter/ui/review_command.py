@@ -15,10 +15,10 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from agent_magics.agent.review import ReviewOutput, ReviewTarget, review_note
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 
 if TYPE_CHECKING:
-    from agent_magics.jupyter.magics import AgentMagics
+    from agent_magics.jupyter.ui.magics_state import MagicsState
 
 USAGE = "%agent review [--uncommitted | --base BRANCH | --commit SHA [--title TITLE] | WORDS]"
 
@@ -76,9 +76,10 @@ def review_target(words: str) -> ReviewTarget:
     return ReviewTarget("uncommitted")
 
 
-def review_command(magics: AgentMagics, words: str) -> None:
+def review_command(magics: MagicsState, words: str) -> None:
     """Run the review; the cell shows that it runs, then the card in its place."""
     from agent_magics.agent.review import reviewer, run_review
+    from agent_magics.tools.sandbox.jupyter import runtime_secrets
 
     target = review_target(words)
     config = magics.current_config()
@@ -88,7 +89,7 @@ def review_command(magics: AgentMagics, words: str) -> None:
     asking = magics.session
 
     async def review() -> ReviewCard:
-        session = reviewer(config, magics.agent.offers)
+        session = reviewer(config, magics.agent.offers, runtime_secrets)
         try:
             output, _ = await run_review(session, target)
         except BaseException:
@@ -103,7 +104,7 @@ def review_command(magics: AgentMagics, words: str) -> None:
 
     magics.agent.in_cell(
         review,
-        f"agent: reviewing {hint}…",
-        "agent: the review was stopped before it finished.",
-        "agent: the review could not run: {}",
+        for_person(f"reviewing {hint}…"),
+        for_person("the review was stopped before it finished."),
+        for_person("the review could not run: {}"),
     )
