@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_magics.acp.kernel_channel import BridgeFailed, KernelChannel, KernelGone
+from agent_magics.acp.kernel_channel import KernelChannel, _BridgeFailed, _KernelGone
 from agent_magics.acp.kernel_document import BridgedNotebook
 from agent_magics.acp.kernel_tools import Bridged, KernelTool, Policy
 from agent_magics.agent.redaction import register_secrets
@@ -165,10 +165,10 @@ class ChatNotebook:
         try:
             await channel.connect()
             answer = await channel.call({"op": "tools"})
-        except KernelGone as exc:
+        except _KernelGone as exc:
             await channel.aclose()
             raise UserError(f"The kernel of {shown} cannot be reached ({exc.value}).") from None
-        except BridgeFailed as exc:
+        except _BridgeFailed as exc:
             await channel.aclose()
             raise UserError(_no_bridge(shown, exc)) from None
         self.policy.update(answer)
@@ -259,7 +259,7 @@ def _sessions(response: httpx.Response, where: str) -> list[dict[str, Any]]:
     return [s for s in listed if isinstance(s, dict)]
 
 
-def _no_bridge(shown: str, exc: BridgeFailed) -> str:
+def _no_bridge(shown: str, exc: _BridgeFailed) -> str:
     if exc.name == "ModuleNotFoundError" and exc.value == "No module named 'agent_magics'":
         return f"The kernel of {shown} has no agent_magics: {INSTALL}."
     if exc.name == "ModuleNotFoundError" and "agent_magics.jupyter.kernel.bridge" in exc.value:

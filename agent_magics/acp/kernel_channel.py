@@ -105,7 +105,7 @@ distrusts those folders from then on, so what the kernel side imports later (pyd
 nbformat...) does not come from there either."""
 
 
-class BridgeFailed(Exception):
+class _BridgeFailed(Exception):
     """The kernel did not run the call: ``name`` and ``value`` are its error's."""
 
     def __init__(self, name: str, value: str) -> None:
@@ -114,7 +114,7 @@ class BridgeFailed(Exception):
         self.value = value
 
 
-class KernelGone(BridgeFailed):
+class _KernelGone(_BridgeFailed):
     """The kernel restarted or stopped, or the server closed the line."""
 
 
@@ -151,7 +151,7 @@ class KernelChannel:
                 websocket_connect(request, max_message_size=MAX_MESSAGE_BYTES), CONNECT_TIMEOUT_S
             )
         except (TimeoutError, OSError, HTTPClientError) as exc:
-            raise KernelGone(
+            raise _KernelGone(
                 "ConnectionError", f"the kernel's channel did not open ({exc})"
             ) from None
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -163,10 +163,10 @@ class KernelChannel:
 
     async def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` to the kernel side and return its answer; raises
-        :class:`BridgeFailed` when the kernel could not run it, TurnAborted when it was
+        :class:`_BridgeFailed` when the kernel could not run it, TurnAborted when it was
         interrupted."""
         if self._conn is None:
-            raise KernelGone("ConnectionError", "the kernel's channel is closed")
+            raise _KernelGone("ConnectionError", "the kernel's channel is closed")
         msg_id = uuid.uuid4().hex
         header = {"msg_id": msg_id, "msg_type": "execute_request", "username": "agent_magics",
                   "session": self._session, "date": datetime.now(UTC).isoformat(),
@@ -188,7 +188,7 @@ class KernelChannel:
             except WebSocketClosedError:
                 self._sent.pop(msg_id, None)
                 why = "the server closed the kernel's channel"
-                raise KernelGone("ConnectionClosed", why) from None
+                raise _KernelGone("ConnectionClosed", why) from None
             reply = await future
         except asyncio.CancelledError:
             self._give_up(msg_id)  # it must not run on its own later
@@ -219,7 +219,7 @@ class KernelChannel:
                 state = (msg.get("content") or {}).get("execution_state")
                 if state in ("restarting", "dead"):
                     why = f"the kernel is {state}"
-                    self._fail(KernelGone("KernelRestarted", why))
+                    self._fail(_KernelGone("KernelRestarted", why))
                 elif state == "busy" and parent in self._sent:
                     self._running.add(parent)
                     if parent in self._given_up and self._sent[parent] == "run":
@@ -234,7 +234,7 @@ class KernelChannel:
                     self._given_up.discard(parent)
                 elif not future.done():
                     future.set_result(msg.get("content") or {})
-        self._fail(KernelGone("ConnectionClosed", why))
+        self._fail(_KernelGone("ConnectionClosed", why))
         self._conn = None
 
     def _fail(self, error: Exception) -> None:
@@ -307,11 +307,11 @@ def _answer(reply: dict[str, Any]) -> dict[str, Any]:
         name, value = str(reply.get("ename", "Error")), str(reply.get("evalue", ""))
         if name == "KeyboardInterrupt":
             raise TurnAborted("interrupted")
-        raise BridgeFailed(name, value)
+        raise _BridgeFailed(name, value)
     shown = (reply.get("user_expressions") or {}).get("reply") or {}
     if shown.get("status") != "ok":
-        raise BridgeFailed(str(shown.get("ename", "Error")), str(shown.get("evalue", "")))
+        raise _BridgeFailed(str(shown.get("ename", "Error")), str(shown.get("evalue", "")))
     data = (shown.get("data") or {}).get("application/json")
     if not isinstance(data, dict) or not data:
-        raise BridgeFailed("NoAnswer", "the kernel's agent_magics gave no answer")
+        raise _BridgeFailed("NoAnswer", "the kernel's agent_magics gave no answer")
     return data

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from agent_magics.acp.kernel_channel import BridgeFailed, KernelChannel, KernelGone
+from agent_magics.acp.kernel_channel import KernelChannel, _BridgeFailed, _KernelGone
 from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ContentItem, FunctionPayload, ToolInvocation, ToolOutput
@@ -51,12 +51,12 @@ class Bridged:
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             answer = await self.channel.call(request)
-        except KernelGone as exc:
+        except _KernelGone as exc:
             raise RespondToModel(
                 f"the kernel of {self.notebook} cannot be reached ({exc.value}); nothing "
                 "more of the call ran"
             ) from None
-        except BridgeFailed as exc:
+        except _BridgeFailed as exc:
             raise RespondToModel(
                 f"the kernel of {self.notebook} did not run the call ({exc.name}: {exc.value})"
             ) from None

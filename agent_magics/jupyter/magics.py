@@ -21,7 +21,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, List, Unicode
 
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 from agent_magics.jupyter.kernel.cell_log import CellLog
 from agent_magics.jupyter.ui.cell_inputs import (
     SETTINGS_ASK,
@@ -222,7 +222,7 @@ class AgentMagics(Magics):
         except UserError as exc:
             if args._awaited:  # the cell fails, so a headless run or Run All stops here
                 raise failed(str(exc)) from None
-            print(f"agent: {exc}", file=sys.stderr)
+            print(for_person(exc), file=sys.stderr)
             return None
         if args.new:
             self.agent.new_conversation()
@@ -283,7 +283,8 @@ class AgentMagics(Magics):
         args = parse_argstring(self.agent_cell, line)
         if args.block and args.background:
             print(
-                "agent: --block and --background contradict each other; give one.", file=sys.stderr
+                for_person("--block and --background contradict each other; give one."),
+                file=sys.stderr,
             )
             return None
         started = self.start(args, cell)
@@ -386,7 +387,7 @@ class AgentMagics(Magics):
         try:
             config = self.sticky.config()
         except UserError as exc:
-            print(f"agent: {exc}", file=sys.stderr)
+            print(for_person(exc), file=sys.stderr)
             return None
         try:
             return self.policy.bind(config)

@@ -33,7 +33,7 @@ TOKEN = re.compile(r"[a-z0-9._+-]{1,32}")  # an encoding's name, quoted in a sen
 WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-class DecodingError(Exception):
+class _DecodingError(Exception):
     """The body's ``content-encoding`` could not, or may not, be undone; ``detail`` is
     the sentence."""
 
@@ -44,7 +44,7 @@ class DecodingError(Exception):
 
 async def body(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body of ``response`` with its ``content-encoding`` undone, a bounded piece
-    at a time; raises :class:`DecodingError` for what cannot or may not be inflated."""
+    at a time; raises :class:`_DecodingError` for what cannot or may not be inflated."""
     encodings = [
         name
         for part in response.headers.get("content-encoding", "").split(",")
@@ -56,7 +56,7 @@ async def body(response: httpx.Response) -> AsyncIterator[bytes]:
         return
     if len(encodings) > 1 or encodings[0] not in WBITS:
         named = all(TOKEN.fullmatch(name) for name in encodings) and len(encodings) < 4
-        raise DecodingError(
+        raise _DecodingError(
             "the model server sent its answer in an encoding it was not asked for"
             + (f" ({', '.join(encodings)})" if named else "")
         )
@@ -92,14 +92,14 @@ class Inflater:
             try:
                 piece = self._zlib.decompress(data, PIECE_BYTES)
             except zlib.error:
-                raise DecodingError(
+                raise _DecodingError(
                     f"the model server sent a compressed answer that is not valid {self._encoding}"
                 ) from None
             data = self._zlib.unconsumed_tail
             if piece:
                 self._given += len(piece)
                 if self._given > EXPANSION_ALLOWANCE + MAX_EXPANSION * self._received:
-                    raise DecodingError(TOO_EXPANDED)
+                    raise _DecodingError(TOO_EXPANDED)
                 yield piece
             if not data and len(piece) < PIECE_BYTES:
                 return  # a full piece may leave output in zlib for input it has taken

@@ -140,35 +140,35 @@ RECORD_KEYS = frozenset({"session_id", "exported", "graded_turns"})
 of a policy (an exported session's notebook; the turns that touched graded cells)."""
 
 
-class PolicyProblem(ValueError):
+class _PolicyProblem(ValueError):
     """A policy's text is not a policy; the message is part of one sentence."""
 
 
 def _strings(key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise PolicyProblem(f"{key} must be a list of tool names")
+        raise _PolicyProblem(f"{key} must be a list of tool names")
     unknown = [v for v in value if v not in KNOWN_TOOLS and not v.startswith(MCP_PREFIX)]
     if unknown:
-        raise PolicyProblem(f"{key} names unknown tool(s) {', '.join(map(repr, unknown))}")
+        raise _PolicyProblem(f"{key} names unknown tool(s) {', '.join(map(repr, unknown))}")
     return tuple(value)
 
 
 def _choice(key: str, value: Any, order: Iterable[str]) -> Any:
     choices = [str(c) for c in order]
     if not isinstance(value, str) or value not in choices:
-        raise PolicyProblem(f"{key} must be one of {', '.join(choices)}, not {value!r}")
+        raise _PolicyProblem(f"{key} must be one of {', '.join(choices)}, not {value!r}")
     return value
 
 
 def _values(data: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(str(k) for k in data if k not in POLICY_KEYS and k not in RECORD_KEYS)
     if unknown:
-        raise PolicyProblem(f"unknown key(s) {', '.join(map(repr, unknown))}")
+        raise _PolicyProblem(f"unknown key(s) {', '.join(map(repr, unknown))}")
     values: dict[str, Any] = {}
     for key in ("enabled", "run_python"):
         if key in data:
             if not isinstance(data[key], bool):
-                raise PolicyProblem(f"{key} must be true or false, not {data[key]!r}")
+                raise _PolicyProblem(f"{key} must be true or false, not {data[key]!r}")
             values[key] = data[key]
     for key in ("allowed_tools", "denied_tools"):
         if key in data:
@@ -198,7 +198,7 @@ def parse(data: Any, source: str) -> CoursePolicy:
         return broken(source, f"it must be a table of settings, not {type(data).__name__}")
     try:
         values = _values(data)
-    except PolicyProblem as exc:
+    except _PolicyProblem as exc:
         return broken(source, str(exc))
     return CoursePolicy(**values, origins=dict.fromkeys(values, source))
 

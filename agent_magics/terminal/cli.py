@@ -18,14 +18,14 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_magics.errors import ConnectionFailed, TurnAborted, UserError
+from agent_magics.errors import PROGRAM, ConnectionFailed, TurnAborted, UserError, for_person
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 from agent_magics.terminal.exec_options import common_options
 from agent_magics.terminal.exec_session import prompt_from_args, start_exec
 from agent_magics.terminal.stopping import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
-    Terminated,
+    _Terminated,
     until_terminated,
 )
 from agent_magics.tools.config import WEB_SEARCH_MODES
@@ -123,10 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run_trust(folder: Path) -> int:
     project = project_config(folder)
     if project is None:
-        print(f"agent-magics: {folder.resolve()} has no project config.", file=sys.stderr)
+        print(for_person(f"{folder.resolve()} has no project config.", PROGRAM), file=sys.stderr)
         return EXIT_USER_ERROR
     print("\n".join(project.lines()) or "(it sets nothing)")
-    print(f"agent-magics: trusted {project.file} (kept in {trust_project(project)}).")
+    print(for_person(f"trusted {project.file} (kept in {trust_project(project)}).", PROGRAM))
     return EXIT_OK
 
 
@@ -139,13 +139,13 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         print(export_session(words, load_config(options={"cwd": cwd}), None))
     except UserError as exc:
-        print(f"agent-magics: {exc}", file=sys.stderr)
+        print(for_person(exc, PROGRAM), file=sys.stderr)
         return EXIT_USER_ERROR
     return EXIT_OK
 
 
 async def run_exec(args: argparse.Namespace, prompt: str) -> int:
-    from agent_magics.terminal import exec_inputs, jsonl
+    from agent_magics.terminal import exec_inputs
     from agent_magics.terminal.console import say, usage_line
 
     # Read before any request: a wrong file fails at once, not after a paid turn.
@@ -154,8 +154,11 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     session, recorder, console = await start_exec(args)
     if args.compact:
         return await _compact(session, recorder, prompt)
-    events = jsonl.for_session(session) if args.json else None
-    if events is not None:
+    events = None
+    if args.json:
+        from agent_magics.terminal import jsonl
+
+        events = jsonl.for_session(session)
         jsonl.write_lines(events.started(), sys.stdout)
         session.subscribe(lambda event: jsonl.write_lines(events.fold(event), sys.stdout))
     try:
@@ -180,7 +183,7 @@ async def run_exec(args: argparse.Namespace, prompt: str) -> int:
     if line := usage_line(result.usage):
         print(line, file=sys.stderr)
     if schema is not None and (wrong := exec_inputs.schema_mismatch(result.final_text, schema)):
-        say(f"agent-magics: {session.redact.text(wrong)}")
+        say(for_person(session.redact.text(wrong), PROGRAM))
         return EXIT_SCHEMA_MISMATCH
     return EXIT_OK
 
@@ -226,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return run_trust(args.folder)
         except UserError as exc:
-            print(f"agent-magics: {exc}", file=sys.stderr)
+            print(for_person(exc, PROGRAM), file=sys.stderr)
             return EXIT_USER_ERROR
     if args.command == "review":
         from agent_magics.terminal.review_exec import run_review_exec, target_of
@@ -234,18 +237,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             target = target_of(args)
         except UserError as exc:
-            print(f"agent-magics: {exc}", file=sys.stderr)
+            print(for_person(exc, PROGRAM), file=sys.stderr)
             return EXIT_USER_ERROR
         return ended(run_review_exec(args, target))
     if args.compact and not args.resume:
-        print("agent-magics: --compact needs --resume ID|last.", file=sys.stderr)
+        print(for_person("--compact needs --resume ID|last.", PROGRAM), file=sys.stderr)
         return EXIT_USER_ERROR
     if args.compact:
         prompt = args.prompt or ""
     else:
         prompt = args.prompt if prompt_from_args(args) else sys.stdin.read()
     if not prompt.strip() and not args.compact:
-        print("agent-magics: the prompt is empty.", file=sys.stderr)
+        print(for_person("the prompt is empty.", PROGRAM), file=sys.stderr)
         return EXIT_USER_ERROR
     return ended(run_exec(args, prompt))
 
@@ -259,19 +262,19 @@ def ended(work: Coroutine[Any, Any, int]) -> int:
     try:
         return asyncio.run(until_terminated(work))
     except ConnectionFailed as exc:  # a job may retry these later
-        say(f"agent-magics: {exc}")
+        say(for_person(exc, PROGRAM))
         return EXIT_SERVER_FAILED
     except UserError as exc:
-        say(f"agent-magics: {exc}")
+        say(for_person(exc, PROGRAM))
         return EXIT_USER_ERROR
     except TurnAborted as exc:
-        say(f"agent-magics: turn aborted: {exc}")
+        say(for_person(f"turn aborted: {exc}", PROGRAM))
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        print(f"agent-magics: interrupted; {STOPPED}", file=sys.stderr)
+        print(for_person(f"interrupted; {STOPPED}", PROGRAM), file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Terminated:
-        print(f"agent-magics: terminated (SIGTERM); {STOPPED}", file=sys.stderr)
+    except _Terminated:
+        print(for_person(f"terminated (SIGTERM); {STOPPED}", PROGRAM), file=sys.stderr)
         return EXIT_TERMINATED
 
 

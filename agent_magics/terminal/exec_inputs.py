@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_magics.errors import UserError
+from agent_magics.errors import PROGRAM, UserError, for_person
 
 
 def read_output_schema(path: Path) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def schema_mismatch(answer: str, schema: dict[str, Any]) -> str | None:
 def read_images(paths: Sequence[Path]) -> list[str]:
     """Each image as the data URL the prompt carries; :class:`UserError` for a file that
     is missing, unreadable or not an image."""
-    from agent_magics.tools.handlers.view_image import UnreadableImage, prepare_image
+    from agent_magics.tools.images import UnreadableImage, prepare_image
 
     urls = []
     for path in paths:
@@ -92,7 +92,7 @@ def write_last_message(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         print(
-            f"agent-magics: cannot write the last message to {path}: {_reason(exc)}.",
+            for_person(f"cannot write the last message to {path}: {_reason(exc)}.", PROGRAM),
             file=sys.stderr,
         )
 

@@ -19,13 +19,13 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
 
 
-class Terminated(Exception):
+class _Terminated(Exception):
     """SIGTERM ended the run (control flow between :func:`until_terminated` and ``main``)."""
 
 
 async def until_terminated(work: Coroutine[Any, Any, int]) -> int:
     """Await ``work``; a SIGTERM meanwhile cancels it as asyncio's own Ctrl-C handling
-    does, and raises :class:`Terminated` once it has unwound (its ``finally`` blocks ran:
+    does, and raises :class:`_Terminated` once it has unwound (its ``finally`` blocks ran:
     the turn recorded as aborted, the session closed)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -45,7 +45,7 @@ async def until_terminated(work: Coroutine[Any, Any, int]) -> int:
         return await work
     except asyncio.CancelledError:
         if signalled:
-            raise Terminated from None
+            raise _Terminated from None
         raise
     finally:
         loop.remove_signal_handler(signal.SIGTERM)

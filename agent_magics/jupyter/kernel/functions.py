@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from agent_magics.errors import for_person
 from agent_magics.tools.functions.registered import FunctionTools, registered_tools
 from agent_magics.tools.functions.schema import ToolDefinitionError, describe_function
 
@@ -22,7 +23,7 @@ def tool_command(namespace: dict[str, Any], rest: str, tools: FunctionTools | No
     try:
         words = shlex.split(rest)
     except ValueError as exc:
-        return f"agent: {exc}. {USAGE}"
+        return for_person(f"{exc}. {USAGE}")
     remove = "--remove" in words
     auto = "--auto" in words
     names = [w for w in words if w not in ("--remove", "--auto")]
@@ -31,16 +32,16 @@ def tool_command(namespace: dict[str, Any], rest: str, tools: FunctionTools | No
     name = names[0]
     if remove:
         if tools.remove(name):
-            return f"agent: {name} is no longer offered."
-        return f"agent: no function named {name!r} is offered."
+            return for_person(f"{name} is no longer offered.")
+        return for_person(f"no function named {name!r} is offered.")
     if name not in namespace:
-        return f"agent: there is no {name!r} in the namespace."
+        return for_person(f"there is no {name!r} in the namespace.")
     try:
         tool = tools.add(describe_function(namespace[name], approval="auto" if auto else "ask"))
     except ToolDefinitionError as exc:
-        return f"agent: {exc}"
+        return for_person(exc)
     when = "runs without asking" if tool.approval == "auto" else "asks before each call"
-    return f"agent: {tool.name} is offered to the agent from the next turn ({when})."
+    return for_person(f"{tool.name} is offered to the agent from the next turn ({when}).")
 
 
 def functions_text(tools: FunctionTools | None = None) -> str:

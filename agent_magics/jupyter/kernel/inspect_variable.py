@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from agent_magics.errors import RespondToModel
 from agent_magics.jupyter.kernel.describe import describe
-from agent_magics.jupyter.kernel.lookup import Missing, NeedsCode, attribute, item, keyed
+from agent_magics.jupyter.kernel.lookup import _Missing, _NeedsCode, attribute, item, keyed
 from agent_magics.jupyter.kernel.static import str_item
 from agent_magics.text.rust import U64_MAX
 from agent_magics.tools.args import decode_call
@@ -63,7 +63,7 @@ def _key(node: ast.expr) -> str | int | None:
     return None
 
 
-def _needs_code(path: str, exc: NeedsCode) -> RespondToModel:
+def _needs_code(path: str, exc: _NeedsCode) -> RespondToModel:
     return RespondToModel(
         f"cannot read `{path}` without running the user's code ({exc}); "
         "run_python can read it, under the user's approval"
@@ -96,10 +96,10 @@ def _walk(ns: dict[str, Any], node: ast.expr, path: str) -> Any:
         base = _walk(ns, node.value, path)
         try:
             return attribute(base, node.attr)
-        except Missing:
+        except _Missing:
             where = ast.unparse(node.value)
             raise RespondToModel(f"`{where}` has no attribute `{node.attr}`") from None
-        except NeedsCode as exc:
+        except _NeedsCode as exc:
             raise _needs_code(path, exc) from None
         except Exception as exc:  # pandas, polars or numpy raised on a broken value
             raise _raised(path, exc) from None
@@ -115,9 +115,9 @@ def _walk(ns: dict[str, Any], node: ast.expr, path: str) -> Any:
             )
         try:
             return item(base, key)
-        except Missing:
+        except _Missing:
             raise RespondToModel(f"`{where}` has no key {key!r}") from None
-        except NeedsCode as exc:
+        except _NeedsCode as exc:
             raise _needs_code(path, exc) from None
         except Exception as exc:
             raise _raised(path, exc) from None

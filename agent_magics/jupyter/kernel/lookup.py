@@ -8,7 +8,7 @@ So attributes are found as :func:`inspect.getattr_static` finds them, in the cla
 along the MRO and in the instance's own ``__dict__`` (both walked item by item, see
 :func:`~agent_magics.jupyter.kernel.static.str_item`); what Python would then hand to code
 (a property, a custom descriptor, a missing name with ``__getattr__``) raises
-:class:`NeedsCode`. Keys are read only on dicts, lists and tuples whose lookup is the
+:class:`_NeedsCode`. Keys are read only on dicts, lists and tuples whose lookup is the
 built-in one, and on pandas and polars frames (the libraries' own code).
 """
 
@@ -58,11 +58,11 @@ _OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
 _FACTORY = defaultdict.__dict__["default_factory"]
 
 
-class NeedsCode(Exception):
+class _NeedsCode(Exception):
     """Reading it would run code; the message says whose."""
 
 
-class Missing(Exception):
+class _Missing(Exception):
     """There is nothing of that name or key."""
 
 
@@ -107,14 +107,14 @@ def instance_dict(obj: Any) -> dict[str, Any] | None:
 
 
 def attribute(obj: Any, name: str) -> Any:
-    """``obj.name`` as Python would read it, or :class:`NeedsCode` / :class:`Missing`."""
+    """``obj.name`` as Python would read it, or :class:`_NeedsCode` / :class:`_Missing`."""
     found = libraries.kind(obj)
     own_attribute = name in DATA_ATTRIBUTES and _has(type(obj), name)  # not a column's name
     if found is not None and own_attribute and libraries.trusted(obj, found):
         try:
             return getattr(obj, name)  # the library's own property
         except AttributeError:
-            raise Missing(name) from None
+            raise _Missing(name) from None
     if issubclass(type(obj), type):
         return _class_attribute(obj, name)
     return _instance_attribute(obj, name, found)
@@ -130,7 +130,7 @@ def _custom_getattribute(cls: type) -> bool:
 def _instance_attribute(obj: Any, name: str, data_kind: str | None) -> Any:
     cls = type(obj)
     if _custom_getattribute(cls):
-        raise NeedsCode(f"its class {type_name(obj)} reads attributes with __getattribute__")
+        raise _NeedsCode(f"its class {type_name(obj)} reads attributes with __getattribute__")
     found, value, owner = _on_type(cls, name)
     if found and is_data_descriptor(value):
         return _data_descriptor(obj, value, owner, name)
@@ -144,10 +144,10 @@ def _instance_attribute(obj: Any, name: str, data_kind: str | None) -> Any:
     if data_kind in ("pandas.DataFrame", "polars.DataFrame"):
         return item(obj, name)  # a column read as an attribute, as pandas allows
     if issubclass(cls, types.ModuleType) and str_item(own or {}, "__getattr__")[0]:
-        raise NeedsCode("the module answers names it does not hold with its own __getattr__")
+        raise _NeedsCode("the module answers names it does not hold with its own __getattr__")
     if _has(cls, "__getattr__"):
-        raise NeedsCode(f"its class {type_name(obj)} answers missing attributes with __getattr__")
-    raise Missing(name)
+        raise _NeedsCode(f"its class {type_name(obj)} answers missing attributes with __getattr__")
+    raise _Missing(name)
 
 
 def read_without_code(descriptor: Any, owner: type | None) -> bool:
@@ -164,10 +164,10 @@ def _data_descriptor(obj: Any, value: Any, owner: type | None, name: str) -> Any
         try:
             return value.__get__(obj, type(obj))  # a slot, or a built-in type's field
         except AttributeError:
-            raise Missing(name) from None
+            raise _Missing(name) from None
     if issubclass(kind, property):
-        raise NeedsCode(f"`{name}` is a property: reading it runs its code")
-    raise NeedsCode(f"`{name}` is read through {type_name(value)}, which runs code")
+        raise _NeedsCode(f"`{name}` is a property: reading it runs its code")
+    raise _NeedsCode(f"`{name}` is read through {type_name(value)}, which runs code")
 
 
 def _bind(obj: Any, cls: type, value: Any, name: str) -> Any:
@@ -183,13 +183,13 @@ def _bind(obj: Any, cls: type, value: Any, name: str) -> Any:
         return value.__get__(obj, cls)  # a built-in method bound: no code of the class
     if not _has(kind, "__get__"):
         return value
-    raise NeedsCode(f"`{name}` is read through {type_name(value)}, which runs code")
+    raise _NeedsCode(f"`{name}` is read through {type_name(value)}, which runs code")
 
 
 def _class_attribute(cls: type, name: str) -> Any:
     meta = type(cls)
     if _custom_getattribute(meta):
-        raise NeedsCode(f"its metaclass {type_name(cls)} reads attributes with its own code")
+        raise _NeedsCode(f"its metaclass {type_name(cls)} reads attributes with its own code")
     on_meta, meta_value, meta_owner = _on_type(meta, name)
     if on_meta and is_data_descriptor(meta_value):
         return _data_descriptor(cls, meta_value, meta_owner, name)
@@ -204,12 +204,12 @@ def _class_attribute(cls: type, name: str) -> Any:
             return value  # read through the class: the object itself
         if kind in (*_C_BINDABLE, types.MemberDescriptorType, types.GetSetDescriptorType):
             return value
-        raise NeedsCode(f"`{name}` is read through {type_name(value)}, which runs code")
+        raise _NeedsCode(f"`{name}` is read through {type_name(value)}, which runs code")
     if on_meta:
         return _bind(cls, meta, meta_value, name)
     if _has(meta, "__getattr__"):
-        raise NeedsCode(f"its metaclass {type_name(cls)} answers missing attributes with code")
-    raise Missing(name)
+        raise _NeedsCode(f"its metaclass {type_name(cls)} answers missing attributes with code")
+    raise _Missing(name)
 
 
 def _same_key(stored: Any, key: str | int) -> bool:
@@ -228,26 +228,26 @@ def keyed(obj: Any) -> bool:
 
 
 def item(obj: Any, key: str | int) -> Any:
-    """``obj[key]`` as Python would read it, or :class:`NeedsCode` / :class:`Missing`."""
+    """``obj[key]`` as Python would read it, or :class:`_NeedsCode` / :class:`_Missing`."""
     cls = type(obj)
     owner = _on_type(cls, "__getitem__")[2]
     if issubclass(cls, dict):
         if owner is not dict:
-            raise NeedsCode(f"{type_name(obj)} looks keys up with its own __getitem__")
+            raise _NeedsCode(f"{type_name(obj)} looks keys up with its own __getitem__")
         return _dict_item(obj, cls, key)
     for base in (list, tuple):
         if issubclass(cls, base):
             if owner is not base:
-                raise NeedsCode(f"{type_name(obj)} reads items with its own __getitem__")
+                raise _NeedsCode(f"{type_name(obj)} reads items with its own __getitem__")
             if type(key) is not int:
-                raise Missing(key)
+                raise _Missing(key)
             try:
                 return base.__getitem__(obj, key)
             except (IndexError, OverflowError):
-                raise Missing(key) from None
+                raise _Missing(key) from None
     found = libraries.kind(obj)
     if found not in ("pandas.DataFrame", "polars.DataFrame"):
-        raise NeedsCode(f"{type_name(obj)} is not a dict, list, tuple or data frame")
+        raise _NeedsCode(f"{type_name(obj)} is not a dict, list, tuple or data frame")
     return _column(obj, found, key)
 
 
@@ -257,26 +257,26 @@ def _dict_item(obj: Any, cls: type, key: str | int) -> Any:
             return value
     found, _, owner = _on_type(cls, "__missing__")
     if not found or owner is Counter or (owner is defaultdict and _FACTORY.__get__(obj) is None):
-        raise Missing(key)
+        raise _Missing(key)
     if owner is defaultdict:
-        raise NeedsCode("a defaultdict calls its default factory for a missing key and adds it")
-    raise NeedsCode(f"{type_name(obj)} answers a missing key with its own __missing__")
+        raise _NeedsCode("a defaultdict calls its default factory for a missing key and adds it")
+    raise _NeedsCode(f"{type_name(obj)} answers a missing key with its own __missing__")
 
 
 def _column(frame: Any, found: str, key: str | int) -> Any:
     if not libraries.trusted(frame, found):
-        raise NeedsCode("one of its dtypes is a class of the person's own")
+        raise _NeedsCode("one of its dtypes is a class of the person's own")
     if found == "pandas.DataFrame":
         labels = frame.columns
         dtype = labels.dtype
         simple = from_module(type(dtype), "numpy") and not dtype.hasobject
         if not simple and not all(plain(label) for label in labels.tolist()):
-            raise NeedsCode("a column label is an object whose hash and == are its own code")
+            raise _NeedsCode("a column label is an object whose hash and == are its own code")
     try:
         return frame[key]
     except (KeyError, IndexError, TypeError, ValueError):
-        raise Missing(key) from None
+        raise _Missing(key) from None
     except Exception as exc:  # polars raises its own errors for a missing column
         if type(exc).__name__ in ("ColumnNotFoundError", "OutOfBoundsError"):
-            raise Missing(key) from None
+            raise _Missing(key) from None
         raise

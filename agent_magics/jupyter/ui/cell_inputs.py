@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 
 if TYPE_CHECKING:
     from agent_magics.config import SessionConfig
@@ -60,7 +60,7 @@ def cell_prompt(args: argparse.Namespace, cell: str, namespace: dict[str, Any]) 
     if not prompt:
         if args._awaited:
             raise failed(EMPTY[0].upper() + EMPTY[1:])
-        print(f"agent: {EMPTY}")
+        print(for_person(EMPTY))
         return None
     if not args.format:
         return prompt
@@ -69,7 +69,7 @@ def cell_prompt(args: argparse.Namespace, cell: str, namespace: dict[str, Any]) 
     except UserError as exc:
         if args._awaited:
             raise failed(str(exc)) from None
-        print(f"agent: {exc}", file=sys.stderr)
+        print(for_person(exc), file=sys.stderr)
         return None
 
 

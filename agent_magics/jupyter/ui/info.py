@@ -9,7 +9,7 @@ from typing import Any
 from agent_magics.agent.compact_trigger import ContextState
 from agent_magics.agent.providers import resolve_provider
 from agent_magics.config import SessionConfig
-from agent_magics.errors import ConfigError
+from agent_magics.errors import ConfigError, for_person
 from agent_magics.events import Usage
 from agent_magics.transcript.calls import one_line
 
@@ -79,7 +79,7 @@ def model_text(config: SessionConfig) -> str:
 def no_arguments_text(word: str, given: str) -> str:
     """What a line command that takes no arguments says when it is given some (one line;
     it did not run, so nothing was done half as meant)."""
-    text = f"agent: %agent {word} takes no arguments, so it did not run (given: {given})."
+    text = for_person(f"%agent {word} takes no arguments, so it did not run (given: {given}).")
     if word == "tools":
         text += (
             " It lists the tools of the current settings; a cell's options change them for "
@@ -92,23 +92,23 @@ def recording_text(config: SessionConfig, shown: str | None) -> str:
     """What ``%agent recording`` says: whether the turns will play the recording
     (no model configured) or talk to a live model."""
     if shown is None:
-        return "agent: no recording is set; %agent recording PATH sets one."
+        return for_person("no recording is set; %agent recording PATH sets one.")
     try:
         provider = resolve_provider(config)
     except ConfigError as exc:
-        return f"agent: {exc}"
+        return for_person(exc)
     if provider == "replay" and config.provider == "auto":
         if not Path(str(config.offline_recording)).is_file():
-            return (
-                f"agent: no model is configured and there is no recording at {shown}; set "
+            return for_person(
+                f"no model is configured and there is no recording at {shown}; set "
                 "OPENAI_API_KEY (or OPENAI_BASE_URL) and restart the kernel to use a live model."
             )
-        return (
-            f"agent: no model is configured, so the agent plays the recording {shown}: the "
+        return for_person(
+            f"no model is configured, so the agent plays the recording {shown}: the "
             "model's answers were recorded, the tools run here for real. To use a live model, "
             "set OPENAI_API_KEY (or OPENAI_BASE_URL and AGENT_MAGICS_MODEL) and restart the kernel."
         )
-    return f"agent: a model is configured, so {shown} is not played: {model_text(config)}."
+    return for_person(f"a model is configured, so {shown} is not played: {model_text(config)}.")
 
 
 NO_WEB_SEARCH_ON_CHAT = (

@@ -181,9 +181,10 @@ BUG = "Internal error (a bug in agent_magics, please report it): {kind}: {messag
 SHOWN_ABOVE = "the turn failed, as its card above says; Run All stops here."
 
 
-class AgentTurnFailed(Exception):
-    """Raised in a cell that waited for a turn that failed: nbclient, papermill and
-    ``jupyter nbconvert --execute`` then stop with a non-zero exit, Run All stops, as
+class AgentTurnFailed(UserError):
+    """Raised in a cell that waited for a turn that failed, and by ``ask``: a
+    :class:`UserError` whose sentence is the one the turn ended with. nbclient, papermill
+    and ``jupyter nbconvert --execute`` then stop with a non-zero exit, Run All stops, as
     ``agent-magics exec`` exits 1. IPython shows the one sentence, not a traceback of our
     code, or, where the cell's card already shows it to a person (``shown``), a pointer to
     it; the exception's value keeps the sentence for the tools that read it. Escape

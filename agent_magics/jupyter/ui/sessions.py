@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_magics.config import SessionConfig
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 from agent_magics.store.index import SessionInfo, list_sessions
 from agent_magics.store.paths import sessions_folder
 from agent_magics.store.recorder import SessionRecorder, record_session, restored_fields
@@ -25,7 +25,7 @@ RESUME_HINT = "%agent resume last"
 def sessions_table(sessions: list[SessionInfo]) -> str:
     """What ``%agent sessions`` prints: one line per session, the newest first."""
     if not sessions:
-        return "agent: no saved session here."
+        return for_person("no saved session here.")
     rows = [("id", "started", "last resumed", "model", "turns", "tokens", "first prompt")]
     for s in sessions:
         mark = "" if s.verified else " (not yours: history only)"
@@ -97,7 +97,7 @@ class SessionFiles:
     def table(self, config: SessionConfig) -> str:
         folder = sessions_folder(config)
         if folder is None:
-            return "agent: sessions are not saved here (sessions_dir)."
+            return for_person("sessions are not saved here (sessions_dir).")
         return sessions_table(list_sessions(folder))
 
     def resume(

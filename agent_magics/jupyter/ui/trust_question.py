@@ -18,7 +18,7 @@ import ipywidgets as W
 from IPython.display import display
 
 from agent_magics.config import SessionConfig
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 from agent_magics.jupyter.ui.buttons import card_button
 from agent_magics.jupyter.ui.cards import CARD_LAYOUT
 from agent_magics.jupyter.ui.controller import ConfigSource
@@ -156,21 +156,21 @@ class ProjectTrust:
     ) -> SessionConfig:
         """Terminal IPython: ask on stdin, record the answer, the settings that follow."""
         if headless or project.problem is not None:
-            print(f"agent: {project.ignored_line(HEADLESS_HOW)}", file=sys.stderr)
+            print(for_person(project.ignored_line(HEADLESS_HOW)), file=sys.stderr)
             return build()
         try:
             reply = input(project.question(user_config_file())).strip().lower()[:1]
         except (EOFError, OSError):
             reply = "n"
-        print(f"agent: {self.answer(project, reply == 'y')}")
+        print(for_person(self.answer(project, reply == "y")))
         return build()
 
     def trust_here(self, folder: Path) -> str:
         """``%agent trust``: trust the folder's project config as it is now."""
         project = project_config(folder)
         if project is None:
-            return f"agent: {Path(folder).resolve()} has no project config."
+            return for_person(f"{Path(folder).resolve()} has no project config.")
         if project.trusted:
-            return f"agent: {project.file} is already trusted."
+            return for_person(f"{project.file} is already trusted.")
         settings = "\n".join(f"  {line}" for line in project.lines())
-        return f"{settings}\nagent: {self.answer(project, True)}"
+        return f"{settings}\n{for_person(self.answer(project, True))}"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 from IPython.display import display
 
+from agent_magics.errors import for_person
 from agent_magics.jupyter.ui.buttons import card_button
 from agent_magics.jupyter.ui.cards import close_widgets
 from agent_magics.store.undo import UndoPlan, plan_undo, undo_last_turn, undo_record, undo_turn
@@ -26,9 +27,9 @@ if TYPE_CHECKING:
     from agent_magics.store.changes import TurnChanges
 
 USAGE = "usage: %agent undo [--yes [--all]]"
-NOTHING = "agent: nothing to undo: no turn of this session changed files since the last undo."
-BUSY = "agent: a turn is running; undo once it has ended."
-CONFIRM = "agent: {summary} To do it: %agent undo --yes"
+NOTHING = "nothing to undo: no turn of this session changed files since the last undo."
+BUSY = "a turn is running; undo once it has ended."
+CONFIRM = "{summary} To do it: %agent undo --yes"
 CONFIRM_ALL = " (the agent's own writes); with the files above too: %agent undo --yes --all"
 CANCELLED = "Undo cancelled: the files stay as the turn left them."
 
@@ -44,17 +45,19 @@ def undo_command(
         return None
     plan = _plan(controller)
     if isinstance(plan, str):
-        print(plan)
+        print(for_person(plan))
         return None
     if words and plan.turn.cells:
         _undo_later(controller, plan, everything="--all" in words, loop=loop)
         return None
     if words:
-        print("agent: " + _undo(controller, plan, everything="--all" in words))
+        print(for_person(_undo(controller, plan, everything="--all" in words)))
         _print_diffs([c.since for c, _ in plan.left if c.since])
         return None
     if loop is None or not ask:
-        print(CONFIRM.format(summary=plan.summary()) + (CONFIRM_ALL if plan.asked else ""))
+        print(
+            for_person(CONFIRM.format(summary=plan.summary())) + (CONFIRM_ALL if plan.asked else "")
+        )
         _print_diffs(plan.diffs())
         return None
     question = UndoQuestion(controller, plan, loop)
@@ -68,7 +71,8 @@ def _print_diffs(diffs: list[str]) -> None:
 
 
 def _plan(controller: Controller, turn: TurnChanges | None = None) -> UndoPlan | str:
-    """What an undo would do now, or the sentence that says why it cannot."""
+    """What an undo would do now, or the sentence that says why it cannot (for
+    :func:`.errors.for_person`)."""
     session = controller.session
     last = session.changes.last if session is not None else None
     if last is None or (turn is not None and last is not turn):
@@ -76,7 +80,7 @@ def _plan(controller: Controller, turn: TurnChanges | None = None) -> UndoPlan |
     if controller.busy:
         return BUSY
     plan = plan_undo(last)
-    return f"agent: {plan.refusal}" if plan.refusal else plan
+    return plan.refusal or plan
 
 
 def _undo(controller: Controller, plan: UndoPlan, *, everything: bool) -> str:
@@ -109,19 +113,19 @@ def _undo_later(
     so on the kernel's loop it runs as a task whose outcome replaces a line in the cell."""
     work = _undo_with_cells(controller, plan, everything=everything)
     if loop is None:
-        print("agent: " + controller.own_loop().run_until_complete(work))
+        print(for_person(controller.own_loop().run_until_complete(work)))
         return
     from agent_magics.jupyter.ui.controller import TextDisplay
 
-    handle = display(TextDisplay("agent: undoing…"), display_id=True)
+    handle = display(TextDisplay(for_person("undoing…")), display_id=True)
 
     def finished(task: asyncio.Task[str]) -> None:
         if task.cancelled():
-            text = "agent: undo was stopped."
+            text = for_person("undo was stopped.")
         elif task.exception() is not None:
-            text = f"agent: undo failed: {task.exception()}"
+            text = for_person(f"undo failed: {task.exception()}")
         else:
-            text = "agent: " + task.result()
+            text = for_person(task.result())
         if handle is not None:
             handle.update(TextDisplay(text))
 
@@ -191,7 +195,7 @@ class UndoQuestion:
             return
         plan = _plan(self.controller, self.turn)
         if isinstance(plan, str):
-            self._say(plan.removeprefix("agent: "))
+            self._say(plan)
             return
         if not plan.turn.cells:
             self._say(_undo(self.controller, plan, everything=answer == "all"))

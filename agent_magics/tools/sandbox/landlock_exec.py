@@ -84,14 +84,14 @@ _rule = ctypes.create_string_buffer(RULE.size)
 """One buffer for every rule: a new one per rule doubled the cost of a rule."""
 
 
-class SetupError(Exception):
+class _SetupError(Exception):
     """The sandbox could not be put in place."""
 
 
 def _check(result: int, what: str) -> int:
     if result < 0:
         code = ctypes.get_errno()
-        raise SetupError(f"{what}: {os.strerror(code)} (os error {code})")
+        raise _SetupError(f"{what}: {os.strerror(code)} (os error {code})")
     return result
 
 
@@ -136,7 +136,7 @@ def restrict(readable: list[str], writable: list[str], network: bool, abi: int) 
     """Confine this process's reads to ``readable`` (every folder stays listable), its
     writes to ``writable``, and TCP when ``network`` is off."""
     if abi < 1:
-        raise SetupError("Landlock is not available in this kernel")
+        raise _SetupError("Landlock is not available in this kernel")
     fs = handled_fs(abi)
     net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and not network else 0
     scoped = 0
@@ -200,7 +200,7 @@ def block_network() -> None:
     """Install the seccomp filter of :func:`seccomp_program` on this process."""
     machine = os.uname().machine
     if machine not in AUDIT_ARCH:
-        raise SetupError(f"no seccomp network filter for {machine}")
+        raise _SetupError(f"no seccomp network filter for {machine}")
     code = seccomp_program(machine)
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _SockFprog(len(code) // 8, ctypes.addressof(buf))
@@ -225,9 +225,9 @@ def parse(args: list[str]) -> tuple[list[str], list[str], bool, bool, list[str]]
         elif flag == "--seccomp-only":
             seccomp_only = True
         else:
-            raise SetupError(f"unknown argument {flag!r}")
+            raise _SetupError(f"unknown argument {flag!r}")
     if len(args) < 2:
-        raise SetupError("no command given after --")
+        raise _SetupError("no command given after --")
     return readable, writable, network, seccomp_only, args[1:]
 
 
@@ -323,7 +323,7 @@ def main(args: list[str]) -> int:
         if seccomp_only:
             return _exec(command)
         code = supervise(command)
-    except SetupError as exc:
+    except _SetupError as exc:
         sys.stderr.write(f"landlock sandbox setup failed: {exc}\n")
         return 1
     sys.stderr.flush()

@@ -31,13 +31,13 @@ AFTER_WRITE_S = 0.1  # after writing input, give the process a moment to answer
 CLOSE_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
 
 
-class UnknownSession(Exception):
+class _UnknownSession(Exception):
     def __init__(self, session_id: int) -> None:
         super().__init__(f"Unknown process id {session_id}")
         self.session_id = session_id
 
 
-class StdinClosed(Exception):
+class _StdinClosed(Exception):
     def __init__(self) -> None:
         super().__init__(
             "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"
@@ -193,7 +193,7 @@ class ProcessManager:
         wall = time.monotonic() - start
         if alive and not process.exited:
             if session_id not in self._sessions:
-                raise UnknownSession(session_id)
+                raise _UnknownSession(session_id)
             return ExecResult(wall, output, None, session_id)
         self._forget(session_id)
         self.discard(process)
@@ -210,12 +210,12 @@ class ProcessManager:
     ) -> ExecResult:
         session = self._sessions.get(session_id)
         if session is None:
-            raise UnknownSession(session_id)
+            raise _UnknownSession(session_id)
         session.last_used = time.monotonic()
         process = session.process
         if chars:
             if not session.tty:
-                raise StdinClosed()
+                raise _StdinClosed()
             with contextlib.suppress(OSError):  # gone: the poll below says how it ended
                 process.write(chars.encode("utf-8"))
             await asyncio.sleep(AFTER_WRITE_S)
@@ -224,7 +224,7 @@ class ProcessManager:
         output = await collect_output(process, deadline, on_output)
         wall = time.monotonic() - start
         if self._sessions.get(session_id) is not session:
-            raise UnknownSession(session_id)
+            raise _UnknownSession(session_id)
         if not process.exited:
             return ExecResult(wall, output, None, session_id)
         self._forget(session_id)

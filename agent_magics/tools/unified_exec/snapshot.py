@@ -47,7 +47,7 @@ from agent_magics.tools.sandbox.roots import writable_roots
 from agent_magics.tools.sandbox.user_files import shell_start_files
 from agent_magics.tools.unified_exec.command_line import command_env, spawn_argv
 from agent_magics.tools.unified_exec.snapshot_capture import (
-    SnapshotFailed,
+    _SnapshotFailed,
     capture,
     render,
     signal_group,
@@ -120,7 +120,7 @@ class ShellSnapshot:
             finally:
                 os.close(dir_fd)
             self._check()
-        except (SnapshotFailed, OSError) as exc:
+        except (_SnapshotFailed, OSError) as exc:
             self._fail(str(exc))
         else:
             with self._lock:
@@ -150,7 +150,7 @@ class ShellSnapshot:
             closed = self.state == "closed"
         if closed:
             self._remove()
-            raise SnapshotFailed("the session closed")
+            raise _SnapshotFailed("the session closed")
 
     def _check(self) -> None:
         """Source the snapshot in a plain ``bash -c``: it must succeed and print nothing."""
@@ -168,15 +168,17 @@ class ShellSnapshot:
         if not self._wanted():
             signal_group(proc.pid)
             proc.communicate()  # reaped, its pipe closed
-            raise SnapshotFailed("the session closed")
+            raise _SnapshotFailed("the session closed")
         try:
             out, _ = proc.communicate(timeout=CHECK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             signal_group(proc.pid)
             proc.communicate()
-            raise SnapshotFailed("sourcing the snapshot did not finish") from None
+            raise _SnapshotFailed("sourcing the snapshot did not finish") from None
         if proc.returncode != 0 or out:
-            raise SnapshotFailed(f"sourcing the snapshot failed ({proc.returncode}): {out[:200]!r}")
+            raise _SnapshotFailed(
+                f"sourcing the snapshot failed ({proc.returncode}): {out[:200]!r}"
+            )
 
     def _fail(self, reason: str) -> None:
         with self._lock:
@@ -247,7 +249,7 @@ def _own_folder(folder: Path) -> int:
     st = os.fstat(fd)
     if st.st_uid != os.geteuid():
         os.close(fd)
-        raise SnapshotFailed(f"{folder} belongs to another user")
+        raise _SnapshotFailed(f"{folder} belongs to another user")
     if stat.S_IMODE(st.st_mode) != 0o700:
         os.fchmod(fd, 0o700)
     return fd

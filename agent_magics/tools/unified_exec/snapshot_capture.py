@@ -51,7 +51,7 @@ builtin printf 'e\0%s\0' @MARK@
 } >&@FD@ 2>/dev/null"""
 
 
-class SnapshotFailed(Exception):
+class _SnapshotFailed(Exception):
     """The snapshot could not be made; commands keep running ``bash -lc``."""
 
 
@@ -72,7 +72,7 @@ def capture(
     wanted: Callable[[], bool],
 ) -> Capture:
     """The state ``shell -l`` is in after the profile. ``wanted`` is asked once the shell
-    started (False: give up at once). Raises :class:`SnapshotFailed`."""
+    started (False: give up at once). Raises :class:`_SnapshotFailed`."""
     mark = secrets.token_hex(16)
     read_fd, write_fd = os.pipe()
     script = SCRIPT.replace("@MARK@", mark).replace("@FD@", str(write_fd))
@@ -89,19 +89,19 @@ def capture(
         )
     except OSError as exc:
         os.close(read_fd)
-        raise SnapshotFailed(f"the login shell did not start: {exc}") from None
+        raise _SnapshotFailed(f"the login shell did not start: {exc}") from None
     finally:
         os.close(write_fd)
     try:
         if not wanted():
-            raise SnapshotFailed("the session closed")
+            raise _SnapshotFailed("the session closed")
         data = _read(read_fd, proc, time.monotonic() + timeout)
     finally:
         os.close(read_fd)
         stop_group(proc)
     end = f"e\0{mark}\0".encode()
     if not data.endswith(end):
-        raise SnapshotFailed(
+        raise _SnapshotFailed(
             f"the login shell ended before the profile finished ({proc.returncode})"
         )
     return parse(data[: -len(end)])
@@ -116,7 +116,7 @@ def _read(fd: int, proc: subprocess.Popen[bytes], deadline: float) -> bytes:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SnapshotFailed("the profile took too long")
+                raise _SnapshotFailed("the profile took too long")
             if sel.select(min(left, POLL_S)):
                 chunk = os.read(fd, READ_SIZE)
                 if not chunk:
@@ -147,9 +147,9 @@ def parse(data: bytes) -> Capture:
             elif kind == "o":
                 found.options = next(it)
             else:
-                raise SnapshotFailed(f"unexpected record {kind[:20]!r} from the login shell")
+                raise _SnapshotFailed(f"unexpected record {kind[:20]!r} from the login shell")
         except StopIteration:
-            raise SnapshotFailed("a record from the login shell was cut short") from None
+            raise _SnapshotFailed("a record from the login shell was cut short") from None
     return found
 
 
