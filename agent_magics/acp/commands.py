@@ -127,7 +127,7 @@ async def review(chat: ChatSession, rest: str) -> None:
     target = review_target(rest)
     session = chat.session
     check_target(target, session.config.cwd)
-    helper = reviewer(session.config, chat.policy.offers)
+    helper = reviewer(session.config, chat.policy.offers, session.secrets)
     helper.approver = chat.approve
     helper.subscribe(chat.on_event)
     chat.say(f"Reviewing {target.hint()}…\n\n")

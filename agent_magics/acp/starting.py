@@ -38,6 +38,7 @@ def start_chat(
     from agent_magics.store.recorder import restored_fields, saved_session
     from agent_magics.teaching.bounds import bind, summary
     from agent_magics.teaching.sources import site_policy
+    from agent_magics.tools.sandbox.jupyter import runtime_secrets
 
     if not cwd.is_absolute() or not cwd.is_dir():
         raise UserError(f"The session's folder {cwd} is not an existing absolute path.")
@@ -70,6 +71,7 @@ def start_chat(
         extra_tools=notebook.tools if notebook else None,
         offers=policy.offers,
         kept=notebook.kept_files if notebook else None,
+        secrets=runtime_secrets,  # Jupyter's runtime folder: its kernel's key, say
     )
     recorder = saved_session(session, folder, resume, say=notes.append)
     session_id = recorder.id if recorder is not None else session.thread_id

@@ -13,10 +13,12 @@ Which secrets (:func:`session_secrets`):
    a value that is a path (``SSH_KEY_PATH=/home/...``) is not a credential, and its
    pieces would eat other paths, so it is left alone; Jupyter's and JupyterHub's tokens
    (``JUPYTER_TOKEN``, ``JUPYTERHUB_API_TOKEN``, ``JPY_API_TOKEN``) are among them;
-4. Jupyter's secrets (:mod:`agent_magics.tools.sandbox.jupyter`): the tokens, signing
-   keys and cookie secrets in the files of Jupyter's runtime folder, read again when
-   the folder changes, and what the kernel side registers (:func:`register_secrets`:
-   the signing key of the kernel the session runs in, wherever its connection file is);
+4. what the front end hands the session (a :data:`SecretSource`: Jupyter's tokens,
+   signing keys and cookie secrets in the files of its runtime folder), asked again at
+   each turn's start and after each tool call, when a server or kernel may have started
+   (:meth:`SessionRedactor.refresh`), and what the process registers
+   (:func:`register_secrets`: the signing key of the kernel the session runs in,
+   wherever its connection file is; the token of a server the chat started);
 5. the session signing key (:mod:`agent_magics.tools.sandbox.user_files`) as its file
    holds it and in base64, read again when the file changes: whoever holds it can
    forge a session file that ``resume last`` trusts.
@@ -36,14 +38,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_magics.config import SessionConfig, looks_secret
-from agent_magics.events import Event, ToolCallFinished
+from agent_magics.events import Event, ToolCallFinished, ToolOutputDelta
 from agent_magics.models.secret import Scrubber
 from agent_magics.tools.context import ContentItem, ToolOutput
-from agent_magics.tools.sandbox.jupyter import runtime_secrets
 from agent_magics.tools.sandbox.user_files import signing_key_secrets
 
 if TYPE_CHECKING:
@@ -51,6 +52,17 @@ if TYPE_CHECKING:
 
 MIN_SECRET_LENGTH = 8
 PATH_STARTS = ("/", "~", "./", "../")  # environment values like these are paths
+
+
+SecretSource = Callable[[], Sequence[str]]
+"""Where a front end finds the secrets it knows of that may change during a session (a
+server or kernel started later): cheap when nothing changed, as it is asked at each
+turn's start and after each tool call."""
+
+
+def no_secrets() -> tuple[str, ...]:
+    """The source of a front end that knows of no secrets."""
+    return ()
 
 
 REGISTERED: list[str] = []
@@ -92,19 +104,29 @@ def _mcp_secrets(server: McpServerConfig, environ: Mapping[str, str]) -> Iterato
 
 class SessionRedactor:
     """The scrubber of a session's secrets, rebuilt when its settings change, a secret
-    is registered, Jupyter's runtime folder or the signing key's file changes."""
+    is registered, the front end's source (``found``) tells of others or the signing
+    key's file changes."""
 
     def __init__(
-        self, settings: Callable[[], SessionConfig], environ: Mapping[str, str] | None = None
+        self,
+        settings: Callable[[], SessionConfig],
+        environ: Mapping[str, str] | None = None,
+        found: SecretSource = no_secrets,
     ) -> None:
         self._settings = settings
         self._environ = os.environ if environ is None else environ
+        self._source = found
+        self._found = tuple(found())
         self._for: tuple[SessionConfig, int, tuple[str, ...]] | None = None
         self._scrub = Scrubber()
 
+    def refresh(self) -> None:
+        """Ask the front end's source again (a server or kernel may have started)."""
+        self._found = tuple(self._source())
+
     @property
     def scrubber(self) -> Scrubber:
-        config, in_files = self._settings(), (*runtime_secrets(), *signing_key_secrets())
+        config, in_files = self._settings(), (*self._found, *signing_key_secrets())
         now = (config, len(REGISTERED), in_files)
         if self._for is None or config is not self._for[0] or now[1:] != self._for[1:]:
             found = [*session_secrets(config, self._environ), *REGISTERED, *in_files]
@@ -123,7 +145,11 @@ class SessionRedactor:
         return ToolOutput(_content(output.content, scrub), output.success)
 
     def event(self, event: Event) -> Event:
-        """An event with the secrets taken out of its text fields."""
+        """An event with the secrets taken out of its text fields. A command's output (as
+        it streams, and when its call finishes) may come from a server or kernel it just
+        started: the source is asked again first; the model's text deltas do not ask."""
+        if isinstance(event, (ToolOutputDelta, ToolCallFinished)):
+            self.refresh()
         scrub = self.scrubber
         if not scrub:
             return event

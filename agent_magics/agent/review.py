@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agent_magics.agent.redaction import SecretSource, no_secrets
 from agent_magics.errors import UserError
 from agent_magics.protocol.approval import ApprovalPolicy, SandboxMode
 
@@ -230,16 +231,19 @@ def review_config(config: SessionConfig) -> SessionConfig:
     )
 
 
-def reviewer(config: SessionConfig, offers: ToolFilter | None = None) -> Session:
+def reviewer(
+    config: SessionConfig, offers: ToolFilter | None = None, secrets: SecretSource = no_secrets
+) -> Session:
     """A new session that reviews: :func:`review_config`'s settings, and only the
-    read-only tools (of those ``offers``, a teacher's policy, lets through). Nobody is
-    asked anything: under ``never`` no call waits for approval."""
+    read-only tools (of those ``offers``, a teacher's policy, lets through), keeping out
+    the secrets the front end knows of (``secrets``). Nobody is asked anything: under
+    ``never`` no call waits for approval."""
     from agent_magics.agent.session import Session
 
     def offered(name: str) -> bool:
         return name in READ_ONLY_TOOLS and (offers is None or offers(name))
 
-    return Session(review_config(config), offers=offered)
+    return Session(review_config(config), offers=offered, secrets=secrets)
 
 
 async def run_review(session: Session, target: ReviewTarget) -> tuple[ReviewOutput, str]:

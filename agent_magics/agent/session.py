@@ -20,7 +20,7 @@ from agent_magics.agent.compact_trigger import (
     ContextState,
 )
 from agent_magics.agent.multi_agent import multi_agent_tools
-from agent_magics.agent.redaction import SessionRedactor
+from agent_magics.agent.redaction import SecretSource, SessionRedactor
 from agent_magics.agent.requests import request_for, turn_context
 from agent_magics.agent.subagents import AgentNode
 from agent_magics.agent.tool_round import run_round, take_pending
@@ -51,6 +51,7 @@ from agent_magics.tools.notebook.cell_undo import take_cell_edits
 from agent_magics.tools.notebook.document import close_live_notebooks
 from agent_magics.tools.registry import ToolRegistry
 from agent_magics.tools.router import ToolRouter, tool_call_from_item
+from agent_magics.tools.sandbox.jupyter import runtime_secrets
 from agent_magics.tools.stopping import running_calls
 from agent_magics.tools.unified_exec import close_tool_processes, kill_tool_processes
 from agent_magics.tools.unified_exec.snapshot import close_shell_snapshot
@@ -90,13 +91,17 @@ class Session:
         offers: ToolFilter | None = None,
         node: Callable[[Session], AgentNode] | None = None,
         kept: KeptFiles | None = None,
+        secrets: SecretSource = runtime_secrets,
     ) -> None:
         self.config = config
         self.extra_tools = extra_tools
         self.offers = offers  # a teacher's policy may keep tools from the model
         self.kept = kept  # files its commands and patches never change (its helpers' too)
+        # Jupyter's tokens and keys, from the front end (by default the runtime folder's,
+        # so a session made in a script scrubs them too): its helpers' too
+        self.secrets = secrets
         # Secrets never reach the model, a front end or a log (see agent_magics.agent.redaction).
-        self.redact = SessionRedactor(lambda: self.config)
+        self.redact = SessionRedactor(lambda: self.config, found=secrets)
         self.thread_id = str(uuid.uuid4())
         self._sinks: list[EventSink] = []
         self.services = SessionServices(approver=approver, emit=self._emit)
@@ -250,6 +255,7 @@ class Session:
         problems a person must fix and TurnAborted when the person stopped it; the
         history stays well-formed either way, and as it was when the turn failed before
         the model answered."""
+        self.redact.refresh()  # a server or kernel started since the last turn
         turn = self.turn_context()
         self._sync_shell_snapshot()
         self._check_sandbox(turn)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_magics.errors import UserError
+from agent_magics.errors import PROGRAM, UserError, for_person
 from agent_magics.trust import TRUST_COMMAND, project_config, trust_project, user_config_file
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ async def settle_trust(folder: Path, interactive: bool) -> None:
             trust_project(project)
             return
     how = f"{TRUST_COMMAND} {project.folder}"
-    print(f"agent-magics: {project.ignored_line(how)}", file=sys.stderr)
+    print(for_person(project.ignored_line(how), PROGRAM), file=sys.stderr)
 
 
 async def start_exec(
@@ -54,6 +54,7 @@ async def start_exec(
     from agent_magics.teaching.bounds import bind, summary
     from agent_magics.teaching.sources import site_policy
     from agent_magics.terminal.console import TerminalConsole
+    from agent_magics.tools.sandbox.jupyter import runtime_secrets
 
     options: dict[str, Any] = {
         "base_url": args.base_url,
@@ -78,29 +79,30 @@ async def start_exec(
 
         resume = load_resume(folder, args.resume, in_force=restored_fields(config))
         for note in resume.notes:
-            print(f"agent-magics: {note}", file=sys.stderr)
+            print(for_person(note, PROGRAM), file=sys.stderr)
         given = {k: v for k, v in options.items() if v is not None and (k != "cwd" or args.cd)}
         config = load_config(options=resume.settings | given, overrides=args.config)
     policy = site_policy()  # an administrator's; a command runs in no notebook
     config = bind(policy, config)
     config = config.model_copy(update={"approver": "terminal" if interactive else "deny"})
     if (line := summary(policy)) is not None:
-        print(f"agent-magics: {line}", file=sys.stderr)
+        print(for_person(line, PROGRAM), file=sys.stderr)
     resolve_provider(config)  # with no model configured, say so before a session starts
     console = TerminalConsole(interactive=interactive)
     if review:
         from agent_magics.agent.review import reviewer
 
-        session = reviewer(config, policy.offers)
+        session = reviewer(config, policy.offers, runtime_secrets)
     else:
         session = Session(
             config,
             approver=console.approve,
             extra_tools=graded_notebook_tools(config, policy),
             offers=policy.offers,
+            secrets=runtime_secrets,  # Jupyter's runtime folder, where a server may run
         )
     recorder = saved_session(
-        session, folder, resume, say=lambda text: print(f"agent-magics: {text}", file=sys.stderr)
+        session, folder, resume, say=lambda text: print(for_person(text, PROGRAM), file=sys.stderr)
     )
     if recorder is not None:
         print(f"session: {recorder.id}", file=sys.stderr)

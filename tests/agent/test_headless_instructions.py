@@ -17,7 +17,7 @@ from agent_magics.tools.approval.requirement import (
     exec_approval_requirement,
     patch_approval_requirement,
 )
-from agent_magics.tools.handlers.shell import check_permissions
+from agent_magics.tools.runtimes.command_args import check_permissions
 
 P, S = ApprovalPolicy, SandboxMode
 

@@ -22,17 +22,27 @@ from pathlib import Path
 import pytest
 
 from agent_magics.agent.redaction import SessionRedactor, register_secrets
+from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
+from agent_magics.events import TextDelta, ToolCallFinished, ToolOutputDelta
 from agent_magics.models.secret import REDACTED
-from agent_magics.testing import ScriptedResponsesServer, function_call, message
+from agent_magics.testing import (
+    ConversationsServer,
+    ScriptedResponsesServer,
+    function_call,
+    message,
+)
+from agent_magics.tools.sandbox.jupyter import runtime_secrets
 from tests.helpers.kernels import KERNEL_PYTHONS, Kernel, agent_cell, kernel_manager
 from tests.helpers.leaks import leaked
 from tests.helpers.sandbox import LINUX_MECHANISMS, Arena, exec_calls, require_mechanism
+from tests.helpers.sessions import config_for
 
 SERVER_TOKEN = "jps" + secrets.token_hex(24)
 OTHER_KERNEL_KEY = "k" + secrets.token_hex(16)
 COOKIE_SECRET = "c" + secrets.token_hex(20)
 WEAKNESS = "Sandboxed commands can read Jupyter's runtime files"
+MULTI_AGENT = "multi_agent_v1"  # the namespace of the helpers' tools
 HUB_TOKENS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN")
 LAYOUTS = ["named", "default", "workspace"]
 """``named``: ``JUPYTER_RUNTIME_DIR`` beside the workspace; ``default``:
@@ -156,18 +166,36 @@ def test_the_kernel_signing_key_never_reaches_the_model(
 def test_the_redactor_learns_of_a_server_started_after_the_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The runtime folder is read again when it changes; a registered secret counts
-    from the moment it is registered."""
+    """The runtime folder is read again at each refresh (a turn's start) when it
+    changed; a registered secret counts from the moment it is registered."""
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
-    redactor = SessionRedactor(lambda: SessionConfig(), environ={})
+    redactor = SessionRedactor(lambda: SessionConfig(), environ={}, found=runtime_secrets)
     text = f"token={SERVER_TOKEN} key={OTHER_KERNEL_KEY} cookie={COOKIE_SECRET}"
     assert redactor.text(text) == text
     fill_runtime_folder(tmp_path / "runtime")
+    redactor.refresh()
     assert redactor.text(text) == f"token={REDACTED} key={REDACTED} cookie={REDACTED}"
     registered = "r" + secrets.token_hex(16)
     assert redactor.text(registered) == registered
     register_secrets(registered)
     assert redactor.text(f"[{registered}]") == f"[{REDACTED}]"
+
+
+def test_a_tool_call_that_starts_a_server_has_its_token_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call may start a server or kernel mid-turn: its output, as it streams and
+    when the call finishes, asks the folder again, so the new token is taken out of it
+    (and of what follows)."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    redactor = SessionRedactor(lambda: SessionConfig(), environ={}, found=runtime_secrets)
+    assert redactor.event(TextDelta("m1", SERVER_TOKEN)) == TextDelta("m1", SERVER_TOKEN)
+    fill_runtime_folder(tmp_path / "runtime")
+    streamed = ToolOutputDelta("c1", f"token={SERVER_TOKEN}")
+    assert redactor.event(streamed) == ToolOutputDelta("c1", f"token={REDACTED}")
+    finished = ToolCallFinished("c1", "exec_command", f"token={SERVER_TOKEN}", True, 0.1)
+    assert redactor.event(finished).output == f"token={REDACTED}"
+    assert redactor.text(SERVER_TOKEN) == REDACTED
 
 
 @pytest.mark.slow  # real sandboxes and CLI runs
@@ -185,3 +213,27 @@ def test_a_command_cannot_encode_a_hub_token_past_the_scrubber(
     encoded = [base64.b64encode(t.encode()).decode() for t in tokens.values()]
     assert leaked(json.dumps(server.requests), *tokens.values(), *encoded) == []
     assert leaked(stderr, *tokens.values()) == []
+
+
+async def test_a_helper_scrubs_the_secrets_its_parent_was_handed(tmp_path: Path) -> None:
+    """The front end hands its secrets to the session it makes; the helpers that
+    session spawns keep them out of what they send too."""
+    token = "h" + secrets.token_hex(20)
+    (tmp_path / "notes.txt").write_text(f"token={token}\n")
+    parent, child = "PARENT: delegate", "CHILD: read the notes"
+    spawn = function_call("spawn_agent", {"message": child}, "s1") | {"namespace": MULTI_AGENT}
+    scripts = {  # the parent's turn ends once its helper is done
+        parent: [[spawn], [message("started a helper")], [message("done")]],
+        child: [[function_call("exec_command", {"cmd": "cat notes.txt"}, "c1")], [message("ok")]],
+    }
+    with ConversationsServer(scripts) as server:
+        config = config_for(
+            tmp_path, server.base_url, shell_type="unified_exec", allow_login_shell=False
+        )
+        session = Session(config, secrets=lambda: (token,))
+        await session.run_turn(parent)
+        await session.aclose()
+    [*_, last] = server.by_conversation[child]
+    outputs = [i["output"] for i in last["input"] if i["type"] == "function_call_output"]
+    assert outputs and f"token={REDACTED}" in str(outputs), outputs
+    assert leaked(json.dumps(server.by_conversation), token) == []

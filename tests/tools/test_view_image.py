@@ -22,7 +22,8 @@ from agent_magics.tools.context import (
     ToolOutput,
     TurnContext,
 )
-from agent_magics.tools.handlers.view_image import ViewImageHandler, fit_size
+from agent_magics.tools.handlers.view_image import ViewImageHandler
+from agent_magics.tools.images import fit_size
 from agent_magics.tools.registry import ToolHandler
 
 UNREADABLE = "unable to process image: invalid or unsupported image data"

@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from agent_magics.tools.context import ContentItem
-from agent_magics.tools.handlers.view_image import IMAGE_DETAIL, UnreadableImage, prepare_image
+from agent_magics.tools.images import IMAGE_DETAIL, UnreadableImage, prepare_image
 from agent_magics.tools.truncate import TruncationPolicy, truncate_text
 
 MAX_OUTPUT_TOKENS = 10_000  # the whole text answer, as exec_command's default budget

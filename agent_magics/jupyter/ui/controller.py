@@ -20,7 +20,7 @@ from IPython.display import display
 
 from agent_magics.agent.session import Session
 from agent_magics.config import SessionConfig
-from agent_magics.errors import UserError
+from agent_magics.errors import UserError, for_person
 from agent_magics.jupyter.kernel.busy_status import busy_while_running
 from agent_magics.jupyter.kernel.cell_numbers import numbered_after_its_cells
 from agent_magics.jupyter.kernel.interrupt import IN_TURN, stop_arrives
@@ -46,6 +46,7 @@ from agent_magics.jupyter.ui.widgets import TranscriptView
 from agent_magics.protocol.approval import Approver
 from agent_magics.tools.context import KeptFiles
 from agent_magics.tools.handlers.toolset import ExtraTools, ToolFilter
+from agent_magics.tools.sandbox.jupyter import runtime_secrets
 from agent_magics.transcript.calls import one_line
 
 
@@ -98,7 +99,13 @@ class Controller:
         old = self.session
         if old is not None and old.reconfigure(config):
             return old
-        session = Session(config, extra_tools=self.tools, offers=self.offers, kept=self.kept)
+        session = Session(
+            config,
+            extra_tools=self.tools,
+            offers=self.offers,
+            kept=self.kept,
+            secrets=runtime_secrets,  # Jupyter's runtime folder: tokens, kernels' keys
+        )
         self.files.attach(session, old, view)
         if old is not None:
             session.history, session.usage = old.history, old.usage
@@ -293,29 +300,7 @@ class Controller:
         if failed is not None:
             raise AgentTurnFailed(failed, shown)
 
-    # -- MCP servers -----------------------------------------------------------------------
-
-    def change_mcp(self, session: Session, restart: str | None, done: str) -> None:
-        """Bring the session's MCP servers in line with its settings (and restart one),
-        showing progress in the cell: a display updated in place when they are up, so
-        the cell returns at once and the result still lands in it (also headless)."""
-        from agent_magics.errors import ConfigError
-        from agent_magics.jupyter.ui.mcp_command import list_text
-
-        async def change() -> str:
-            await session.sync_mcp_servers()
-            if restart is not None:
-                if session.mcp is None:
-                    raise ConfigError(f"There is no MCP server named {restart!r}.")
-                await session.mcp.restart(restart)
-            return f"agent: {done}.\n{list_text(session.mcp_statuses())}"
-
-        self.in_cell(
-            change,
-            "agent: starting MCP servers…",
-            "agent: stopped before the MCP servers were up.",
-            "agent: MCP servers could not be changed: {}",
-        )
+    # -- work shown in a cell -------------------------------------------------------------
 
     def compact(self, session: Session, words: str) -> None:
         """``%agent compact [WORDS]``: the conversation compacted now, what was kept and
@@ -326,13 +311,13 @@ class Controller:
             event = await session.compact(words)
             kept = "\n".join(f"  - {one_line(text, 100)}" for text in event.kept)
             summary = event.summary or "(the model server keeps its own summary)"
-            return f"agent: {compacted_line(event)}\nKept:\n{kept}\nSummary:\n{summary}"
+            return f"{for_person(compacted_line(event))}\nKept:\n{kept}\nSummary:\n{summary}"
 
         self.in_cell(
             compact,
-            "agent: compacting the conversation…",
-            "agent: stopped before the conversation was compacted.",
-            "agent: the conversation could not be compacted: {}",
+            for_person("compacting the conversation…"),
+            for_person("stopped before the conversation was compacted."),
+            for_person("the conversation could not be compacted: {}"),
         )
 
     def in_cell(

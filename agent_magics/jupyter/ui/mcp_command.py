@@ -1,4 +1,4 @@
-"""``%agent mcp``: list, add, remove and restart the session's MCP servers (pure parts).
+"""``%agent mcp``: list, add, remove and restart the session's MCP servers.
 
     %agent mcp                                  list servers: state, tools, why one failed
     %agent mcp add NAME [options] -- CMD ARG..  a stdio server
@@ -10,6 +10,9 @@ Options of ``add``: ``--env KEY=VALUE`` and ``--env-var NAME`` (repeatable), ``-
 ``--startup-timeout S``, ``--tool-timeout S``, ``--approval auto|prompt|writes|approve``,
 ``--bearer-token-env-var NAME``. Added servers stay for the following cells (``%%agent
 --new`` too) until ``remove``, which also disables a server from a config file.
+
+Its parts are pure (parsing, listing, :func:`plan_change`) except :func:`apply_change`,
+which brings a running session's servers in line and shows the outcome in the cell.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from agent_magics.config import SessionConfig
-from agent_magics.errors import ConfigError, UserError
+from agent_magics.errors import ConfigError, UserError, for_person
 from agent_magics.mcp.config import McpServerConfig
+
+if TYPE_CHECKING:
+    from agent_magics.agent.session import Session
+    from agent_magics.jupyter.ui.controller import Controller
 
 SUBCOMMANDS = ("list", "add", "remove", "restart")
 
@@ -179,3 +186,24 @@ def plan_change(
     if sub == "restart" and name not in config.mcp_servers:
         raise UserError(f"No MCP server named '{name}'.")
     return Change(new_sticky, overrides, config, name if sub == "restart" else None, done)
+
+
+def apply_change(agent: Controller, session: Session, restart: str | None, done: str) -> None:
+    """Bring the session's MCP servers in line with its settings (and restart one),
+    showing progress in the cell: a display updated in place when they are up, so
+    the cell returns at once and the result still lands in it (also headless)."""
+
+    async def change() -> str:
+        await session.sync_mcp_servers()
+        if restart is not None:
+            if session.mcp is None:
+                raise ConfigError(f"There is no MCP server named {restart!r}.")
+            await session.mcp.restart(restart)
+        return f"{for_person(done)}.\n{list_text(session.mcp_statuses())}"
+
+    agent.in_cell(
+        change,
+        for_person("starting MCP servers…"),
+        for_person("stopped before the MCP servers were up."),
+        for_person("MCP servers could not be changed: {}"),
+    )

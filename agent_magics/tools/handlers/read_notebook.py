@@ -25,7 +25,7 @@ from agent_magics.events import GradedCellsNoted
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ContentItem, ToolInvocation, ToolOutput
-from agent_magics.tools.handlers.view_image import IMAGE_DETAIL, UnreadableImage, prepare_image
+from agent_magics.tools.images import IMAGE_DETAIL, UnreadableImage, prepare_image
 from agent_magics.tools.notebook.document import (
     LiveNotebook,
     LiveUnavailable,

@@ -5,43 +5,30 @@ structured JSON form; ``shell_command`` takes a script for the user's shell and 
 in plain text. Both time out after ``timeout_ms`` (10 s by default). The handlers parse
 the arguments and build a :class:`CommandRequest`; :class:`ShellRuntime` runs it.
 
-Also here, shared with ``exec_command``: the arguments with which a command asks to
-leave the sandbox (:class:`EscalationArgs`, their schema is
-:func:`agent_magics.tools.handlers.shell.command_props`) and the check of command text.
-Each tool's arguments model names :class:`EscalationArgs` as its first base, so that the
-escalation fields come after the tool's own (pydantic orders inherited fields from the
-last base to the first): ``class ExecCommandArgs(EscalationArgs, _ExecFields)`` has
-``cmd`` .. ``login``, then ``sandbox_permissions`` .. ``prefix_rule``. The order is
-model-visible: a JSON array fills the fields in it, and the first invalid field is the one
-reported; ``tests/tools/test_shell_tools.py`` pins it.
+The arguments they share with ``exec_command`` (escalation, the check of command text)
+are :mod:`agent_magics.tools.runtimes.command_args`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 
-from agent_magics.errors import RespondToModel
-from agent_magics.protocol.approval import ApprovalPolicy, SandboxPermissions
 from agent_magics.tools.approval.orchestrator import run_guarded
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
+from agent_magics.tools.runtimes.command_args import (
+    EscalationArgs,
+    check_command_text,
+    command_props,
+)
 from agent_magics.tools.runtimes.intercept import find_apply_patch
 from agent_magics.tools.runtimes.shell import CommandRequest, ShellRuntime
-from agent_magics.tools.spec import (
-    FunctionSpec,
-    JsonSchema,
-    ToolSpec,
-    array,
-    boolean,
-    number,
-    obj,
-    string,
-)
+from agent_magics.tools.spec import FunctionSpec, JsonSchema, ToolSpec, array, number, obj, string
 from agent_magics.tools.unified_exec.command_line import shell_argv, use_login
 from agent_magics.tools.unified_exec.one_shot import exec_output_text
 
@@ -56,29 +43,6 @@ SHELL_COMMAND_DESCRIPTION = (
     "Run a shell script in the user's shell and return its output.\n"
     "- Set `workdir` rather than using `cd`, unless there is no other way."
 )
-
-
-def command_props(sandbox_permissions: JsonSchema, *, login: bool) -> dict[str, JsonSchema]:
-    """The properties the command tools share: ``workdir``, those of
-    :class:`~agent_magics.tools.handlers.shell.EscalationArgs` (each tool words
-    ``sandbox_permissions`` its own way) and, when ``login`` is offered, ``login``."""
-    props = {
-        "workdir": string("Folder to run in; the turn's working folder when omitted."),
-        "sandbox_permissions": sandbox_permissions,
-        "justification": string(
-            "Only with `require_escalated`: the question to show the user when asking."
-        ),
-        "prefix_rule": array(
-            string(),
-            "Only with `require_escalated`: a command prefix the user may approve for later "
-            'calls too, e.g. ["git", "pull"].',
-        ),
-    }
-    if login:
-        props["login"] = boolean(
-            "Run the shell as a login shell (true, the default) or not (false)."
-        )
-    return props
 
 
 def _shell_props(login: bool) -> dict[str, JsonSchema]:
@@ -102,73 +66,6 @@ def shell_command_spec(config: ToolsConfig) -> ToolSpec:
     props = _shell_props(login=config.allow_login_shell)
     props["command"] = string("The script to run in the user's shell.")
     return FunctionSpec("shell_command", SHELL_COMMAND_DESCRIPTION, obj(props, ["command"]))
-
-
-PermissionName = Literal["use_default", "require_escalated", "with_additional_permissions"]
-
-ADDITIONAL_DISABLED = (
-    "additional permissions are disabled; enable `features.request_permission` before using "
-    "`with_additional_permissions`"
-)
-ADDITIONAL_WITHOUT_MODE = (
-    "`additional_permissions` requires `sandbox_permissions` set to `with_additional_permissions`"
-)
-
-
-def check_permissions(
-    policy: ApprovalPolicy,
-    permissions: SandboxPermissions,
-    additional: object,
-    tool: Literal["shell", "exec_command"],
-) -> None:
-    """Codex's guards on ``sandbox_permissions`` / ``additional_permissions``."""
-    escalating = permissions is not SandboxPermissions.USE_DEFAULT
-    if escalating and policy is not ApprovalPolicy.ON_REQUEST:
-        verb = "cannot" if tool == "exec_command" else "should not"
-        name = policy.rust_name
-        raise RespondToModel(
-            f"approval policy is {name}; reject command — you {verb} ask for escalated "
-            f"permissions if the approval policy is {name}"
-        )
-    if permissions is SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS:
-        raise RespondToModel(ADDITIONAL_DISABLED)
-    if additional is not None:
-        raise RespondToModel(ADDITIONAL_WITHOUT_MODE)
-
-
-class EscalationArgs(BaseModel):
-    """The arguments with which a command asks to run outside the sandbox."""
-
-    sandbox_permissions: PermissionName = "use_default"
-    additional_permissions: dict[str, Any] | None = None
-    justification: str | None = None
-    prefix_rule: list[str] | None = None
-
-    def checked_permissions(
-        self, inv: ToolInvocation, tool: Literal["shell", "exec_command"]
-    ) -> SandboxPermissions:
-        """``sandbox_permissions``, once Codex's guards for the turn's policy let it pass."""
-        permissions = SandboxPermissions(self.sandbox_permissions)
-        check_permissions(inv.turn.approval_policy, permissions, self.additional_permissions, tool)
-        return permissions
-
-
-def check_command_text(fields: Mapping[str, str | Sequence[str] | None]) -> None:
-    """Refuse command text no process can be given: a NUL byte (the text would end
-    there) or an unpaired surrogate (it has no UTF-8 spelling)."""
-    for field, value in fields.items():
-        texts = [value] if isinstance(value, str) else list(value or ())
-        for text in texts:
-            if "\0" in text:
-                raise RespondToModel(f"`{field}` contains a NUL byte; remove it and try again")
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                char = f"U+{ord(text[exc.start]):04X}"
-                raise RespondToModel(
-                    f"`{field}` contains an unpaired surrogate ({char}), which is not valid "
-                    "text; remove it and try again"
-                ) from None
 
 
 class _RunFields(BaseModel):

@@ -17,7 +17,11 @@ from agent_magics.errors import RespondToModel
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput, TurnContext
-from agent_magics.tools.handlers.shell import EscalationArgs, check_command_text, command_props
+from agent_magics.tools.runtimes.command_args import (
+    EscalationArgs,
+    check_command_text,
+    command_props,
+)
 from agent_magics.tools.runtimes.intercept import PatchCall, find_apply_patch
 from agent_magics.tools.runtimes.shell import CommandRequest
 from agent_magics.tools.runtimes.unified_exec import CallOutput, UnifiedExecRuntime
@@ -39,7 +43,7 @@ from agent_magics.tools.unified_exec.format import (
     reserialize_shell_output,
     unified_response,
 )
-from agent_magics.tools.unified_exec.manager import ExecResult, StdinClosed, UnknownSession
+from agent_magics.tools.unified_exec.manager import ExecResult, _StdinClosed, _UnknownSession
 
 BUDGET = "Most tokens of output to return (default 10000)."
 EXEC_DESCRIPTION = (
@@ -190,6 +194,6 @@ class WriteStdinHandler:
             result = await manager.write_stdin(
                 args.session_id, args.chars, args.yield_time_ms, CallOutput(inv, polled).emit
             )
-        except (UnknownSession, StdinClosed) as exc:
+        except (_UnknownSession, _StdinClosed) as exc:
             raise RespondToModel(f"write_stdin failed: {exc}") from None
         return _answer(result, args.max_output_tokens, inv.turn)

@@ -7,6 +7,8 @@ request and key, the policy's requirement, the attempt under a sandbox, and the 
 sandbox-denial check. The process manager below (:mod:`agent_magics.tools.unified_exec`) only
 runs processes and knows nothing of approvals.
 
+* :mod:`.command_args` — the arguments every command tool shares (escalation, the
+  check of command text);
 * :mod:`.shell` — a shell command: what every command call shares, and the one-shot
   run of ``shell`` / ``shell_command``;
 * :mod:`.unified_exec` — ``exec_command``'s command, kept alive in a session;

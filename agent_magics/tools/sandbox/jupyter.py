@@ -14,7 +14,9 @@ the token runs code wherever the server is reachable (Binder, JupyterHub, a serv
   :func:`.landlock.hideable`), and the session says so once
   (:func:`.platform.weakness_notices`);
 - the secrets found there join the ones every output is scrubbed of
-  (:func:`runtime_secrets`, read by :mod:`agent_magics.agent.redaction`).
+  (:func:`runtime_secrets`: the front ends hand it to their sessions, which ask it
+  again at each turn's start and after each tool call; see
+  :mod:`agent_magics.agent.redaction`).
 
 The kernel side registers its own connection file (:func:`register_connection_file`):
 this layer does not import IPython, and a kernel's file may lie outside the folder.
