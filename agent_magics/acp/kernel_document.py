@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_magics.acp.kernel_tools import Bridged
+from agent_magics.tools.notebook.cells import ParsedCells
 from agent_magics.tools.notebook.document import MetadataChange, cell_id, parse
 
 
@@ -53,11 +54,13 @@ class BridgedNotebook:
         return BridgedNotebook(self.bridged, path, Path(target))
 
 
-class BridgedDocument:
+class BridgedDocument(ParsedCells):
     """:class:`~agent_magics.tools.notebook.document.LiveDocument`: the notebook as the
-    kernel read it from the editor's document, and edits sent back there."""
+    kernel read it from the editor's document (its cells read from that copy), and
+    edits sent back there."""
 
     def __init__(self, owner: BridgedNotebook, nb: Any) -> None:
+        super().__init__(nb)
         self.owner = owner
         self._nb = nb
 

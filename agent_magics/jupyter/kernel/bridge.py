@@ -34,7 +34,8 @@ from agent_magics.errors import RespondToModel, TurnAborted
 from agent_magics.protocol.approval import ApprovalPolicy, ApprovalRequest, ReviewDecision
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import FunctionPayload, SessionServices, ToolInvocation, TurnContext
-from agent_magics.tools.notebook.document import LiveNotebook, LiveUnavailable, find_cell
+from agent_magics.tools.notebook.cells import locate
+from agent_magics.tools.notebook.document import LiveNotebook, LiveUnavailable
 from agent_magics.tools.registry import ToolHandler
 
 
@@ -234,7 +235,7 @@ class Bridge:
                 await doc.note(change)
                 return {"done": True}
             anchor = request.get("anchor")  # the cell's id: its place may have moved
-            index = None if anchor is None else find_cell(doc.notebook(), str(anchor))
+            index = None if anchor is None else locate(doc, str(anchor))  # that cell alone
             cell = request.get("cell")
             edit = str(request.get("edit_mode"))
             new = cell if isinstance(cell, dict) else None

@@ -61,12 +61,12 @@ class OutputWriter:
         return self.failed
 
     async def _main(self) -> None:
-        from agent_magics.jupyter.kernel.notebook_room import RoomError
+        from agent_magics.jupyter.kernel.notebook_room import _RoomError
         from agent_magics.tools.notebook.document import LiveUnavailable
 
         try:
             room = await asyncio.wait_for(self.join(), TIMEOUT_S)
-        except (LiveUnavailable, RoomError, OSError, TimeoutError) as exc:
+        except (LiveUnavailable, _RoomError, OSError, TimeoutError) as exc:
             self.failed = str(exc) or type(exc).__name__
             return
         try:
@@ -76,7 +76,7 @@ class OutputWriter:
                 if not self._done.is_set():
                     await self._write(room, self._now(), None)
             await self._write(room, *self._final)
-        except (RoomError, LookupError) as exc:
+        except (_RoomError, LookupError) as exc:
             self.failed = str(exc)
         finally:
             await room.close()

@@ -217,7 +217,7 @@ class KernelLiveNotebook:
         """The notebook's room, joined at the first call and kept for the next ones (until
         :meth:`close`), synced with the server before each."""
         try:
-            from agent_magics.jupyter.kernel.notebook_room import KeptRoom, RoomDocument, RoomError
+            from agent_magics.jupyter.kernel.notebook_room import KeptRoom, RoomDocument, _RoomError
         except ImportError:
             raise LiveUnavailable(f"the kernel cannot reach its editor ({EXTRA})") from None
         own = self.path()
@@ -236,7 +236,7 @@ class KernelLiveNotebook:
             room = await self._kept.get(
                 (server, own, self.kernel), lambda: self._join(server, own, names), LIVE_TIMEOUT_S
             )
-        except RoomError as exc:
+        except _RoomError as exc:
             raise LiveUnavailable(str(exc)) from None
         if names:
             self._rel = names[0]
@@ -245,7 +245,7 @@ class KernelLiveNotebook:
     async def fresh_room(self) -> NotebookRoom:
         """One more peer of the notebook's room, joined on the running loop (the caller
         leaves it): what writes a running cell's outputs from a thread of its own."""
-        from agent_magics.jupyter.kernel.notebook_room import RoomError
+        from agent_magics.jupyter.kernel.notebook_room import _RoomError
 
         own = self.path()
         server = find_server(self.env, runtime_dir(), own)
@@ -253,7 +253,7 @@ class KernelLiveNotebook:
             raise LiveUnavailable("no Jupyter server running this kernel was found")
         try:
             return await self._join(server, own, [])
-        except RoomError as exc:
+        except _RoomError as exc:
             raise LiveUnavailable(str(exc)) from None
 
     async def _join(

@@ -37,7 +37,8 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from agent_magics.errors import RespondToModel
-from agent_magics.tools.notebook.document import LiveUnavailable, MetadataChange, parse
+from agent_magics.tools.notebook.cells import checked_version, read_cell, read_content
+from agent_magics.tools.notebook.document import LiveUnavailable, MetadataChange
 from agent_magics.tools.notebook.graded import edit_refusal
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
@@ -46,7 +47,7 @@ CLOSE_WAIT_S = 2.0
 """How long leaving a room waits for the server to answer the close."""
 
 
-class RoomError(Exception):
+class _RoomError(Exception):
     """The room could not be joined or was left; the message says why, for a sentence."""
 
 
@@ -61,6 +62,7 @@ class NotebookRoom:
         self._asked = 0
         self._changed = asyncio.Event()
         self._closed: str | None = None
+        self._places: dict[str, int] = {}  # Y id -> where the cell was last seen
         self.loop = asyncio.get_running_loop()
         self._reader = self.loop.create_task(self._read())
 
@@ -78,9 +80,9 @@ class NotebookRoom:
                 websocket_connect(request, max_message_size=MAX_MESSAGE_BYTES), timeout_s
             )
         except TimeoutError:
-            raise RoomError(f"the notebook's room did not open within {timeout_s:g} s") from None
+            raise _RoomError(f"the notebook's room did not open within {timeout_s:g} s") from None
         except (OSError, HTTPClientError) as exc:
-            raise RoomError(f"the notebook's room could not be opened ({exc})") from None
+            raise _RoomError(f"the notebook's room could not be opened ({exc})") from None
         if conn.protocol is not None:  # small messages, each awaited: no Nagle's delay
             conn.protocol.set_nodelay(True)
         room = cls(conn)
@@ -137,22 +139,42 @@ class NotebookRoom:
             async with asyncio.timeout(timeout_s):
                 while self._answers < wanted:
                     if self._closed is not None:
-                        raise RoomError(self._closed)
+                        raise _RoomError(self._closed)
                     self._changed.clear()
                     await self._changed.wait()
         except TimeoutError:
-            raise RoomError(f"the notebook's room did not answer within {timeout_s:g} s") from None
+            raise _RoomError(f"the notebook's room did not answer within {timeout_s:g} s") from None
 
-    def snapshot(self) -> tuple[dict[str, Any], list[str]]:
-        """The notebook as nbformat's JSON, and the Y id of each of its cells in order."""
-        content = self.notebook.get(deduplicate=False)
-        ids = [str(cell.get("id", "")) for cell in self.notebook.ycells]
-        return content, ids
+    def yid(self, at: int) -> str:
+        """The Y id of the cell at ``at`` (what the editor's document names it by)."""
+        return str(self.notebook.ycells[at].get("id", ""))
+
+    def yids(self) -> list[str]:
+        """The Y id of every cell, in order; each cell's place is noted for :meth:`position`."""
+        found = [str(cell.get("id", "")) for cell in self.notebook.ycells]
+        self._places = {}
+        for at, yid in enumerate(found):
+            self._places.setdefault(yid, at)
+        return found
+
+    def position(self, yid: str) -> int | None:
+        """Where the cell ``yid`` is now: where it was last seen while it is still there
+        (one cell read, whatever the notebook's size), else found among all cells (once
+        after the person added, moved or deleted cells before it)."""
+        at = self._places.get(yid)
+        if at is not None and at < len(self.notebook.ycells) and self.yid(at) == yid:
+            return at
+        self.yids()
+        return self._places.get(yid)
+
+    def placed(self, yid: str, at: int) -> None:
+        """Note that the cell ``yid`` was just put at ``at``."""
+        self._places[yid] = at
 
     async def change(self, edit: Callable[[YNotebook], None], timeout_s: float) -> None:
         """Make ``edit`` in one transaction, send it, and wait until the server has it."""
         if self._closed is not None:
-            raise RoomError(self._closed)
+            raise _RoomError(self._closed)
         before = self.doc.get_state()
         with self.doc.transaction():
             edit(self.notebook)
@@ -199,7 +221,7 @@ class KeptRoom:
                 try:
                     await room.flush(timeout_s)
                     return room
-                except RoomError:
+                except _RoomError:
                     pass  # dropped or silent: join again
             await self.close()
             self._room = await join()
@@ -216,7 +238,13 @@ class KeptRoom:
 class RoomDocument:
     """:class:`~agent_magics.tools.notebook.document.LiveDocument` over a :class:`NotebookRoom`:
     one tool call's use of it. With ``keep`` the room outlives the call (its owner leaves
-    it), and :meth:`close` only ends the call's use."""
+    it), and :meth:`close` only ends the call's use.
+
+    A cell is read from the Y document alone (:meth:`cell`), found by its place last seen
+    (:meth:`NotebookRoom.position`), and each edit is one transaction on the cells array:
+    what an edit costs does not grow with the notebook. The Y id of each cell handed out
+    is kept, so an edit made after the person was asked acts on that cell wherever it is
+    by then."""
 
     def __init__(
         self, room: NotebookRoom, path: Path, timeout_s: float, keep: bool = False
@@ -225,13 +253,55 @@ class RoomDocument:
         self.path = path
         self.timeout_s = timeout_s
         self.keep = keep
-        self._ids: list[str] = []
+        self._read: dict[int, str] = {}  # a cell's index as handed out -> its Y id
+        self._version: tuple[int, int] | None = None
+
+    def version(self) -> tuple[int, int]:
+        if self._version is None:
+            meta = self.room.doc.get("meta", type=Map)
+            major, minor = meta.get("nbformat"), meta.get("nbformat_minor")
+            self._version = checked_version(self.path, major, minor)
+        return self._version
+
+    def count(self) -> int:
+        return len(self.room.notebook.ycells)
+
+    def find(self, wanted: str) -> int | None:
+        """The cell ``wanted`` (an id as ``cell_id`` gives it: ``cell-<n>`` for a
+        cell without one, every cell of a notebook older than nbformat 4.5)."""
+        with_ids = self.version() >= (4, 5)
+        at = self.room.position(wanted) if with_ids and wanted else None
+        if at is not None:
+            self._read[at] = wanted
+            return at
+        if wanted.startswith("cell-") and wanted[5:].isdigit():
+            at = int(wanted[5:]) - 1
+            if 0 <= at < self.count() and not (with_ids and self.room.yid(at)):
+                self._read[at] = self.room.yid(at)
+                return at
+        return None
+
+    def ids(self) -> list[str]:
+        with_ids = self.version() >= (4, 5)
+        found = self.room.yids()
+        return [y if with_ids and y else f"cell-{at + 1}" for at, y in enumerate(found)]
+
+    def cell(self, index: int) -> Any:
+        version = self.version()
+        raw = self.room.notebook.get_cell(index)  # ids dropped before nbformat 4.5
+        self._read[index] = self.room.yid(index)
+        return read_cell(raw, version)
 
     def notebook(self) -> Any:
-        content, self._ids = self.room.snapshot()
-        if not content.get("nbformat"):
-            raise LiveUnavailable("the editor's document was empty when the kernel joined it")
-        return parse(json.dumps(content).encode("utf-8"), self.path)
+        content = self.room.notebook.get(deduplicate=False)
+        self._version = checked_version(self.path, content.get("nbformat"),
+                                         content.get("nbformat_minor"))  # fmt: skip
+        if self._version >= (4, 5):
+            yids = [str(cell.get("id", "")) for cell in content["cells"]]
+        else:
+            yids = self.room.yids()
+        self._read = dict(enumerate(yids))
+        return read_content(content)
 
     async def apply(
         self,
@@ -240,7 +310,7 @@ class RoomDocument:
         cell: dict[str, Any] | None,
         note: MetadataChange | None = None,
     ) -> None:
-        at = None if index is None else self._position(self._ids[index])
+        at = None if index is None else self._now(index)
         value = json.loads(json.dumps(cell)) if cell is not None else None
         if at is not None and edit_mode != "insert":  # as the cell is now, not as read
             now = self.room.notebook.ycells[at].to_py() or {}
@@ -255,7 +325,10 @@ class RoomDocument:
                 _change_metadata(meta, note)
             if edit_mode == "insert":
                 assert value is not None
-                nb.ycells.insert(0 if at is None else at + 1, nb.create_ycell(value))
+                to = 0 if at is None else at + 1
+                nb.ycells.insert(to, nb.create_ycell(value))
+                if value.get("id"):
+                    self.room.placed(str(value["id"]), to)
                 return
             assert at is not None
             if edit_mode == "delete":
@@ -273,22 +346,24 @@ class RoomDocument:
 
         try:
             await self.room.change(edit, self.timeout_s)
-        except RoomError as exc:
+        except _RoomError as exc:
             raise LiveUnavailable(str(exc)) from None
 
     async def note(self, change: MetadataChange) -> None:
         try:
             meta = self.room.doc.get("meta", type=Map)
             await self.room.change(lambda nb: _change_metadata(meta, change), self.timeout_s)
-        except RoomError as exc:
+        except _RoomError as exc:
             raise LiveUnavailable(str(exc)) from None
 
-    def _position(self, wanted: str) -> int:
-        """Where the cell is now: the person may have moved or deleted it meanwhile."""
-        for position, ycell in enumerate(self.room.notebook.ycells):
-            if str(ycell.get("id", "")) == wanted:
-                return position
-        raise RespondToModel("the cell is no longer in the notebook; read the notebook again")
+    def _now(self, index: int) -> int:
+        """Where the cell handed out as ``index`` is now: the person may have moved or
+        deleted it meanwhile."""
+        wanted = self._read.get(index)
+        at = self.room.position(self.room.yid(index) if wanted is None else wanted)
+        if at is None:
+            raise RespondToModel("the cell is no longer in the notebook; read the notebook again")
+        return at
 
     async def close(self) -> None:
         if not self.keep:

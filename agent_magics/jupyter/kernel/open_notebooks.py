@@ -100,7 +100,7 @@ class OpenNotebook:
             from agent_magics.jupyter.kernel.notebook_room import (
                 NotebookRoom,
                 RoomDocument,
-                RoomError,
+                _RoomError,
             )
         except ImportError:
             raise LiveUnavailable(f"the kernel cannot reach its editor ({EXTRA})") from None
@@ -113,7 +113,7 @@ class OpenNotebook:
             room = await NotebookRoom.join(url, headers, LIVE_TIMEOUT_S)
         except httpx.HTTPError as exc:
             raise LiveUnavailable(did_not_answer(self.server, exc)) from None
-        except RoomError as exc:
+        except _RoomError as exc:
             raise LiveUnavailable(str(exc)) from None
         return RoomDocument(room, self.path, LIVE_TIMEOUT_S)
 

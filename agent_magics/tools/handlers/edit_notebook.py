@@ -2,9 +2,11 @@
 
 The edit is made on the parsed notebook, which is validated before anything is written,
 so the file on disk is always a valid notebook of its own nbformat version with its
-metadata kept. It is a write like apply_patch: the same approval rule (inside the
-writable roots it runs, outside it asks, or is refused under ``never``), the same
-confinement to the writable roots, and an atomic replace.
+metadata kept. An edit of an open notebook reads the cell it names and validates the
+cell it writes, nothing else (:mod:`agent_magics.tools.notebook.cells`), and goes into
+the editor's document as one change. It is a write like apply_patch: the same approval
+rule (inside the writable roots it runs, outside it asks, or is refused under
+``never``), the same confinement to the writable roots, and an atomic replace.
 
 The notebook this kernel belongs to is open in an editor whose unsaved edits a write
 would lose, so its file is never written: with a :class:`LiveNotebook` (the kernel's
@@ -31,7 +33,8 @@ from agent_magics.text.rust import io_error_text
 from agent_magics.tools.args import decode_call
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.context import ToolInvocation, ToolOutput
-from agent_magics.tools.notebook.cell_undo import CellEdit, plain_cell, record_cell_edit, shown_line
+from agent_magics.tools.notebook.cell_undo import CellEdit, record_cell_edit
+from agent_magics.tools.notebook.cells import ParsedCells, PlannedEdit, checked_cell, plan_edit
 from agent_magics.tools.notebook.document import (
     OWN_NOTEBOOK,
     HeldNotebook,
@@ -39,10 +42,9 @@ from agent_magics.tools.notebook.document import (
     LiveNotebook,
     LiveNotebooks,
     LiveUnavailable,
+    NotebookCells,
     NotebookFiles,
-    cell_id,
     dumps,
-    find_cell,
     is_own_notebook,
     live_unavailable,
     nbformat_module,
@@ -52,10 +54,8 @@ from agent_magics.tools.notebook.document import (
 )
 from agent_magics.tools.notebook.graded import (
     add_notes,
-    edit_refusal,
     entries,
     shown_path,
-    touched_ids,
 )
 from agent_magics.tools.runtimes.notebook_write import guarded_write
 from agent_magics.tools.sandbox.platform import off_limits
@@ -97,60 +97,22 @@ class EditNotebookArgs(BaseModel):
     edit_mode: Literal["replace", "insert", "delete"] = "replace"
 
 
-def _new_cell(nb: Any, kind: str, source: str) -> Any:
-    """A new ``code``, ``markdown`` or ``raw`` cell for ``nb``."""
-    v4 = nbformat_module().v4
-    make = {"code": v4.new_code_cell, "markdown": v4.new_markdown_cell, "raw": v4.new_raw_cell}
-    cell = make[kind](source)
-    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
-        del cell["id"]  # ids came with nbformat 4.5; an older notebook must not have them
-    return cell
+def plan(cells: NotebookCells, args: EditNotebookArgs, solution_cells: str = "edit") -> PlannedEdit:
+    """The edit ``args`` asks for, planned on ``cells`` (see :func:`plan_edit`)."""
+    return plan_edit(cells, args.edit_mode, args.cell_id, args.cell_type, args.new_source,
+                     solution_cells)  # fmt: skip
 
 
-def apply_edit(nb: Any, args: EditNotebookArgs, solution_cells: str = "edit") -> str:
-    """Make the edit on ``nb`` in place; return the line that reports it. A cell nbgrader
-    (or the teacher's ``solution_cells``) keeps from the agent is refused before anything
-    changes (see :mod:`agent_magics.tools.notebook.graded`)."""
+def apply_edit(nb: Any, args: EditNotebookArgs, solution_cells: str = "edit") -> PlannedEdit:
+    """Make the edit on the parsed notebook ``nb`` in place."""
+    planned = plan(ParsedCells(nb), args, solution_cells)
     if args.edit_mode == "insert":
-        if args.cell_type is None:
-            raise RespondToModel("cell_type is required to insert a cell")
-        at = 0 if args.cell_id is None else find_cell(nb, args.cell_id) + 1
-        nb.cells.insert(at, _new_cell(nb, args.cell_type, args.new_source))
-        return f"Inserted {args.cell_type} cell {cell_id(nb, at)} as cell {at + 1}"
-    if args.cell_id is None:
-        raise RespondToModel(f"cell_id is required to {args.edit_mode} a cell")
-    index = find_cell(nb, args.cell_id)
-    refusal = edit_refusal(nb.cells[index], args.edit_mode, args.cell_type, solution_cells)
-    if refusal is not None:
-        raise RespondToModel(refusal)
-    if args.edit_mode == "delete":
-        del nb.cells[index]
-        return f"Deleted cell {args.cell_id}"
-    old = nb.cells[index]
-    kind = args.cell_type or old.cell_type
-    if kind != old.cell_type:
-        cell = _new_cell(nb, kind, args.new_source)
-        if "id" in old:
-            cell["id"] = old["id"]
-        if "metadata" in old:
-            cell["metadata"] = old["metadata"]
-        nb.cells[index] = cell
+        nb.cells.insert(planned.at, planned.cell)
+    elif planned.cell is None:
+        del nb.cells[planned.at]
     else:
-        old.source = args.new_source
-        if kind == "code":
-            old.outputs = []
-            old.execution_count = None
-    return f"Replaced cell {args.cell_id} ({kind})"
-
-
-def cell_place(nb: Any, args: EditNotebookArgs) -> str:
-    """Where the edit acts, as a person finds it: ``cell 4 ("import pandas as pd")``,
-    ``after cell 2 (...)`` or ``at the top`` (positions count from 1, before the edit)."""
-    if args.cell_id is None:
-        return "at the top"
-    index = find_cell(nb, args.cell_id)
-    where = f"cell {index + 1} ({shown_line(str(nb.cells[index].get('source', '')))})"
-    return f"after {where}" if args.edit_mode == "insert" else where
+        nb.cells[planned.at] = planned.cell
+    return planned
 
 
 def _validated(nb: Any) -> bytes:
@@ -161,13 +123,6 @@ def _validated(nb: Any) -> bytes:
         raise RespondToModel(f"the edit would make the notebook invalid: {first}") from None
 
 
-def _touched(nb: Any, args: EditNotebookArgs, solution_cells: str) -> list[str]:
-    """The grade id of the graded cell the edit replaces (nbgrader marks it), if any."""
-    if args.edit_mode != "replace" or args.cell_id is None:
-        return []
-    return touched_ids([nb.cells[find_cell(nb, args.cell_id)]], solution_cells)
-
-
 def _prepare(
     path: Path, args: EditNotebookArgs, solution_cells: str, session: str
 ) -> tuple[bytes, str, str, list[dict[str, str]]]:
@@ -175,12 +130,10 @@ def _prepare(
     for the teacher: an edit of a graded cell is noted in the same write (see
     :func:`agent_magics.tools.notebook.graded.add_notes`)."""
     nb = read_notebook_file(path)
-    place = cell_place(nb, args)
-    touched = _touched(nb, args, solution_cells)
-    line = apply_edit(nb, args, solution_cells)
-    notes = entries(session, touched, "edit")
+    planned = apply_edit(nb, args, solution_cells)
+    notes = entries(session, planned.touched, "edit")
     add_notes(nb.metadata, notes)
-    return _validated(nb), line, place, notes
+    return _validated(nb), planned.line, planned.place, notes
 
 
 def _noted(inv: ToolInvocation, path: Path, notes: list[dict[str, str]]) -> None:
@@ -190,10 +143,10 @@ def _noted(inv: ToolInvocation, path: Path, notes: list[dict[str, str]]) -> None
 
 
 class LiveEdit(NamedTuple):
-    """An edit checked on a copy of the open notebook (:func:`_prepare_live`)."""
+    """An edit checked on the open notebook's cells (:func:`_prepare_live`)."""
 
     line: str  # what reports it
-    position: int | None  # the index of the copy :meth:`LiveDocument.apply` takes
+    position: int | None  # the cell :meth:`LiveDocument.apply` takes, as the document found it
     cell: dict[str, Any] | None  # the new cell
     place: str  # where it acts
     undo: CellEdit  # what undo needs to take it back
@@ -203,22 +156,17 @@ class LiveEdit(NamedTuple):
 def _prepare_live(
     doc: LiveDocument, args: EditNotebookArgs, live: LiveNotebook, path: Path, solution_cells: str
 ) -> LiveEdit:
-    """The edit made on a copy of the open notebook, so it is checked and validated
-    before anyone is asked."""
-    nb = doc.notebook()
-    index = None if args.cell_id is None else find_cell(nb, args.cell_id)
-    place = cell_place(nb, args)
-    before = None if index is None or args.edit_mode == "insert" else plain_cell(nb.cells[index])
-    touched = _touched(nb, args, solution_cells)
-    line = apply_edit(nb, args, solution_cells)
-    _validated(nb)
-    at = 0 if index is None else index + 1 if args.edit_mode == "insert" else index
-    cell = None if args.edit_mode == "delete" else dict(nb.cells[at])
-    kept = before if cell is None else cell
-    undo = CellEdit(live, path, args.edit_mode, str((kept or {}).get("id") or ""), at, before,
-                    None if cell is None else str(cell.get("source", "")),
+    """The edit planned on the open notebook's cells, the one cell it writes validated,
+    before anyone is asked: the cell it names is read, none of the others."""
+    planned = plan(doc, args, solution_cells)
+    cell = None if planned.cell is None else dict(planned.cell)
+    if cell is not None:
+        checked_cell(cell, doc.version())
+    kept = planned.before if cell is None else cell
+    undo = CellEdit(live, path, args.edit_mode, str((kept or {}).get("id") or ""), planned.at,
+                    planned.before, None if cell is None else str(cell.get("source", "")),
                     None if cell is None else str(cell.get("cell_type")))  # fmt: skip
-    return LiveEdit(line, index, cell, place, undo, touched)
+    return LiveEdit(planned.line, planned.named, cell, planned.place, undo, planned.touched)
 
 
 async def _apply_live(

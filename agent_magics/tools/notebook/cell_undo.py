@@ -131,29 +131,22 @@ async def revert_cells(edits: tuple[CellEdit, ...]) -> tuple[list[str], list[str
     return done, left
 
 
-def _index(nb: Any, wanted: str) -> int | None:
-    for index, cell in enumerate(nb.cells):
-        if str(cell.get("id", "")) == wanted:
-            return index
-    return None
-
-
 async def _revert(doc: LiveDocument, edit: CellEdit) -> tuple[bool, str]:
-    """Revert one edit: whether it was, and the cell named with what happened."""
+    """Revert one edit: whether it was, and the cell named with what happened (the cell
+    alone is read, not the whole notebook)."""
     if not edit.cell_id:
         return False, f"{edit.named()}: its notebook's cells have no ids to find it by"
-    nb = doc.notebook()
-    at = _index(nb, edit.cell_id)
+    at = doc.find(edit.cell_id)
     if edit.mode == "delete":
         assert edit.before is not None
         if at is not None:
             return False, f"{edit.named()}: a cell with its id is in the notebook again"
-        after = min(edit.position, len(nb.cells)) - 1
+        after = min(edit.position, doc.count()) - 1
         await doc.apply("insert", None if after < 0 else after, edit.before)
         return True, f"cell {after + 2} ({shown_line(str(edit.before.get('source', '')))}) put back"
     if at is None:
         return False, f"{edit.named()}: {GONE}"
-    cell = nb.cells[at]
+    cell = doc.cell(at)
     now = f"cell {at + 1} ({shown_line(str(cell.get('source', '')))})"
     if str(cell.get("source", "")) != edit.after or cell.get("cell_type") != edit.after_type:
         return False, f"{now}: {LATER}"

@@ -70,12 +70,35 @@ MetadataChange = Callable[[dict[str, Any]], object]
 """Changes a notebook's metadata (a plain dict) in place."""
 
 
-class LiveDocument(Protocol):
+class NotebookCells(Protocol):
+    """A notebook's cells, read one at a time (what an edit of one cell reads)."""
+
+    def version(self) -> tuple[int, int]:
+        """The notebook's ``nbformat`` and ``nbformat_minor``."""
+        ...
+
+    def count(self) -> int: ...
+
+    def find(self, wanted: str) -> int | None:
+        """Where the cell whose id (as :func:`cell_id` gives it) is ``wanted`` is now."""
+        ...
+
+    def ids(self) -> list[str]:
+        """Every cell's id, as :func:`cell_id` gives it, in order."""
+        ...
+
+    def cell(self, index: int) -> Any:
+        """A copy of one cell, as :func:`parse` reads it."""
+        ...
+
+
+class LiveDocument(NotebookCells, Protocol):
     """The open notebook as its editor holds it, unsaved edits included: a front end
-    (JupyterLab's collaborative document) gives it; nothing writes the file under it."""
+    (JupyterLab's collaborative document) gives it; nothing writes the file under it.
+    An edit reads it a cell at a time (:class:`NotebookCells`), a read as a whole."""
 
     def notebook(self) -> Any:
-        """The notebook now, parsed as :func:`parse` does."""
+        """The whole notebook now, as :func:`parse` reads it."""
         ...
 
     async def apply(
@@ -85,11 +108,12 @@ class LiveDocument(Protocol):
         cell: dict[str, Any] | None,
         note: MetadataChange | None = None,
     ) -> None:
-        """Make an edit that :meth:`notebook`'s copy took: ``index`` counts that copy's
-        cells (the cell replaced or deleted, or the one to insert after, ``None`` for the
-        top), ``cell`` is the new cell; ``note`` changes the notebook's metadata in the
-        same change. Raises :class:`LiveUnavailable` or RespondToModel (a cell nbgrader
-        locks is refused here too, whatever the copy said)."""
+        """Make an edit in one change: ``index`` is the cell replaced or deleted, or the
+        one to insert after (``None`` for the top), where this document found it or
+        showed it (:meth:`find`, :meth:`cell`, :meth:`notebook`: it may have moved since),
+        else the cell at that position now; ``cell`` is the new cell; ``note`` changes
+        the notebook's metadata in the same change. Raises :class:`LiveUnavailable` or
+        RespondToModel (a cell nbgrader locks is refused here too, whatever was read)."""
         ...
 
     async def note(self, change: MetadataChange) -> None:
@@ -203,8 +227,12 @@ def find_cell(nb: Any, wanted: str) -> int:
     for index in range(len(nb.cells)):
         if cell_id(nb, index) == wanted:
             return index
-    known = ", ".join(cell_id(nb, i) for i in range(len(nb.cells))) or "none"
-    raise RespondToModel(f"no cell has id {wanted!r}; the cell ids are: {known}")
+    raise RespondToModel(no_such_cell(wanted, [cell_id(nb, i) for i in range(len(nb.cells))]))
+
+
+def no_such_cell(wanted: str, ids: list[str]) -> str:
+    """What the model is told when no cell has the id ``wanted``."""
+    return f"no cell has id {wanted!r}; the cell ids are: {', '.join(ids) or 'none'}"
 
 
 def _cut(text: str, limit: int) -> str:
