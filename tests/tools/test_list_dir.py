@@ -170,3 +170,54 @@ async def test_argument_errors(tmp_path: Path, raw: str, names: list[str]) -> No
 
 def test_spec_has_codex_parameters() -> None:
     assert_codex_parameters(ListDirHandler(), "list_dir")
+
+
+def _codex_listing(root: Path, depth: int) -> list[str]:
+    """Codex's listing, written plainly: every entry within ``depth`` levels, keyed by
+    its relative path (lossy UTF-8, ``\\`` as ``/``, cut to 500 bytes), sorted stably
+    in the order read (breadth first, folders in key order, entries as listed)."""
+    found: list[tuple[str, str]] = []
+    queue = [(os.fsencode(root), b"", 0)]
+    while queue:
+        folder, prefix, level = queue.pop(0)
+        below = []
+        for item in os.scandir(folder):
+            rel = prefix + item.name
+            key = rel.decode("utf-8", "replace").replace("\\", "/")
+            key = key.encode()[:500].decode("utf-8", "ignore")
+            kind = "@" if item.is_symlink() else "/" if item.is_dir() else ""
+            found.append((key, "  " * level + item.name.decode("utf-8", "replace") + kind))
+            if kind == "/" and level + 1 < depth:
+                below.append((key, item.path, rel + b"/"))
+        below.sort(key=lambda b: b[0])
+        queue += [(path, rel, level + 1) for _, path, rel in below]
+    found.sort(key=lambda f: f[0])
+    return [line for _, line in found]
+
+
+async def test_pages_of_a_big_tree_match_codex_listing(tmp_path: Path) -> None:
+    """More entries than are read at a time, names that are not UTF-8 (``\\xfe`` and
+    ``\\xff`` both become U+FFFD: equal keys), non-ASCII and backslashed names, keys
+    cut inside deep paths (equal keys again), and pages that start and end inside runs
+    of equal keys."""
+    root = tmp_path / "big"
+    odd = [b"x\xfe", b"x\xff", "é".encode(), b"a\\b", b"a-b", "😀".encode() * 60]
+    deep = root / ("é" * 100) / ("😀" * 62)  # 200 + 1 + 248 + 1 bytes: keys reach 500
+    for folder in [root, root / "a", root / "a" / ("😀" * 61), deep]:
+        folder.mkdir(parents=True)
+        for name in odd:
+            for suffix in (b"", b".t"):
+                (Path(os.fsdecode(os.fsencode(folder) + b"/" + name + suffix))).write_text("")
+    for i in range(600):
+        (root / "a" / f"n{i % 7}{i:04d}").write_text("")
+    (root / "a" / "link").symlink_to("missing")
+    want = _codex_listing(root, 3)
+    assert len(want) > 600
+    for offset, limit in [(1, 25), (1, 2000), (3, 4), (600, 9), (len(want) - 2, 5)]:
+        text, success = await call(
+            tmp_path, {"dir_path": str(root), "offset": offset, "limit": limit, "depth": 3}
+        )
+        shown = want[offset - 1 : offset - 1 + limit]
+        more = [f"More than {len(shown)} entries found"] if offset - 1 + limit < len(want) else []
+        assert success
+        assert text.split("\n")[1:] == shown + more, (offset, limit)

@@ -9,9 +9,15 @@ symbolic links (never followed) and ``?`` for anything that is neither file nor 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import stat
+from bisect import bisect_left
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import compress, islice
+from operator import attrgetter
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -49,7 +55,9 @@ DEFAULT_OFFSET = 1
 DEFAULT_LIMIT = 25
 DEFAULT_DEPTH = 2
 MAX_ENTRY_BYTES = 500  # names and sort keys are cut to this many UTF-8 bytes
+CHUNK = 256  # directory entries held at a time while a folder is read
 INDENT = "  "  # per level of nesting
+_name = attrgetter("name")
 
 
 class ListDirArgs(BaseModel):
@@ -59,76 +67,144 @@ class ListDirArgs(BaseModel):
     depth: int = Field(default=DEFAULT_DEPTH, ge=0, le=U64_MAX)
 
 
-@dataclass(frozen=True)
-class Entry:
-    key: str  # relative path with "/" separators, the sort key
-    name: str  # the entry's own name as displayed
-    level: int  # how many folders deep below the listed one
-    suffix: str  # "/", "@", "?" or ""
+@dataclass
+class Listing:
+    """Every entry within the depth, in the order read: breadth first, the folders of a
+    level in the order of their keys, each folder's entries as the system gave them.
 
-    def line(self) -> str:
-        return f"{INDENT * self.level}{self.name}{self.suffix}"
+    A key is the UTF-8 of the entry's relative path, as Codex keys it: decoded (bytes
+    that are not UTF-8 replaced), ``\\`` turned to ``/``, cut to MAX_ENTRY_BYTES on a
+    character boundary. Byte order is code point order, as Codex compares."""
+
+    keys: list[bytes] = field(default_factory=list)
+    names: list[bytes] = field(default_factory=list)  # each entry's own name, as read
+    where: list[int] = field(default_factory=list)  # each entry's folder in ``folders``
+    folders: list[tuple[bytes, int]] = field(default_factory=list)  # path, level
+
+    def line(self, i: int) -> str:
+        folder, level = self.folders[self.where[i]]
+        raw = self.names[i]
+        name = cut_at_char_boundary(raw.decode("utf-8", "replace"), MAX_ENTRY_BYTES)
+        return f"{INDENT * level}{name}{_suffix(os.path.join(folder, raw))}"
 
 
-def _text(raw: bytes) -> str:
-    return cut_at_char_boundary(raw.decode("utf-8", "replace"), MAX_ENTRY_BYTES)
-
-
-def _suffix(entry: os.DirEntry[bytes]) -> str:
+def _suffix(path: bytes) -> str:
+    """The mark of a shown entry's kind, read once the page is known (only the folders
+    among all entries were kept)."""
     try:
-        if entry.is_symlink():
-            return "@"
-        if entry.is_dir(follow_symlinks=False):
-            return "/"
-        if entry.is_file(follow_symlinks=False):
-            return ""
+        mode = os.lstat(path).st_mode
     except OSError as exc:
         raise RespondToModel(f"failed to inspect entry: {io_error_text(exc)}") from None
-    return "?"
+    if stat.S_ISLNK(mode):
+        return "@"
+    if stat.S_ISDIR(mode):
+        return "/"
+    return "" if stat.S_ISREG(mode) else "?"
 
 
-def _read_dir(path: bytes) -> list[os.DirEntry[bytes]]:
+def _read_dir(path: bytes) -> tuple[list[bytes], list[bool]]:
+    """A folder's names, and which of them are folders (links are not followed).
+
+    Entries are read CHUNK at a time, so that the next ones reuse their memory. Like
+    Codex, every entry's kind is read: one that cannot be inspected fails the call."""
+    names: list[bytes] = []
+    folders: list[bool] = []
     try:
-        with os.scandir(path) as it:
-            return list(it)
+        entries = os.scandir(path)
     except (OSError, ValueError) as exc:
+        raise RespondToModel(f"failed to read directory: {io_error_text(exc)}") from None
+    with entries:
+        while chunk := _chunk(entries):
+            names += map(_name, chunk)
+            try:
+                folders += [entry.is_dir(follow_symlinks=False) for entry in chunk]
+            except OSError as exc:
+                raise RespondToModel(f"failed to inspect entry: {io_error_text(exc)}") from None
+    return names, folders
+
+
+def _chunk(entries: Iterator[os.DirEntry[bytes]]) -> list[os.DirEntry[bytes]]:
+    try:
+        return list(islice(entries, CHUNK))
+    except OSError as exc:
         raise RespondToModel(f"failed to read directory: {io_error_text(exc)}") from None
 
 
-def collect_entries(root: str, depth: int) -> list[Entry]:
-    """Every entry within ``depth`` levels of ``root``, sorted by relative path."""
-    entries: list[Entry] = []
-    queue: deque[tuple[bytes, bytes | None, int, int]] = deque(
-        [(os.fsencode(root), None, 0, depth)]
-    )
+def _key_names(raw: list[bytes]) -> list[bytes]:
+    """A folder's names as keys: themselves when they are UTF-8 without ``\\``, as
+    most are (checked on all of them joined by NUL, which no name holds, so that the
+    decoding of one name cannot reach into the next)."""
+    joined = b"\0".join(raw)
+    if b"\\" not in joined:
+        if joined.isascii():
+            return raw
+        with contextlib.suppress(UnicodeDecodeError):
+            joined.decode("utf-8")
+            return raw
+    text = joined.decode("utf-8", "replace").replace("\\", "/")
+    return text.encode("utf-8").split(b"\0")
+
+
+def _cut(keys: list[bytes]) -> list[bytes]:
+    if max(map(len, keys)) <= MAX_ENTRY_BYTES:
+        return keys
+    return [k[:MAX_ENTRY_BYTES].decode("utf-8", "ignore").encode("utf-8") for k in keys]
+
+
+def collect_entries(root: str, depth: int) -> Listing:
+    """Every entry within ``depth`` levels of ``root``."""
+    listing = Listing()
+    queue: deque[tuple[bytes, bytes, int, int]] = deque([(os.fsencode(root), b"", 0, depth)])
     while queue:
         folder, prefix, level, remaining = queue.popleft()
-        found: list[tuple[Entry, bytes, bytes]] = []
-        for item in _read_dir(folder):
-            rel = item.name if prefix is None else prefix + b"/" + item.name
-            key = _text(rel.replace(b"\\", b"/"))
-            found.append((Entry(key, _text(item.name), level, _suffix(item)), item.path, rel))
-        found.sort(key=lambda f: f[0].key)
-        for entry, path, rel in found:
-            if entry.suffix == "/" and remaining > 1:
-                queue.append((path, rel, level + 1, remaining - 1))
-            entries.append(entry)
-    entries.sort(key=lambda e: e.key)
-    return entries
+        names, folders = _read_dir(folder)
+        if not names:
+            continue
+        paths = _key_names(names)
+        if prefix:
+            paths = [prefix + path for path in paths]
+        keys = _cut(paths)
+        if remaining > 1:
+            found = sorted(compress(range(len(names)), folders), key=keys.__getitem__)
+            queue.extend(
+                (os.path.join(folder, names[i]), paths[i] + b"/", level + 1, remaining - 1)
+                for i in found
+            )
+        listing.keys += keys
+        listing.names += names
+        listing.where += [len(listing.folders)] * len(names)
+        listing.folders.append((folder, level))
+    return listing
 
 
-def page(entries: list[Entry], offset: int, limit: int) -> list[str]:
-    """The lines of one page, with the "More than" note when entries remain."""
-    if not entries:
+def page(listing: Listing, offset: int, limit: int) -> list[str]:
+    """The lines of one page of the entries sorted by key (entries of equal keys in the
+    order read), with the "More than" note when entries remain.
+
+    The keys alone are sorted (sorting entries by key costs half as much again); the
+    entries holding the page's keys, sorted by key, then hold the page, from the rank of
+    its first key on."""
+    keys = listing.keys
+    total = len(keys)
+    if not total:
         return []
     start = offset - 1
-    if start >= len(entries):
+    if start >= total:
         raise RespondToModel("offset exceeds directory entry count")
-    shown = entries[start : start + limit]
-    lines = [e.line() for e in shown]
-    if start + len(shown) < len(entries):
+    ranked = sorted(keys)
+    page_keys = ranked[start : start + limit]
+    wanted = set(page_keys)
+    holders = sorted(compress(range(total), map(wanted.__contains__, keys)), key=keys.__getitem__)
+    skip = start - bisect_left(ranked, page_keys[0])
+    shown = holders[skip : skip + len(page_keys)]
+    lines = [listing.line(i) for i in shown]
+    if start + len(shown) < total:
         lines.append(f"More than {len(shown)} entries found")
     return lines
+
+
+def list_page(root: str, depth: int, offset: int, limit: int) -> list[str]:
+    return page(collect_entries(root, depth), offset, limit)
 
 
 class ListDirHandler:
@@ -153,6 +229,7 @@ class ListDirHandler:
             raise RespondToModel("dir_path must be an absolute path")
         if (why := off_limits(inv.turn.cwd, args.dir_path)) is not None:
             raise RespondToModel(f"failed to read directory: {why}")
-        entries = await asyncio.to_thread(collect_entries, args.dir_path, args.depth)
-        lines = page(entries, args.offset, args.limit)
+        lines = await asyncio.to_thread(
+            list_page, args.dir_path, args.depth, args.offset, args.limit
+        )
         return ToolOutput("\n".join([f"Absolute path: {args.dir_path}", *lines]))
