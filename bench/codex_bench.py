@@ -6,8 +6,9 @@ fresh workspace, with ``HOME`` (and Codex's ``CODEX_HOME``) empty folders, no ap
 and no sandbox, each with its default features (Codex's shell snapshot included). A run
 is timed from spawning the process to its exit; ours and Codex's runs alternate, after
 one warm-up of each whose tool outputs are compared. The value is our median in ms, the
-ratio ours / Codex's median. The note adds min/median/max of both sides, the time to the
-first model request (process start-up) and the peak RSS of each process.
+ratio ours / Codex's median. The note adds min/median/max of both sides, the median CPU
+time of each (user + system from ``os.wait4``, the commands it ran included), the time
+to the first model request (process start-up) and the peak RSS of each process.
 
     python bench/codex_bench.py --codex PATH [--quick]
 """
@@ -79,6 +80,7 @@ def cases(session_calls: int) -> dict[str, dict[str, Any]]:
 @dataclass
 class Run:
     seconds: float
+    cpu_seconds: float  # user + system time of the process and the children it waited for
     to_first_request: float
     peak_rss_kb: int
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -128,7 +130,7 @@ def run_once(
                     stderr=stderr,
                     start_new_session=True,
                 )
-                status, rss_kb = _wait(proc)
+                status, rss_kb, cpu = _wait(proc)
                 seconds = time.perf_counter() - started
             if gnu_time and status == 0:
                 rss_kb = int((root / "peak_kb").read_text().split()[-1])
@@ -146,6 +148,7 @@ def run_once(
             raise RuntimeError(f"{who} answered {len(collected['outputs'])} of {want} calls")
         return Run(
             seconds,
+            cpu,
             arrivals[0] - started if arrivals else seconds,
             rss_kb,
             {
@@ -200,15 +203,16 @@ def _gnu_time() -> str | None:
     return path if "GNU" in said.stdout + said.stderr else None
 
 
-def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, int]:
-    """Exit status and peak RSS (KB, Linux units) of ``proc``, killed after TIMEOUT_S."""
+def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, int, float]:
+    """Exit status, peak RSS (KB, Linux units) and CPU seconds (user + system, its
+    waited-for children included) of ``proc``, killed after TIMEOUT_S."""
     deadline = time.monotonic() + TIMEOUT_S
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             rss = usage.ru_maxrss // (1024 if sys.platform == "darwin" else 1)
-            return proc.returncode, rss
+            return proc.returncode, rss, usage.ru_utime + usage.ru_stime
         if time.monotonic() > deadline:
             os.killpg(proc.pid, signal.SIGKILL)
             raise RuntimeError(f"no exit within {TIMEOUT_S} s")
@@ -243,6 +247,11 @@ def measure(
     b = [r.seconds for r in codex_runs]
     first_a = statistics.median(r.to_first_request for r in mine)
     first_b = statistics.median(r.to_first_request for r in codex_runs)
+    cpu_a = statistics.median(r.cpu_seconds for r in mine)
+    cpu_b = statistics.median(r.cpu_seconds for r in codex_runs)
+    cpu = f"CPU (user+sys) median ours {cpu_a * 1e3:.0f} ms, Codex {cpu_b * 1e3:.0f} ms" + (
+        f" (ours / Codex's {cpu_a / cpu_b:.2f})" if cpu_b > 0 else ""
+    )
     rss_a, rss_b = ours.peak_rss_kb >> 10, theirs.peak_rss_kb >> 10
     if not gnu_time:  # each peak is at least the bench process's own
         rss_a = max(rss_a, *(r.peak_rss_kb >> 10 for r in mine))
@@ -263,24 +272,26 @@ def measure(
         "target": TARGET,
         "baseline": round(statistics.median(b) * 1e3, 1),
         "note": f"{calls} call(s); {runs} interleaved runs, ms min/median/max: ours"
-        f" {_spread(a)}, Codex {_spread(b)}; to first request ours {first_a * 1e3:.0f} ms, Codex"
-        f" {first_b * 1e3:.0f} ms; {rss}; {same}",
+        f" {_spread(a)}, Codex {_spread(b)}; {cpu}; to first request ours"
+        f" {first_a * 1e3:.0f} ms, Codex {first_b * 1e3:.0f} ms; {rss}; {same}",
     }
 
 
-def bench_codex(codex: str | None, quick: bool) -> list[dict[str, Any]]:
-    """One row per case; without a Codex binary every row is skipped with the reason."""
+def bench_codex(codex: str | None, quick: bool, only: str | None = None) -> list[dict[str, Any]]:
+    """One row per case (only the case ``only`` when given); without a Codex binary every
+    row is skipped with the reason."""
     calls = QUICK_SESSION_CALLS if quick else SESSION_CALLS
+    chosen = {n: c for n, c in cases(calls).items() if only in (None, n)}
     rows: list[dict[str, Any]] = []
     if codex is None:
         note = "no Codex binary given (bench/run.py --codex PATH)"
-        for name in cases(calls):
+        for name in chosen:
             rows.append(
                 {"name": f"codex_turn_{name}", "value": None, "target": TARGET, "note": note}
             )
         return rows
     with tempfile.TemporaryDirectory(prefix="codex-bench-pyc-") as pycache:
-        for name, case in cases(calls).items():
+        for name, case in chosen.items():
             runs = (2 if quick else 3) if name.startswith("session") else (3 if quick else 9)
             rows.append(measure(name, case, codex, runs, Path(pycache)))
     return rows

@@ -120,6 +120,27 @@ def bench_grep(ctx: Ctx) -> Result:
     )
 
 
+@benchmark("list_dir_100k", "<= 1.5")
+def bench_list_dir(ctx: Ctx) -> Result:
+    """ListDirHandler, first 25 entries of a folder of 100,000 files (depth 2), vs
+    ``sorted(e.name for e in os.scandir(d))`` in the same process."""
+    import list_dir_bench
+
+    files = ctx.pick(100_000, 10_000)
+    folder = list_dir_bench.make_flat_folder(ctx.tmp / "flat", files)
+    candidate, baseline, ls_f = list_dir_bench.flat(folder, ctx.pick(15, 3))
+    tree = _tree(ctx)
+    deep, walk, entries = list_dir_bench.tree(tree.root, 2, ctx.pick(9, 2))
+    return paired(
+        candidate,
+        baseline,
+        f"{files} files; `ls -f`: {ls_f * 1e3:.1f} ms, ours"
+        f" {median(candidate) / ls_f:.2f}x it; at depth 2 on the {tree.files}-file tree"
+        f" ({entries} entries): {deep * 1e3:.1f} ms vs {walk * 1e3:.1f} ms for a sorted"
+        " os.scandir walk",
+    )
+
+
 @benchmark("read_file_1gb_slice", "<= 2.5")
 def bench_read_slice(ctx: Ctx) -> Result:
     """read_file: 200 lines from 90% into a ~1 GB file vs ``tail -n +A FILE | head -n 200``."""
@@ -362,21 +383,31 @@ def bench_truncate(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
 
 @benchmark("live_notebook_vs_peer", "")
 def bench_live_notebook(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
-    """read_notebook and an inserted cell on the open notebook vs jupyter-mcp-server
-    2.2.4's read_notebook and insert_cell over MCP, same Jupyter server, notebook and
-    kernel; skipped rows without the peer's venv."""
+    """read_notebook, an inserted cell and run_cell on the open notebook at 20, 200 and
+    1,000 cells vs jupyter-mcp-server 2.2.4's read_notebook, insert_cell and execute_cell
+    over MCP, same Jupyter server, notebook and kernel; skipped rows without the peer's
+    venv."""
     from live_notebook_bench import bench_live_notebook as run
 
     return _rows(run(ctx.quick))
 
 
-@benchmark("codex_turns", "")
-def bench_codex_turns(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
-    """Whole ``agent-magics exec`` turns vs ``codex exec`` on the same scripted cases;
-    skipped rows without ``--codex``."""
-    from codex_bench import bench_codex
+CODEX_CASES = ("echo", "parallel_3", "patch_3_hunks", "output_1_3mb", "session_200_calls")
 
-    return _rows(bench_codex(ctx.codex, ctx.quick))
+
+def _codex_turn(case: str) -> Callable[[Ctx], list[tuple[str, str, Result | None, str]]]:
+    def run(ctx: Ctx) -> list[tuple[str, str, Result | None, str]]:
+        """A whole ``agent-magics exec`` turn vs ``codex exec`` on the same scripted case;
+        skipped without ``--codex``."""
+        from codex_bench import bench_codex
+
+        return _rows(bench_codex(ctx.codex, ctx.quick, only=case))
+
+    return run
+
+
+for _case in CODEX_CASES:
+    benchmark(f"codex_turn_{_case}", "")(_codex_turn(_case))
 
 
 def _sleepers(ctx: Ctx, parallel: bool, turns: int) -> Result:

@@ -7,19 +7,16 @@ other.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_magics.config import DEFAULT_BASE_URL, SessionConfig
 from agent_magics.errors import ConfigError
 from agent_magics.models.base import ModelClient
-from agent_magics.models.chat import ChatClient
 from agent_magics.models.http import RetryHook
-from agent_magics.models.replay import Recorder, ReplayClient
 from agent_magics.models.responses import ResponsesClient
 
-LIVE: dict[str, type[ResponsesClient | ChatClient]] = {
-    "responses": ResponsesClient,
-    "chat": ChatClient,
-}
-"""Each live protocol's client class."""
+if TYPE_CHECKING:
+    from agent_magics.models.chat import ChatClient
 NO_MODEL = (
     "No model is configured: set OPENAI_API_KEY, point --base-url at a local "
     "OpenAI-compatible server, or use --provider replay for the offline demo."
@@ -59,15 +56,19 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
     """The client for the configured provider; says in one sentence what is missing."""
     provider = resolve_provider(config)
     if provider == "replay":
+        from agent_magics.models.replay import ReplayClient
+
         if config.provider == "auto":  # no model configured: the notebook's recording
             return ReplayClient(config.offline_recording, OFFLINE_HINT)
         return ReplayClient(config.replay_path)
-    client_class = LIVE.get(provider)
+    client_class = _live_client_class(provider)
     if client_class is None:
         raise ConfigError(f"The provider {provider!r} is not available in this version.")
     key = config.key()
     recorder = None
     if config.record_path:
+        from agent_magics.models.replay import Recorder
+
         recorder = Recorder(config.record_path, provider, key)
     return client_class(
         config.base_url,
@@ -77,6 +78,17 @@ def create_client(config: SessionConfig, on_retry: RetryHook | None = None) -> M
         on_retry=on_retry,
         recorder=recorder,
     )
+
+
+def _live_client_class(provider: str) -> type[ResponsesClient | ChatClient] | None:
+    """Each live protocol's client class."""
+    if provider == "responses":
+        return ResponsesClient
+    if provider == "chat":
+        from agent_magics.models.chat import ChatClient
+
+        return ChatClient
+    return None
 
 
 __all__ = [

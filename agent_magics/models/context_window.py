@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import httpx
 
-from agent_magics.models.encoding import DecodingError
+from agent_magics.models.encoding import _DecodingError
 from agent_magics.models.encoding import body as decoded_body
 from agent_magics.models.http import auth_headers
 from agent_magics.models.pool import shared_client
@@ -162,7 +162,7 @@ class _Asker:
                 if len(data) > MAX_ANSWER_BYTES:
                     return None
             return json.loads(data)
-        except (httpx.HTTPError, DecodingError, ValueError, RecursionError):
+        except (httpx.HTTPError, _DecodingError, ValueError, RecursionError):
             return None
         finally:
             await response.aclose()
@@ -278,7 +278,7 @@ class WindowCache:
         key = (base_url.rstrip("/"), model)
         async with self._lock:
             if key not in self._answers:
-                client = client or await shared_client()
+                client = client or await shared_client(base_url)
                 self._answers[key] = await server_window(client, base_url, model, api_key)
         tokens = self._answers[key]
         return WindowInfo(tokens, "server") if tokens is not None else WindowInfo(None, "unknown")

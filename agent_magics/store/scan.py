@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_magics.store.diff import FileState, read_state
-from agent_magics.tools.notebook.document import is_own_notebook
 
 MAX_SCAN_FILES = 20_000
 """Regular files looked at per scan; files past it are not caught."""
@@ -114,7 +113,11 @@ def jupyter_file(name: str) -> bool:
 
 def _own_notebook(name: str, path: str) -> bool:
     """The kernel's own notebook: its editor saves it while the turn runs."""
-    return name.endswith(".ipynb") and is_own_notebook(Path(path))
+    if not name.endswith(".ipynb"):
+        return False
+    from agent_magics.tools.notebook.document import is_own_notebook
+
+    return is_own_notebook(Path(path))
 
 
 def scan_folder(root: Path, keep: bool) -> Scan:

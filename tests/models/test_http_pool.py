@@ -13,6 +13,8 @@ from agent_magics.models.pool import shared_client, tls_context
 from agent_magics.testing import ScriptedResponsesServer, message
 from tests.helpers.sessions import session_for
 
+PLAIN = "http://127.0.0.1:8000/v1"
+
 
 def test_plain_http_gets_a_context_that_trusts_no_one() -> None:
     """For http:// no CA bundle is read; the context it gets still verifies, so a TLS
@@ -47,7 +49,7 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
                 assert (await session.run_turn("hi")).final_text == expected
             finally:
                 await session.aclose()
-            seen.append(await shared_client())
+            seen.append(await shared_client(base_url))
         assert not seen[0].is_closed
 
     with ScriptedResponsesServer(script) as server:
@@ -58,8 +60,20 @@ def test_sessions_share_a_client_that_closes_with_its_loop(tmp_path: Path) -> No
 
 
 def test_a_loop_gets_its_own_client() -> None:
-    first, second = asyncio.run(shared_client()), asyncio.run(shared_client())
+    first, second = asyncio.run(shared_client(PLAIN)), asyncio.run(shared_client(PLAIN))
     assert first is not second and first.is_closed and second.is_closed
+
+
+def test_plain_http_servers_share_a_client_apart_from_tls_ones() -> None:
+    """Plain servers get a client whose context reads no CA bundle: that client is never
+    handed a URL that could speak TLS."""
+
+    async def clients() -> list[httpx.AsyncClient]:
+        urls = [PLAIN, "http://localhost:1234/v1", "https://a.example/v1", "HTTPS://b.example"]
+        return [await shared_client(url) for url in urls]
+
+    plain, other_plain, tls, other_tls = asyncio.run(clients())
+    assert plain is other_plain and tls is other_tls and plain is not tls
 
 
 def test_a_change_to_the_proxy_variables_gets_a_new_client(
@@ -69,9 +83,9 @@ def test_a_change_to_the_proxy_variables_gets_a_new_client(
     turn is honoured by the next."""
 
     async def clients() -> list[httpx.AsyncClient]:
-        before = await shared_client()
+        before = await shared_client(PLAIN)
         monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
-        return [before, await shared_client(), await shared_client()]
+        return [before, await shared_client(PLAIN), await shared_client(PLAIN)]
 
     monkeypatch.delenv("https_proxy", raising=False)
     before, after, again = asyncio.run(clients())

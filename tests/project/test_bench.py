@@ -60,13 +60,14 @@ def test_every_target_is_a_number_or_nothing() -> None:
     targets += [_load("stream_bench").TARGET, _load("codex_bench").TARGET]
     for target in targets:
         assert report.check_target(target) == target
-    assert "codex_turns" in {b.name for b in run.BENCHMARKS}
+    assert {f"codex_turn_{c}" for c in run.CODEX_CASES} <= {b.name for b in run.BENCHMARKS}
 
 
 @pytest.mark.slow
 def test_codex_rows_are_skipped_without_a_binary() -> None:
     done = subprocess.run(
-        [sys.executable, str(BENCH / "run.py"), "--quick", "--json", "--only", "codex_turns"],
+        [sys.executable, str(BENCH / "run.py"), "--quick", "--json"]
+        + [a for c in _load("run").CODEX_CASES for a in ("--only", f"codex_turn_{c}")],
         capture_output=True,
         text=True,
         check=True,

@@ -7,13 +7,11 @@ from typing import TYPE_CHECKING
 
 from agent_magics.tools.config import ToolsConfig
 from agent_magics.tools.handlers.apply_patch import ApplyPatchHandler
-from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
 from agent_magics.tools.handlers.goals import GOAL_HANDLERS
 from agent_magics.tools.handlers.grep_files import GrepFilesHandler
 from agent_magics.tools.handlers.list_dir import ListDirHandler
 from agent_magics.tools.handlers.plan import UpdatePlanHandler
 from agent_magics.tools.handlers.read_file import ReadFileHandler
-from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
 from agent_magics.tools.handlers.request_user_input import RequestUserInputHandler
 from agent_magics.tools.handlers.shell import ShellCommandHandler, ShellHandler
 from agent_magics.tools.handlers.unified_exec import ExecCommandHandler, WriteStdinHandler
@@ -40,15 +38,21 @@ _FILE_TOOLS: tuple[Callable[[], ToolHandler], ...] = (
     GrepFilesHandler,
     ReadFileHandler,
     ListDirHandler,
-    ReadNotebookHandler,
-    EditNotebookHandler,
 )
-"""The opt-in file tools (``experimental_supported_tools``), in the order offered."""
+NOTEBOOK_TOOLS = ("read_notebook", "edit_notebook")
 
 
 def _file_handlers(config: ToolsConfig) -> list[ToolHandler]:
+    """The opt-in file tools (``experimental_supported_tools``), in the order offered;
+    the notebook tools (and nbformat with them) are imported only when asked for."""
     wanted = config.experimental_supported_tools
-    return [h for h in (make() for make in _FILE_TOOLS) if h.name in wanted]
+    handlers = [make() for make in _FILE_TOOLS]
+    if set(NOTEBOOK_TOOLS) & set(wanted):
+        from agent_magics.tools.handlers.edit_notebook import EditNotebookHandler
+        from agent_magics.tools.handlers.read_notebook import ReadNotebookHandler
+
+        handlers += [ReadNotebookHandler(), EditNotebookHandler()]
+    return [h for h in handlers if h.name in wanted]
 
 
 def _resource_handlers(mcp: McpManager | None) -> list[ToolHandler]:
