@@ -8,9 +8,9 @@ could neither end on it nor go on from it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
+from agent_magics.clock import current as current_clock
 from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.events import (
     AssistantMessage,
@@ -92,7 +92,7 @@ async def sample(
             retries += 1
             delay = exc.delay_s if exc.delay_s is not None else backoff(retries)
             emit(RetryScheduled(retries, delay, exc.message))
-            await asyncio.sleep(delay)
+            await current_clock().sleep(delay)
 
 
 class _Heard:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 
+from agent_magics.clock import current as current_clock
 from agent_magics.errors import ConnectionFailed, ModelError
 from agent_magics.models.base import (
     ItemAdded,
@@ -33,10 +34,10 @@ from agent_magics.models.base import (
     StreamFailed,
 )
 from agent_magics.models.codex_text import status_text, unreachable_text
-from agent_magics.models.encoding import DecodingError
+from agent_magics.models.encoding import _DecodingError
 from agent_magics.models.encoding import body as decoded_body
 from agent_magics.models.overflow import says_too_long, window_full
-from agent_magics.models.pool import HeadTimeout, post
+from agent_magics.models.pool import _HeadTimeout, post
 from agent_magics.models.retry import MAX_SERVER_DELAY_S, backoff, retry_after
 from agent_magics.models.secret import Scrubber
 from agent_magics.models.stream import Decoder, StreamReader
@@ -135,7 +136,7 @@ class SseClient:
                     if self.recorder is not None and tape is not None:
                         self.recorder.add(body, tape)
                     return
-            except HeadTimeout as exc:
+            except _HeadTimeout as exc:
                 raise StreamFailed(f"the model server sent {exc.detail}", retryable=True) from None
             except httpx.ReadTimeout:
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
@@ -157,7 +158,7 @@ class SseClient:
     async def _sleep(self, attempt: int, delay: float, reason: str) -> None:
         if self.on_retry:
             self.on_retry(attempt, delay, reason)
-        await asyncio.sleep(delay)
+        await current_clock().sleep(delay)
 
     def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
         status = response.status_code
@@ -219,7 +220,7 @@ class SseClient:
                 break
             except (TimeoutError, httpx.ReadTimeout):
                 raise StreamFailed("idle timeout waiting for SSE", retryable=True) from None
-            except DecodingError as exc:
+            except _DecodingError as exc:
                 raise StreamFailed(self.redact(exc.detail), retryable=False) from None
             except httpx.TransportError:
                 raise StreamFailed(
@@ -276,7 +277,7 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
                 received += len(chunk)
                 if received > DRAIN_MAX_BYTES:
                     return
-    except (TimeoutError, DecodingError, httpx.TransportError):
+    except (TimeoutError, _DecodingError, httpx.TransportError):
         return
 
 
@@ -291,7 +292,7 @@ async def _head(response: httpx.Response) -> bytes:
             size += len(chunk)
             if size >= MAX_ERROR_BODY_BYTES:
                 break
-    except DecodingError:
+    except _DecodingError:
         pass
     return b"".join(parts)[:MAX_ERROR_BODY_BYTES]
 

@@ -14,7 +14,6 @@ and, when ``AGENT_MAGICS_SCREENSHOTS`` names a folder, there too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, custom_tool_call, function_call, message
 from tests.helpers.browser import (
-    NEWS_SETTINGS,
     Lab,
     keep_screenshot,
     open_notebook,
@@ -54,9 +52,7 @@ def model() -> Iterator[ScriptedResponsesServer]:
 
 
 @pytest.fixture
-def lab(
-    tmp_path: Path, model: ScriptedResponsesServer, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Lab]:
+def lab_options(tmp_path: Path, model: ScriptedResponsesServer) -> dict[str, Any]:
     """JupyterLab whose environment points the persona's agent at ``model``, asking
     before every command that is not known to only read (``untrusted``). Only this
     package's persona is loaded: jupyter-ai-acp-client's own (Claude, Codex, ...) stay
@@ -64,7 +60,7 @@ def lab(
     home = tmp_path / "home"
     (home / ".agent_magics").mkdir(parents=True)
     (home / ".agent_magics" / "config.toml").write_text("allow_login_shell = false\n")
-    for name, value in {
+    env = {
         "HOME": str(home),
         "OPENAI_BASE_URL": model.base_url,
         "OPENAI_API_KEY": "sk-dummy-chat-7Qm2",
@@ -72,12 +68,8 @@ def lab(
         "AGENT_MAGICS_PROVIDER": "responses",
         "AGENT_MAGICS_APPROVAL_POLICY": "untrusted",
         "JUPYTER_AI_ACP_CLIENT_E2E_TESTING_ONLY": "1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    with Lab(tmp_path, "perCommTarget") as server:
-        news = tmp_path / "settings" / NEWS_SETTINGS  # no news prompt over the Stop button
-        news.write_text(json.dumps({"fetchNews": "false"}))
-        yield server
+    }
+    return {"env": env}
 
 
 def open_chat(page: Any, lab: Lab) -> Any:

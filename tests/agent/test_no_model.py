@@ -4,7 +4,6 @@ sentence and nothing runs; the offline demo recording answers only when asked fo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +16,15 @@ from agent_magics.recordings.record_demo import FINAL
 from agent_magics.transcript.markdown import transcript_markdown
 from agent_magics.transcript.model import Transcript
 from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism, use_mechanism
-from tests.helpers.shell import loaded_shell
 
 
 @pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """An in-process shell in a folder holding the demo project, with no model set."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MAGICS_PROVIDER"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    work = tmp_path / "work"
+def ip_cwd(home: Path) -> Path:
+    """The ``ip`` shell works in a folder holding the demo project, with no model set."""
+    work = home / "work"
     work.mkdir()
     write_demo_files(work)
-    monkeypatch.chdir(work)
-    with loaded_shell() as shell:
-        yield shell
+    return work
 
 
 def test_a_cell_without_a_model_says_so_and_runs_nothing(

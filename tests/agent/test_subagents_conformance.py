@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,14 @@ import pytest
 
 from agent_magics.agent.agent_ids import NICKNAMES
 from agent_magics.agent.multi_agent import MultiAgentTools
+from agent_magics.clock import Clock
 from agent_magics.events import AgentStatusChanged, Event
 from agent_magics.testing import ConversationsServer, HttpFailure, function_call, user_texts
 from tests.helpers.conformance import assert_schema_in_own_words
 from tests.helpers.sessions import KEY, session_for
 from tests.helpers.subagent_cases import (
     MULTI,
+    clock_rate,
     golden_outputs,
     load,
     parent_outputs,
@@ -52,7 +55,7 @@ CONVERSATIONS = [
     "fork_context",
     "live_limit_completed",
     "child_model_error",
-    pytest.param("wait_timeout", marks=pytest.mark.slow),  # waits of 10 s, Codex's least
+    "wait_timeout",  # waits of 10 s (Codex's least) and 30 s, on a faster clock
 ]
 MULTI_NS = "multi_agent_v1"
 DEPARTURES = {("spawn_variants", "v6"), ("fork_context", "e0")}
@@ -61,8 +64,11 @@ no model's efforts and pass the setting on); fork_context's first call is a comm
 output (chunk id, wall time) is the shell tools' business."""
 
 
-async def _replay(name: str, tmp_path: Path) -> tuple[dict[str, str], dict[str, str]]:
+async def _replay(
+    name: str, tmp_path: Path, speed_clock: Callable[[float], Clock]
+) -> tuple[dict[str, str], dict[str, str]]:
     case, golden = load(name)
+    speed_clock(clock_rate(case))
     server = server_for(case)
     with server:
         session = session_for(
@@ -85,8 +91,10 @@ def _statuses(text: str) -> tuple[bool, list[str]]:
 
 
 @pytest.mark.parametrize("name", [*REFUSALS, *CONVERSATIONS, "spawn_variants"])
-async def test_outputs_are_codexs(name: str, tmp_path: Path) -> None:
-    ours, theirs = await _replay(name, tmp_path)
+async def test_outputs_are_codexs(
+    name: str, tmp_path: Path, speed_clock: Callable[[float], Clock]
+) -> None:
+    ours, theirs = await _replay(name, tmp_path, speed_clock)
     assert set(ours) == set(theirs)
     for call_id, text in theirs.items():
         if (name, call_id) in DEPARTURES:
@@ -127,7 +135,7 @@ def _masked(text: str) -> str:
 
 @pytest.mark.parametrize("name", ["child_model_error", "child_http_errors"])
 async def test_an_errored_childs_text_is_codexs_and_its_card_ours(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, speed_clock: Callable[[float], Clock]
 ) -> None:
     """Children whose request failed: HTTP 400 and a stream cut short
     (child_model_error); 500, 429, 404 and an overloaded 503, retries off
@@ -135,6 +143,7 @@ async def test_an_errored_childs_text_is_codexs_and_its_card_ours(
     wait_agent's output and in the notifications; the events the cards and the terminal
     show carry our sentences."""
     case, golden = load(name)
+    speed_clock(clock_rate(case))
     prompt = prompt_of(case)
     events: list[Event] = []
     with server_for(case) as server:

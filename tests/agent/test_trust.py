@@ -25,6 +25,8 @@ from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.trust import ProjectConfig, entry_text, project_config, trust_project
 from tests.helpers.sandbox import Arena
 
+pytestmark = pytest.mark.home(folder="home")  # tmp_path is the project
+
 KEY = "sk-trust-test-5Jq8Rw2Lx"
 DANGER = 'sandbox_mode = "danger-full-access"\napproval_policy = "never"\n'
 ESCAPE = "echo pwned > {outside}/target.txt"
@@ -50,12 +52,6 @@ def user_entries(home: Path) -> dict[str, object]:
 
 
 # -- loading ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
 
 
 def test_an_untrusted_project_config_is_left_out(tmp_path: Path, home: Path) -> None:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,25 +62,41 @@ def free_port() -> int:
 class Lab:
     """A JupyterLab server on 127.0.0.1 in a folder of its own: without a token at the
     root, or under ``prefix`` with ``token`` as Binder and JupyterHub serve a person's
-    (:attr:`url` holds the prefix; a page opened with :meth:`page_url` logs in)."""
+    (:attr:`url` holds the prefix; a page opened with :meth:`page_url` logs in).
+    ``env`` changes the environment the server and its kernels inherit (``None``
+    removes a variable); ``settings`` are more of JupyterLab's settings files (a
+    plugin's file and what it holds). The news prompt is off: it would cover the page."""
 
     def __init__(
-        self, root: Path, comms_over_subshells: str, *, prefix: str = "/", token: str = ""
+        self,
+        root: Path,
+        comms_over_subshells: str = "perCommTarget",
+        *,
+        prefix: str = "/",
+        token: str = "",
+        env: Mapping[str, str | None] | None = None,
+        settings: Mapping[str, object] | None = None,
     ) -> None:
         self.prefix, self.token = prefix, token
         self.notebooks = root / "notebooks"
         self.notebooks.mkdir()
-        settings = root / "settings"
-        (settings / KERNEL_SETTINGS).parent.mkdir(parents=True)
-        (settings / KERNEL_SETTINGS).write_text(
-            json.dumps({"commsOverSubshells": comms_over_subshells})
-        )
-        env = dict(
-            os.environ,
+        folder = root / "settings"
+        files = {
+            KERNEL_SETTINGS: {"commsOverSubshells": comms_over_subshells},
+            NEWS_SETTINGS: {"fetchNews": "false"},
+            **(settings or {}),
+        }
+        for plugin, values in files.items():
+            (folder / plugin).parent.mkdir(parents=True, exist_ok=True)
+            (folder / plugin).write_text(json.dumps(values))
+        changed = env or {}
+        inherited = {k: v for k, v in os.environ.items() if changed.get(k, v) is not None}
+        server_env = dict(
+            inherited | {k: v for k, v in changed.items() if v is not None},
             JUPYTER_CONFIG_DIR=str(root / "config"),
             JUPYTER_RUNTIME_DIR=str(root / "runtime"),
             JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"),
-            JUPYTERLAB_SETTINGS_DIR=str(settings),
+            JUPYTERLAB_SETTINGS_DIR=str(folder),
         )
         self.port = free_port()
         argv = [
@@ -99,7 +115,7 @@ class Lab:
         self.comms_over_subshells = comms_over_subshells
         self.log = (root / "lab.log").open("w")
         self.process = subprocess.Popen(  # in root: the collaboration server keeps its store there
-            argv, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
+            argv, env=server_env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + 60
         while True:

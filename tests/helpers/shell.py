@@ -13,7 +13,8 @@ from IPython.core.interactiveshell import InteractiveShell
 @contextmanager
 def loaded_shell() -> Iterator[Any]:
     """The process's shell, its history emptied (cells of earlier tests would reach the
-    first turn), ``agent_magics`` loaded, and unloaded after."""
+    first turn), ``agent_magics`` loaded, and unloaded after (with the stand-in kernel a
+    test may have set)."""
     shell: Any = InteractiveShell.instance()
     shell.history_manager.reset()
     shell.execution_count = 1
@@ -22,3 +23,5 @@ def loaded_shell() -> Iterator[Any]:
         yield shell
     finally:
         shell.run_cell("%unload_ext agent_magics")
+        if hasattr(shell, "kernel"):
+            del shell.kernel

@@ -4,7 +4,8 @@ A case (tests/conformance/extra-0.171/multi_agent/cases) holds either ``turns`` 
 conversation, served by request index) or ``agents`` (one script per conversation, keyed
 by the conversation's task). Here each becomes a :class:`ConversationsServer` script:
 ``{{agent:CALL}}`` in arguments is the agent id the spawn call CALL answered (read from
-the request, as the recorder did), ``delay_s`` waits before answering,
+the request, as the recorder did), ``delay_s`` waits before answering (seconds of the
+agent's clock, so that a test which speeds it keeps the recorded order of events),
 ``http_status`` answers with that error and ``broken`` with a stream cut short. Outputs
 are compared by shape: agent ids, submission ids and nicknames change on every run.
 """
@@ -18,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_magics.agent.multi_agent import MIN_WAIT_MS
+from agent_magics.clock import current as current_clock
 from agent_magics.testing import (
     Answer,
     ConversationsServer,
@@ -31,6 +34,7 @@ from agent_magics.testing import (
 from tests.helpers.paths import CONFORMANCE
 
 MULTI = CONFORMANCE / "extra-0.171" / "multi_agent"
+REAL_MARGIN_S = 1.0
 _TOKEN = re.compile(r"\{\{agent:([A-Za-z0-9_\-]+)\}\}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _NICK = re.compile(r'"nickname":"[A-Z][A-Za-z]+( the \d+(st|nd|rd|th))?"')
@@ -62,7 +66,7 @@ def _turn(turn: Any, key: str) -> Turn:
 
     def answer(body: dict[str, Any]) -> Answer:
         if spec.get("delay_s"):
-            time.sleep(float(spec["delay_s"]))
+            time.sleep(current_clock().real(float(spec["delay_s"])))  # the model's time
         if "http_status" in spec:
             return HttpFailure(int(spec["http_status"]), json.dumps(spec.get("body")))
         if spec.get("broken"):
@@ -91,6 +95,15 @@ def server_for(case: dict[str, Any]) -> ConversationsServer:
     agents = case.get("agents") or {case.get("prompt", "go"): case["turns"]}
     scripts = {key: [_turn(t, key) for t in turns] for key, turns in agents.items()}
     return ConversationsServer(scripts)
+
+
+def clock_rate(case: dict[str, Any]) -> float:
+    """How much faster than real time the agent's clock may run for ``case``: its
+    shortest scripted wait (a model's ``delay_s``, wait_agent's least timeout) still
+    lasts :data:`REAL_MARGIN_S`, room for the work no clock speeds (sessions starting,
+    requests on 127.0.0.1), and the waits keep the order Codex's recording shows."""
+    delays = [float(d) for d in re.findall(r'"delay_s": *([0-9.]+)', json.dumps(case))]
+    return max(min([*delays, MIN_WAIT_MS / 1000]) / REAL_MARGIN_S, 1.0)
 
 
 def prompt_of(case: dict[str, Any]) -> str:

@@ -7,7 +7,6 @@ clicks may arrive on another thread) and without.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,8 @@ require_browser()
         pytest.param("disabled", id="comms-on-the-main-shell"),
     ]
 )
-def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lab]:
-    with Lab(tmp_path, request.param) as server:
-        yield server
+def lab_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return {"comms_over_subshells": request.param}
 
 
 def assert_spaced(element: Any) -> None:

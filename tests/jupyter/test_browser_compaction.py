@@ -9,7 +9,6 @@ Skipped without Debian's chromium or the ``browser`` extra (see tests/helpers/br
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,9 @@ WINDOW = 4096
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
+def lab_options() -> dict[str, Any]:
     """Served as Binder serves a person's server: under a prefix, with a token."""
-    prefix, token = "/user/labs-compaction-abc123/", "binder-style-token-0123456789"
-    with Lab(tmp_path, "perCommTarget", prefix=prefix, token=token) as server:
-        yield server
+    return {"prefix": "/user/labs-compaction-abc123/", "token": "binder-style-token-0123456789"}
 
 
 def see_what_was_kept(page: Any) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,6 @@ COLOR_OF = """(cell, word) => {
   const line = cell.querySelector('.cm-line');
   return [spans.length ? getComputedStyle(spans[0]).color : null, getComputedStyle(line).color];
 }"""
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    with Lab(tmp_path, "perCommTarget") as server:
-        yield server
 
 
 def test_the_extension_is_installed_with_the_package() -> None:

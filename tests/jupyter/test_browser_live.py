@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,6 @@ pytest.importorskip("pycrdt", reason="pip install -e '.[browser]'")
 
 TYPED = "  # typed by hand, not saved"
 NEW_CELL = "y = x + 1\nprint(y)"
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    with Lab(tmp_path, "perCommTarget") as server:
-        yield server
 
 
 def cell_texts(page: Any) -> list[str]:

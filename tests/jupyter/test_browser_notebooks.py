@@ -16,12 +16,10 @@ chromium or the ``browser`` extra, as the other browser tests are (tests/helpers
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,6 @@ import pytest
 
 from tests.helpers.browser import (
     AUTOSAVE_SETTINGS,
-    NEWS_SETTINGS,
     SCREENSHOTS_ENV,
     SHUT_DOWN,
     Lab,
@@ -99,27 +96,21 @@ LIVE_CARD = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widget-vbo
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """One server for every notebook, in a home of its own with no model set."""
-    root = tmp_path_factory.mktemp("lab")
-    (root / "home").mkdir()
-    with pytest.MonkeyPatch.context() as env:  # the server and its kernels inherit this
-        for name in NOT_SET:
-            env.delenv(name, raising=False)
-        env.setenv("HOME", str(root / "home"))
-        server = Lab(root, "perCommTarget")
-    (root / "settings" / NEWS_SETTINGS).write_text(json.dumps({"fetchNews": "false"}))
-    # The test saves each notebook itself: an autosave on top (every 2 minutes, reached
-    # on a loaded machine) raced that save, and JupyterLab then asked whether the file
-    # "has changed on disk", a dialog over the page.
-    (root / "settings" / AUTOSAVE_SETTINGS).parent.mkdir(parents=True, exist_ok=True)
-    (root / "settings" / AUTOSAVE_SETTINGS).write_text(json.dumps({"autosave": False}))
+def module_lab_options() -> dict[str, Any]:
+    """No model set. The test saves each notebook itself: an autosave on top (every 2
+    minutes, reached on a loaded machine) raced that save, and JupyterLab then asked
+    whether the file "has changed on disk", a dialog over the page."""
+    return {
+        "env": dict.fromkeys(NOT_SET),
+        "settings": {AUTOSAVE_SETTINGS: {"autosave": False}},
+    }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def notebooks(module_lab: Lab) -> None:
+    """One server for every notebook, the notebooks copied into it."""
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
-    shutil.copytree(NOTEBOOKS, server.notebooks, ignore=ignore, dirs_exist_ok=True)
-    try:
-        yield server
-    finally:
-        server.close()
+    shutil.copytree(NOTEBOOKS, module_lab.notebooks, ignore=ignore, dirs_exist_ok=True)
 
 
 @pytest.fixture(scope="module")
@@ -225,18 +216,18 @@ def output_text(output: Any) -> str:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
 def test_notebook_runs_all_in_jupyterlab_with_approvals_clicked(
-    name: str, lab: Lab, browser: Any, screenshots: Path
+    name: str, module_lab: Lab, browser: Any, screenshots: Path
 ) -> None:
     shots = Shots(screenshots, name)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
-        page.goto(f"{lab.url}/lab/workspaces/{Path(name).stem}/tree/{name}")  # no tabs of others
+        page.goto(f"{module_lab.url}/lab/workspaces/{Path(name).stem}/tree/{name}")  # alone
         page.get_by_text(IDLE).wait_for(timeout=90_000)
         run_all(page, shots)
         page.get_by_text(IDLE).wait_for(timeout=60_000)
         cells = code_cells(page)
         ran = sum(re.fullmatch(r"\[\d+\]:", prompt) is not None for prompt, _, _ in cells)
-        nb = saved(page, lab.notebooks / name, ran)
+        nb = saved(page, module_lab.notebooks / name, ran)
         outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
         errors = [output_text(o) for o in outputs if o.output_type == "error"]
         errors += [output_text(o) for o in outputs if "Traceback" in output_text(o)]
@@ -259,7 +250,7 @@ def test_notebook_runs_all_in_jupyterlab_with_approvals_clicked(
         keep_card_kinds(page, shots)
     except Exception:
         page.screenshot(path=str(screenshots / f"{Path(name).stem}--FAILED.png"))
-        shutil.copy(lab.notebooks / name, screenshots / f"{Path(name).stem}--FAILED.ipynb")
+        shutil.copy(module_lab.notebooks / name, screenshots / f"{Path(name).stem}--FAILED.ipynb")
         raise
     finally:
         page.evaluate(SHUT_DOWN)  # the next notebook has the two cores to itself

@@ -11,7 +11,6 @@ chromium). A screenshot is kept in the test's folder and, when
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,6 @@ pytest.importorskip("pycrdt", reason="pip install -e '.[browser]'")
 
 TYPED = "  # typed by hand while the cell ran"
 SLOW = "import time\nfor n in range(3):\n    print('tick', n, flush=True)\n    time.sleep(1.5)"
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    with Lab(tmp_path, "perCommTarget") as server:
-        yield server
 
 
 def cells(page: Any) -> Any:

@@ -9,8 +9,6 @@ kernel's: the bar read "Idle" for the whole turn. Skipped without Debian's chrom
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -24,12 +22,6 @@ require_browser()
 
 COMMAND = "sleep 3; touch marker.txt"
 BUSY, IDLE = "Python 3 (ipykernel) | Busy", "Python 3 (ipykernel) | Idle"
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    with Lab(tmp_path, "perCommTarget") as server:
-        yield server
 
 
 def status(page: Any) -> str:

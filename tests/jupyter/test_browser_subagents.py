@@ -13,9 +13,7 @@ extra (tests/helpers/browser.py)."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,6 @@ from tests.helpers.agents import (
     touch,
 )
 from tests.helpers.browser import (
-    NEWS_SETTINGS,
     SHUT_DOWN,
     Lab,
     keep_screenshot,
@@ -107,20 +104,6 @@ LIVE_SPAWN_CARD = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widg
 its sub-agents)."""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    root = tmp_path_factory.mktemp("lab")
-    (root / "home").mkdir()
-    with pytest.MonkeyPatch.context() as env:  # its kernels keep their sessions in there
-        env.setenv("HOME", str(root / "home"))
-        env.delenv("XDG_DATA_HOME", raising=False)
-        env.delenv("XDG_CONFIG_HOME", raising=False)
-        server = Lab(root, "perCommTarget")
-    with server:
-        (root / "settings" / NEWS_SETTINGS).write_text(json.dumps({"fetchNews": "false"}))
-        yield server
-
-
 def patient_parent() -> Decide:
     """A parent that spawns two children, then waits on those that have not answered
     yet (a wait returns as soon as one of its targets is final), then answers."""
@@ -164,14 +147,14 @@ def panel(page: Any, task: str) -> Any:
 
 
 def test_two_children_approved_in_their_panels_then_saved_and_reopened(
-    lab: Lab, browser: Any, tmp_path: Path
+    module_lab: Lab, browser: Any, tmp_path: Path
 ) -> None:
     scripts: dict[str, Any] = {
         PARENT: deciding(patient_parent()),
         TASK_A: [[touch("a.txt")], [message("A wrote a.txt")]],
         TASK_B: [[touch("b.txt")], [message("B wrote b.txt")]],
     }
-    a, b = lab.notebooks / "a.txt", lab.notebooks / "b.txt"
+    a, b = module_lab.notebooks / "a.txt", module_lab.notebooks / "b.txt"
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     console = Console(page)
     try:
@@ -179,8 +162,8 @@ def test_two_children_approved_in_their_panels_then_saved_and_reopened(
             nb = python_notebook(
                 "%load_ext agent_magics", agent_cell(server.base_url, "-a untrusted", PARENT)
             )
-            nbformat.write(nb, lab.notebooks / "helpers.ipynb")
-            open_alone(page, lab, "helpers.ipynb")
+            nbformat.write(nb, module_lab.notebooks / "helpers.ipynb")
+            open_alone(page, module_lab, "helpers.ipynb")
             run_all(page)
             panel_a, panel_b = panel(page, TASK_A), panel(page, TASK_B)
             approve_a = panel_a.get_by_role("button", name="Approve", exact=True)
@@ -254,7 +237,9 @@ def test_two_children_approved_in_their_panels_then_saved_and_reopened(
         page.close()
 
 
-def test_goal_beside_plan_and_a_web_search_card(lab: Lab, browser: Any, tmp_path: Path) -> None:
+def test_goal_beside_plan_and_a_web_search_card(
+    module_lab: Lab, browser: Any, tmp_path: Path
+) -> None:
     script = [
         [
             function_call("create_goal", {"objective": "Summarise the comm docs"}, "g1"),
@@ -269,8 +254,8 @@ def test_goal_beside_plan_and_a_web_search_card(lab: Lab, browser: Any, tmp_path
             nb = python_notebook(
                 "%load_ext agent_magics", agent_cell(server.base_url, "-a never", "look it up")
             )
-            nbformat.write(nb, lab.notebooks / "goal.ipynb")
-            open_alone(page, lab, "goal.ipynb")
+            nbformat.write(nb, module_lab.notebooks / "goal.ipynb")
+            open_alone(page, module_lab, "goal.ipynb")
             run_all(page)
             page.get_by_text("Found the docs.").wait_for(timeout=120_000)
             page.get_by_text(IDLE).wait_for(timeout=60_000)

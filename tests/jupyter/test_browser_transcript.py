@@ -4,8 +4,6 @@ error. Needs what :mod:`tests.jupyter.test_browser` needs (skipped the same way)
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,6 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.browser import (
-    NEWS_SETTINGS,
     SHUT_DOWN,
     Lab,
     keep_screenshot,
@@ -30,17 +27,6 @@ require_browser()
 COMMAND = "echo ran > marker.txt; echo ran-it"
 ANSWER = "The marker is there, and this answer stays."
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    server = Lab(tmp_path, "perCommTarget")
-    news = tmp_path / "settings" / NEWS_SETTINGS  # no news prompt over the screenshot
-    news.write_text(json.dumps({"fetchNews": "false"}))
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def outputs_of(nb: Any) -> list[dict[str, Any]]:

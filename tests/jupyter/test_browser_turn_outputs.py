@@ -7,7 +7,6 @@ Skipped without Debian's chromium or the ``browser`` extra (see tests/helpers/br
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,6 @@ from tests.helpers.kernels import NO_LOGIN, PLOT
 pytestmark = pytest.mark.slow
 
 require_browser()
-
-
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    with Lab(tmp_path, "perCommTarget") as server:
-        yield server
 
 
 def test_run_all_stops_at_a_turn_that_could_not_run(lab: Lab, browser: Any, tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from agent_magics.agent.session import Session
 from agent_magics.config import load_config
@@ -35,13 +34,6 @@ from agent_magics.models.secret import REDACTED
 from agent_magics.testing import ScriptedResponsesServer, message
 
 CWD = Path("/nowhere/project")
-
-
-@pytest.fixture
-def shell() -> Iterator[Any]:
-    ip: Any = InteractiveShell.instance()
-    yield ip
-    ip.run_cell("%reset -f", store_history=False)
 
 
 @pytest.fixture

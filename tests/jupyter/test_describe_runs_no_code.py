@@ -210,18 +210,18 @@ QUIET = [
 
 
 @pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    before = dict(ip.user_ns)
-    result = ip.run_cell(textwrap.dedent(SPIES))
+def shell(shell: InteractiveShell) -> Iterator[InteractiveShell]:
+    """The shared shell with the spies planted, and numpy's and pandas' printing as it
+    was after."""
+    result = shell.run_cell(textwrap.dedent(SPIES))
     assert result.success, result.error_in_exec or result.error_before_exec
-    ip.user_ns["calls"].clear()
+    shell.user_ns["calls"].clear()
     try:
-        yield ip
+        yield shell
     finally:
-        ip.run_cell("np.set_printoptions(formatter=None); pd.reset_option('display.float_format')")
-        ip.user_ns.clear()
-        ip.user_ns.update(before)
+        shell.run_cell(
+            "np.set_printoptions(formatter=None); pd.reset_option('display.float_format')"
+        )
 
 
 async def inspect(ip: InteractiveShell, name: str) -> tuple[str, bool]:

@@ -12,10 +12,7 @@ names another venv, as in a terminal where a different one is active.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +21,12 @@ import pytest
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.sandbox.platform import MECHANISM_ENV
 from tests.helpers.kernels import IPYKERNEL6, KERNEL_PYTHONS, TURN_DONE, Kernel, kernel_manager
-from tests.helpers.sandbox import LINUX_MECHANISMS, outside_base, require_mechanism
+from tests.helpers.sandbox import LINUX_MECHANISMS, require_mechanism
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash"),
+    pytest.mark.home(outside=True),
 ]
 
 KEY = "sk-kernel-python-secret-13579"
@@ -66,29 +64,16 @@ def runs(home: Path) -> int:
     return len(file.read_text().splitlines()) if file.exists() else 0
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A home whose login profile resets ``PATH``; a ``PATH`` without any venv. The home
-    lies outside the roots commands may write (/tmp is one), or its profile would not
-    be read at all."""
-    base = outside_base()
-    if base is None:
-        pytest.skip("no writable folder outside /tmp and $TMPDIR for the home")
-    home = Path(tempfile.mkdtemp(prefix="agent-magics-home-", dir=base))
+@pytest.fixture(autouse=True)
+def login_profile(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A login profile in the home (outside the roots commands may write, or it would
+    not be read at all) that resets ``PATH``; a ``PATH`` without any venv."""
     (home / ".bash_profile").write_text(PROFILE)
-    for name in [k for k in os.environ if k.startswith(("AGENT_MAGICS_", "OPENAI_"))]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "profile_runs").touch()  # Landlock: commands add no top entries
     monkeypatch.setenv("PROFILE_RUNS", str(tmp_path / "ws" / "profile_runs"))
-    monkeypatch.setenv("SHELL", "/bin/bash")
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "another-venv"))
-    try:
-        yield home
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def ended(kernel: Kernel) -> int:

@@ -6,34 +6,17 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from agent_magics.jupyter.magics import AgentMagics
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from tests.helpers.paths import MCP_SERVERS
 
 OPTS = "-c allow_login_shell=false"
-
-
-@pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.chdir(tmp_path)
-    shell = InteractiveShell.instance()
-    shell.history_manager.reset()  # cells of earlier tests would reach the first turn
-    shell.execution_count = 1
-    shell.run_cell("%load_ext agent_magics")
-    try:
-        yield shell
-    finally:
-        shell.run_cell("%unload_ext agent_magics")
-        if hasattr(shell, "kernel"):
-            del shell.kernel
 
 
 def magics(ip: Any) -> AgentMagics:

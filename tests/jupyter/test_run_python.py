@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from PIL import Image
 
 from agent_magics.errors import RespondToModel, TurnAborted
@@ -48,17 +47,6 @@ from agent_magics.transcript.calls import call_summary
 from agent_magics.transcript.html import PRE_STYLE, arguments_html, python_html
 from agent_magics.transcript.markdown import tool_markdown
 from agent_magics.transcript.model import ToolBlock
-
-
-@pytest.fixture
-def shell() -> Iterator[Any]:
-    ip: Any = InteractiveShell.instance()
-    before = dict(ip.user_ns)
-    try:
-        yield ip
-    finally:
-        ip.user_ns.clear()
-        ip.user_ns.update(before)
 
 
 async def run(ip: Any, code: str, timeout_ms: float = 30_000, images: bool = True) -> ToolOutput:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +40,6 @@ class Model:
     def __init__(self, size: int) -> None:
         self.size = size
 """
-
-
-@pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    before = dict(ip.user_ns)
-    try:
-        yield ip
-    finally:
-        ip.user_ns.clear()
-        ip.user_ns.update(before)
 
 
 def run(ip: Any, code: str) -> None:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +21,12 @@ import pytest
 from agent_magics import Session
 from agent_magics.testing import ScriptedResponsesServer, function_call, message
 from agent_magics.tools.unified_exec.snapshot import ShellSnapshot, snapshot_of
-from tests.helpers.sandbox import outside_base
 from tests.helpers.sessions import session_for
 
-pytestmark = pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
+pytestmark = [
+    pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash"),
+    pytest.mark.home(outside=True),  # a profile there is the person's: the snapshot reads it
+]
 
 KEY = "sk-snapshot-secret-0123456789"
 TOKEN = "ghp_configuredsecret0123456789"
@@ -43,21 +42,10 @@ PROBE = "echo var=$PROFILE_VAR; greet you; shopt -q extglob && echo extglob"
 SEEN = "var=from the profile\nhello you\nextglob\n"
 
 
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A home outside the roots the model's commands may write (/tmp is one): a profile
-    there is the person's, and the snapshot reads it."""
-    base = outside_base()
-    if base is None:
-        pytest.skip("no writable folder outside /tmp and $TMPDIR for the home")
-    home = Path(tempfile.mkdtemp(prefix="agent-magics-home-", dir=base))
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("SHELL", "/bin/bash")
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret of the person's in the environment, which no snapshot may keep."""
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    try:
-        yield home
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def profile(home: Path, extra: str = "", first: str = "") -> None:

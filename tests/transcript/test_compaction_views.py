@@ -6,7 +6,6 @@ export`` (markdown and HTML, read back from the session file) and in ``%agent hi
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 
 from agent_magics.testing import ScriptedResponsesServer, message
 from tests.helpers.cli import agent_magics
-from tests.helpers.shell import loaded_shell
 
 PROMPT = "count the rows of sales.csv"
 SUMMARY = "SUMMARY-TEXT: sales.csv has 3 rows; the person wants the counts kept."
@@ -58,13 +56,6 @@ def test_the_html_export_folds_the_summary_under_the_line(compacted: Path) -> No
     card = page[start : page.index("</details>", start)]
     assert "Context compacted (as asked)" in card and f"<summary>{FOLDED}</summary>" in card
     assert SUMMARY in card and PROMPT in card
-
-
-@pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.chdir(tmp_path)
-    with loaded_shell() as shell:
-        yield shell
 
 
 def test_history_says_the_conversation_was_compacted(

@@ -6,7 +6,6 @@ function on items of each kind."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,9 @@ from agent_magics.testing import (
     message,
 )
 from agent_magics.transcript.history import EMPTY, history_text
-from tests.helpers.shell import loaded_shell
 
 OPTS = "-a never -s danger-full-access -c allow_login_shell=false"
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"
-
-
-@pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.chdir(tmp_path)
-    with loaded_shell() as shell:
-        yield shell
 
 
 def session_of(ip: Any) -> Any:
