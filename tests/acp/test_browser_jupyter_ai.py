@@ -7,7 +7,7 @@ on the chat's permission button and then runs, the patch shows its diff, Stop en
 whose command still runs, and with a notebook attached run_python runs in the notebook's
 own kernel.
 
-Needs what tests/jupyter/test_browser.py needs plus the ``chat`` extra
+Needs what tests/jupyter/ui/test_browser.py needs plus the ``chat`` extra
 (``pip install -e '.[chat]'``). A screenshot of the chat is kept in the test's folder
 and, when ``AGENT_MAGICS_SCREENSHOTS`` names a folder, there too.
 """

@@ -3,7 +3,7 @@ code skips the working folder, the person's imports keep Python's rules, and a m
 that exists nowhere is simply not found (libraries probe with ``find_spec``).
 
 Code "of the package" is code whose globals name a module of the package, as the guard
-reads it from the stack; the end-to-end proof is tests/jupyter/test_kernel_planted_modules.py.
+reads it from the stack; the end-to-end proof is tests/jupyter/ui/test_kernel_planted_modules.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The suite's own shape: a test module imports no other test module. What two test files
-share lives in ``tests/helpers/`` (or a ``conftest.py``), so running, moving or deleting
-one test file never changes what another one collects or does.
+"""The suite's own shape: the test folders mirror the package's, and a test module imports
+no other test module. What two test files share lives in ``tests/helpers/`` (or a
+``conftest.py``), so running, moving or deleting one test file never changes what another
+one collects or does.
 
 Imports are read from the source (``ast``), those inside functions too."""
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import PACKAGE, ROOT
 
 TESTS = ROOT / "tests"
 TEST_MODULES = sorted(p for p in TESTS.rglob("test_*.py") if "helpers" not in p.parts)
@@ -61,3 +62,18 @@ def test_the_check_sees_each_way_of_importing_a_test_module() -> None:
 @pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(TESTS)))
 def test_a_test_module_imports_no_test_module(path: Path) -> None:
     assert imported_test_modules(path.read_text("utf-8")) == []
+
+
+NOT_PACKAGES = {"project"}
+"""Test folders of the whole project (its README, layers, dependencies, benchmarks)."""
+TEST_FOLDERS = sorted({p.parent.relative_to(TESTS) for p in TEST_MODULES} - {Path(".")})
+
+
+@pytest.mark.parametrize("folder", TEST_FOLDERS, ids=str)
+def test_a_test_folder_mirrors_a_package_folder(folder: Path) -> None:
+    """``tests/tools/handlers/`` tests ``agent_magics/tools/handlers/``: whoever changes a
+    subpackage finds its tests in the folder of the same name."""
+    if folder.parts[0] in NOT_PACKAGES:
+        return
+    assert (PACKAGE / folder / "__init__.py").is_file(), f"no agent_magics/{folder}/"
+    assert (TESTS / folder / "__init__.py").is_file(), f"tests/{folder}/ is not a package"

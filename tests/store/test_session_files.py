@@ -1,7 +1,7 @@
 """Whose lines a session file holds, on real files: a line slipped into one of ours, a
 file made of our own lines around planted ones, two writers on one file, and links
 planted in the undo folder. (The same in real kernels:
-tests/jupyter/test_kernel_session_files.py.)"""
+tests/jupyter/ui/test_kernel_session_files.py.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Cells nbgrader marks in the open notebook: a real ``jupyter server`` with
-jupyter-collaboration on 127.0.0.1 (the fixture of :mod:`tests.jupyter.test_live_notebook`), a
+jupyter-collaboration on 127.0.0.1 (the fixture of
+:mod:`tests.jupyter.kernel.test_live_notebook`), a
 second peer of the room standing for the person's editor, which types and never saves."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ tree-sitter reads past (``ls`` newline ``\\rm -rf x``), does not split at ``\\v`
 ``\\f``, ``\\r`` or an escaped blank, expands ``{a,b}`` into several words and a leading
 glob into file names (which may look like options), and reads ``then`` or ``time`` as
 reserved words. It looks only at the text of the tree's words and at the text between
-them; ``tests/tools/test_shell_differential.py`` holds it against real bash. Tilde
+them; ``tests/tools/command_safety/test_shell_differential.py`` holds it against real bash. Tilde
 expansion changes a word's value, never where it ends nor whether it is an option, and
 is left alone.
 """

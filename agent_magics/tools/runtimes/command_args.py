@@ -9,7 +9,7 @@ orders inherited fields from the last base to the first):
 ``class ExecCommandArgs(EscalationArgs, _ExecFields)`` has ``cmd`` .. ``login``, then
 ``sandbox_permissions`` .. ``prefix_rule``. The order is model-visible: a JSON array
 fills the fields in it, and the first invalid field is the one reported;
-``tests/tools/test_shell_tools.py`` pins it.
+``tests/tools/handlers/test_shell_tools.py`` pins it.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def test_a_kernel_tools_arguments_are_shown_once(kernel: Kernel) -> None:
 
 def test_the_cards_text_is_spaced_like_output_text(kernel: Kernel) -> None:
     """The transcript's widgets carry the rule that spaces their text (checked in a
-    browser in tests/jupyter/test_browser.py)."""
+    browser in tests/jupyter/ui/test_browser.py)."""
     script = [[function_call("exec_command", {"cmd": "touch x.txt"}, "c1")], [message("ok")]]
     with ScriptedResponsesServer(script) as server:
         kernel.execute(agent_cell(server.base_url, "-a untrusted"))

@@ -3,7 +3,7 @@ headless Chromium. The person types into one cell and does not save; the agent, 
 in another cell, inserts a cell into this very notebook after a click on Approve; the
 page then shows the new cell in its place and the typed edit as it was.
 
-Needs what tests/jupyter/test_browser.py needs plus the collaboration server (both in the
+Needs what tests/jupyter/ui/test_browser.py needs plus the collaboration server (both in the
 ``browser`` extra). A screenshot of the page is kept in the test's folder and, when
 ``AGENT_MAGICS_SCREENSHOTS`` names a folder, there too.
 """

@@ -3,7 +3,7 @@ to a daemon through a Unix socket file, to plant project settings or git hooks t
 later, unsandboxed run would obey, to read the agent's API key from ``/proc``, and to
 leave a process behind with ``setsid``. Nothing of it works.
 
-Like :mod:`tests.tools.test_sandbox_escape`, every case runs through the headless runner and
+Like :mod:`tests.tools.sandbox.test_sandbox_escape`, every case runs through the headless runner and
 the orchestrator, once per Linux mechanism, and each attack also runs without a sandbox
 to prove that it really does something there.
 """

@@ -1,6 +1,6 @@
 """A person's view of a saved notebook: after a turn in JupyterLab, the notebook is saved,
 its kernel shut down and the page reloaded; the cell shows the transcript, not a widget
-error. Needs what :mod:`tests.jupyter.test_browser` needs (skipped the same way)."""
+error. Needs what :mod:`tests.jupyter.ui.test_browser` needs (skipped the same way)."""
 
 from __future__ import annotations
 

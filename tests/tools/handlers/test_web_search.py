@@ -25,7 +25,7 @@ from tests.helpers.chat_fault_server import chat_fault_server
 from tests.helpers.fault_server import ok
 from tests.helpers.sessions import config_for, session_for
 
-RECORDED = Path(__file__).parents[1] / "conformance" / "extra-0.171" / "web_search"
+RECORDED = Path(__file__).parents[2] / "conformance" / "extra-0.171" / "web_search"
 MODES = {"default": {}, **{m: {"web_search": m} for m in ("disabled", "cached", "live")}}
 SANDBOXES = {"ws": "workspace-write", "full": "danger-full-access"}
 SOURCE = "https://jupyter-client.readthedocs.io/en/latest/messaging.html"

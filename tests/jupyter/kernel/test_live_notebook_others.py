@@ -3,7 +3,7 @@ open: its file is never written under the server, which would load the file over
 the person typed and it had not saved yet.
 
 Against a real ``jupyter server`` with jupyter-collaboration on 127.0.0.1 (the harness
-of ``tests/jupyter/test_live_notebook.py``; it saves a room only after a minute, so the
+of ``tests/jupyter/kernel/test_live_notebook.py``; it saves a room only after a minute, so the
 file shows whether the agent wrote it): the kernel runs ``a.ipynb``, and the person has
 ``b.ipynb`` open, as a peer of its room that types and does not save. The agent's cell
 goes into that room beside the typing, by whatever path names the file; a notebook that

@@ -1,6 +1,6 @@
 """``%agent undo`` in real kernels: the turn's diff in the cell, the question clicked, the
 files back as they were (bytes and mode), the model told in its next request. (What a
-person changes while a turn runs: tests/jupyter/test_kernel_undo_edits.py.)"""
+person changes while a turn runs: tests/jupyter/ui/test_kernel_undo_edits.py.)"""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 execution count land in that cell of the live document, as they come.
 
 Against a real ``jupyter server`` with jupyter-collaboration on 127.0.0.1 (the harness of
-``tests/jupyter/test_live_notebook.py``), the kernel the server started for ``a.ipynb``
+``tests/jupyter/kernel/test_live_notebook.py``), the kernel the server started for ``a.ipynb``
 (found as JupyterLab's kernels are), a scripted model on 127.0.0.1, and the person's
 editor as a peer of the notebook's room that types in a cell and does not save. Without a
 server the cell is read from the file and the outputs stay in the card, said once.

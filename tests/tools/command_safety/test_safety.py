@@ -3,7 +3,8 @@
 The vectors come from Codex's unit tests (conformance/vectors/safe_command_cases.json).
 The extra tables pin down the accept/reject decisions and the words of Codex's "word
 only" check on tree-sitter-bash, as Codex has them, and the words bash passes instead
-(tests/tools/test_shell_differential.py checks those against real bash and names where
+(tests/tools/command_safety/test_shell_differential.py checks those against real bash
+and names where
 they differ). Also the here-document prefix, dangerous commands and approval-key argv.
 """
 

@@ -1,7 +1,8 @@
 """The open notebook's room is joined once and kept between the notebook tools' calls.
 
 Against a real ``jupyter server`` with jupyter-collaboration on 127.0.0.1 (the harness of
-``tests/jupyter/test_live_notebook.py``), where a second peer of the room stands for the person
+``tests/jupyter/kernel/test_live_notebook.py``), where a second peer of the room stands
+for the person
 in JupyterLab: an edit they make between two calls is in the next read, a room the
 server dropped is joined again, and the session's end leaves the room.
 """

@@ -1,7 +1,8 @@
 """``%agent undo`` takes back the turn's edits to the open notebook, never the person's.
 
 A real kernel runs in the folder of a real ``jupyter server`` with jupyter-collaboration
-on 127.0.0.1 (the harness of ``tests/jupyter/test_live_notebook.py``), the notebook it belongs to
+on 127.0.0.1 (the harness of ``tests/jupyter/kernel/test_live_notebook.py``), the
+notebook it belongs to
 named as Jupyter names it. A turn against a scripted model puts a cell into the open
 notebook through its room (no file is written); a second peer of the room stands for the
 person in JupyterLab, and reads what undo left.

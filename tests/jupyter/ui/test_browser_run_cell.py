@@ -4,7 +4,7 @@ on Approve; its printed lines appear in that cell's output area while it runs, a
 person types into a third cell; then the cell has its number, the typing is kept, and a
 save and a reload show the same.
 
-Needs what tests/jupyter/test_browser_live.py needs (the ``browser`` extra and Debian's
+Needs what tests/jupyter/ui/test_browser_live.py needs (the ``browser`` extra and Debian's
 chromium). A screenshot is kept in the test's folder and, when
 ``AGENT_MAGICS_SCREENSHOTS`` names a folder, there too.
 """

@@ -18,7 +18,7 @@ from agent_magics.tools.handlers.goals import GOAL_HANDLERS
 from tests.helpers.conformance import assert_schema_in_own_words
 from tests.helpers.sessions import session_for
 
-GOALS = Path(__file__).parents[1] / "conformance" / "extra-0.171" / "goals"
+GOALS = Path(__file__).parents[2] / "conformance" / "extra-0.171" / "goals"
 
 
 class _AnyInt:

@@ -1,6 +1,6 @@
 """The person's Python functions as tools, and ``_agent``, in real kernels.
 
-Like :mod:`tests.jupyter.test_kernel`: every test runs once per kernel interpreter, the model is
+Like :mod:`tests.jupyter.ui.test_kernel`: every test runs once per kernel interpreter, the model is
 a scripted Responses server in this process, and buttons are pressed with the comm
 message a browser sends.
 """
