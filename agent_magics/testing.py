@@ -91,6 +91,10 @@ def local_shell_call(
     }
 
 
+POLL_S = 0.05
+"""How often a scripted server's loop looks for a shutdown (the default 0.5 s made each
+stop wait up to half a second)."""
+
 USAGE = {
     "input_tokens": 10,
     "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
@@ -262,7 +266,9 @@ class ScriptedResponsesServer:
         return Handler
 
     def start(self) -> Self:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next look (0.5 s by default): look often
+        serve = self._httpd.serve_forever
+        self._thread = threading.Thread(target=serve, args=(POLL_S,), daemon=True)
         self._thread.start()
         return self
 
@@ -317,7 +323,7 @@ class PayloadServer:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(POLL_S,), daemon=True).start()
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def close(self) -> None:

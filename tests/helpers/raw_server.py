@@ -46,7 +46,8 @@ class RawServer:
         self.port = self.tcp.server_address[1]
         self.origin = f"http://127.0.0.1:{self.port}"
         self.base_url = f"{self.origin}/v1"
-        threading.Thread(target=self.tcp.serve_forever, daemon=True).start()
+        # shutdown() waits for the loop's next look (0.5 s by default): look often
+        threading.Thread(target=self.tcp.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
         self.stop.set()

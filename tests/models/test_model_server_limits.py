@@ -6,6 +6,7 @@ through ``HTTP_PROXY`` (which the test server also plays). Each server is real, 
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import os
 import socket
@@ -38,6 +39,13 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 BOMB_BYTES = 1 << 30  # of blank lines, in about 1 MB of gzip
 PATHS = ["direct", "proxied"]
 ENCODINGS = ["gzip", "deflate", "raw-deflate"]
+
+
+@functools.cache
+def bomb() -> bytes:
+    """The 1 GiB bomb's gzip (about 1 MB; making it takes seconds, so once, and only
+    for the tests that use it, not when the module is collected)."""
+    return gzip_bomb(BOMB_BYTES)
 
 
 def base_url(server: RawServer, path: str, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -122,7 +130,7 @@ def test_inflating_at_once_gives_pieces_a_read_could(encoding: str) -> None:
 async def test_a_gzip_bomb_ends_the_stream(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """1 MB of gzip that would be 1 GiB of blank lines: decoded a network read's worth
     at a time and stopped once it grows past its bound, not retried."""
-    with RawServer(gzipped(gzip_bomb(BOMB_BYTES), packed=True)) as server:
+    with RawServer(gzipped(bomb(), packed=True)) as server:
         error = await failure(base_url(server, path, monkeypatch))
     assert isinstance(error, StreamFailed) and not error.retryable
     assert error.message == (
@@ -242,7 +250,7 @@ BOMB_SENTENCE = (
     "so the stream was stopped."
 )
 CLI_FAULTS = {
-    "gzip-bomb": (gzipped(gzip_bomb(BOMB_BYTES), packed=True), BOMB_SENTENCE),
+    "gzip-bomb": (None, BOMB_SENTENCE),  # made when a test asks for it: bomb()
     "trickled-head": (HEAD_FAULTS["trickled"], HEAD_SENTENCE),
     "slow-interim": (HEAD_FAULTS["slow-interim"], HEAD_SENTENCE),
     "interim-flood": (repeat(CONTINUE, 0), HEAD_SENTENCE),
@@ -254,6 +262,7 @@ MAX_RSS_KIB = 300 << 10  # a turn's process stays far below this; the bomb once 
 @pytest.mark.parametrize("fault", list(CLI_FAULTS))
 def test_one_exec_turn_ends_with_one_sentence(tmp_path: Path, path: str, fault: str) -> None:
     reply, sentence = CLI_FAULTS[fault]
+    reply = reply or gzipped(bomb(), packed=True)
     with RawServer(reply) as server:
         if path == "direct":
             code, out, err, rss_kib = exec_cli(server.base_url, tmp_path, None)

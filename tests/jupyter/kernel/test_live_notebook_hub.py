@@ -96,7 +96,7 @@ class StandInHub:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.api_url = f"http://127.0.0.1:{self.server.server_address[1]}/hub/api"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def close(self) -> None:
