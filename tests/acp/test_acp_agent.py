@@ -99,7 +99,7 @@ async def test_a_patch_shows_its_diff_when_asked_and_when_done(tmp_path: Path) -
 async def test_cancel_stops_a_long_command_and_its_processes(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    turns = [[shell("touch started; sleep 3; touch late", "c1")], [say("never")]]
+    turns = [[shell("touch started; sleep 1; touch late", "c1")], [say("never")]]
     chat = Chat()
     with ScriptedResponsesServer(turns) as model:
         async with agent_process(
@@ -117,7 +117,7 @@ async def test_cancel_stops_a_long_command_and_its_processes(tmp_path: Path) -> 
             reply = await asyncio.wait_for(prompt, WAIT_S)
             await chat.settle()
             assert reply.stop_reason == "cancelled"
-            await asyncio.sleep(4)  # past the command's sleep: a live process would write
+            await asyncio.sleep(1.5)  # past the command's sleep: a live one would write
             assert not (ws / "late").exists()
             assert chat.calls("failed")
             assert len(model.requests) == 1  # the turn stopped where it was
