@@ -13,7 +13,7 @@
 
 Those words are not always the ones bash passes (bash removes backslashes, splits on
 fewer characters, expands braces and globs):
-:mod:`agent_magics.tools.command_safety.bash_agrees` tells when they are.
+:mod:`agent_magics.tools.command_safety.bash_words` tells when they are.
 """
 
 from __future__ import annotations
