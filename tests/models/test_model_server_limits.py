@@ -32,7 +32,7 @@ from tests.helpers.raw_server import (
     trickle,
 )
 
-IDLE_S = 1.0  # the stream idle timeout, which also bounds the time to headers
+IDLE_S = 0.5  # the stream idle timeout, which also bounds the time to headers
 HANG_S = 15.0  # the test gives up here: far past every bound, so reaching it is a hang
 SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -156,12 +156,12 @@ async def test_an_encoding_nobody_can_read_is_refused(
 
 
 HEAD_FAULTS = {
-    # a header byte every 0.1 s: every read is quick, the headers never complete
-    "trickled": trickle(b"HTTP/1.1 200 OK\r\nx-slow: ", b"a", 0.1),
-    # a 100 Continue every 0.5 s, far fewer than the count allowed before the deadline
-    "slow-interim": repeat(CONTINUE, 0.5),
-    # the status line and a header, then a byte of a second one every 0.5 s
-    "unfinished": trickle(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n", b"x", 0.5),
+    # a header byte every 0.05 s: every read is quick, the headers never complete
+    "trickled": trickle(b"HTTP/1.1 200 OK\r\nx-slow: ", b"a", 0.05),
+    # a 100 Continue every 0.2 s, far fewer than the count allowed before the deadline
+    "slow-interim": repeat(CONTINUE, 0.2),
+    # the status line and a header, then a byte of a second one every 0.2 s
+    "unfinished": trickle(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n", b"x", 0.2),
 }
 
 
@@ -175,7 +175,7 @@ async def test_headers_that_never_complete_end_at_the_deadline(
     with RawServer(HEAD_FAULTS[fault]) as server:
         error = await failure(base_url(server, path, monkeypatch))
     assert isinstance(error, StreamFailed) and error.retryable
-    assert error.message == "the model server sent no complete response headers within 1 s"
+    assert error.message == "the model server sent no complete response headers within 0.5 s"
 
 
 async def test_a_flood_of_interim_responses_ends_at_the_deadline(
@@ -186,7 +186,7 @@ async def test_a_flood_of_interim_responses_ends_at_the_deadline(
     with RawServer(repeat(CONTINUE, 0)) as server:
         error = await failure(base_url(server, path, monkeypatch))
     assert isinstance(error, StreamFailed) and error.retryable
-    assert error.message == "the model server sent no complete response headers within 1 s"
+    assert error.message == "the model server sent no complete response headers within 0.5 s"
 
 
 async def test_a_trickled_body_without_events_ends_at_the_idle_timeout(
@@ -194,7 +194,7 @@ async def test_a_trickled_body_without_events_ends_at_the_idle_timeout(
 ) -> None:
     """The idle timer runs per event, as Codex's: bytes that never make one (a comment
     dripped a byte at a time) do not hold it off."""
-    with RawServer(trickle(SSE_HEAD, b": thinking\n", 0.1)) as server:
+    with RawServer(trickle(SSE_HEAD, b": thinking\n", 0.05)) as server:
         error = await failure(base_url(server, path, monkeypatch))
     assert isinstance(error, StreamFailed) and error.retryable
     assert error.message == "idle timeout waiting for SSE"
@@ -206,7 +206,7 @@ async def test_a_silent_server_still_ends_at_the_deadline(
     with RawServer(stall(b"HTTP/1.1 200 OK\r\n")) as server:
         error = await failure(base_url(server, path, monkeypatch))
     assert isinstance(error, StreamFailed) and error.retryable
-    assert error.message == "the model server sent no complete response headers within 1 s"
+    assert error.message == "the model server sent no complete response headers within 0.5 s"
 
 
 PEAK = """
@@ -244,7 +244,7 @@ def exec_cli(url: str, cwd: Path, proxy: str | None) -> tuple[int, str, str, int
 
 
 PROXY_VARIABLES = {"no_proxy", "all_proxy", "http_proxy", "https_proxy"}
-HEAD_SENTENCE = "the model server sent no complete response headers within 1 s."
+HEAD_SENTENCE = "the model server sent no complete response headers within 0.5 s."
 BOMB_SENTENCE = (
     "the model server sent a compressed answer that grows more than 100-fold, "
     "so the stream was stopped."
